@@ -1,0 +1,36 @@
+# Every build, test and run goes through this Makefile: giouring reaches
+# syscall.munmap through a go:linkname that Go 1.23+ rejects unless the linker
+# is told otherwise (docs/decisions/0003-giouring-and-the-link-flag.md).
+export GOFLAGS := -ldflags=-checklinkname=0
+
+GO ?= go
+SHELL_SCRIPTS := $(wildcard scripts/*.sh .ci/run)
+
+.PHONY: all build test test-go test-scripts lint bench bench-smoke clean
+
+all: build
+
+build:
+	$(GO) build ./...
+
+## test: the whole suite: lint, then go test -race over every package.
+test: lint test-go
+
+test-go:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	@if [ -n "$(SHELL_SCRIPTS)" ]; then \
+	  if command -v shellcheck >/dev/null; then shellcheck $(SHELL_SCRIPTS); \
+	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
+
+## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more.
+bench:
+	./scripts/bench.sh
+
+clean:
+	$(GO) clean ./...
