@@ -1,0 +1,101 @@
+// Command echo is percore's thread-per-core echo server: one loop per CPU,
+// each with its own io_uring (or epoll) and its own SO_REUSEPORT listener,
+// echoing every byte back from the loop's thread.
+//
+//	go run -ldflags=-checklinkname=0 ./examples/echo -addr 127.0.0.1:7000 -cores 0-1
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	percore "github.com/percore/percore/runtime"
+)
+
+// echo writes back what it reads; Write copies, so the receive buffer can
+// go back to the kernel as soon as OnData returns.
+type echo struct{}
+
+func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:7000", "listen address")
+	cores := flag.String("cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask)")
+	backend := flag.String("backend", "auto", "auto, uring or epoll")
+	incoming := flag.Bool("incoming-cpu", false, "set SO_INCOMING_CPU on each loop's listener")
+	stats := flag.Bool("stats", false, "print a one-line stats summary every second")
+	flag.Parse()
+	if err := run(*addr, *cores, *backend, *incoming, *stats); err != nil {
+		fmt.Fprintln(os.Stderr, "echo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(addr, cores, backend string, incoming, stats bool) error {
+	cfg := percore.Config{Addr: addr, IncomingCPU: incoming,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+	var err error
+	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
+		return err
+	}
+	if cores != "" {
+		if cfg.Cores, err = cpu.ParseList(cores); err != nil {
+			return err
+		}
+	}
+	rt, err := percore.New(cfg, echo{})
+	if err != nil {
+		return err
+	}
+	fmt.Println(rt.Probe())
+	var list []int
+	for _, l := range rt.Loops() {
+		fmt.Printf("loop %d: cpu %d, irq mask %s\n", l.ID(), l.CPU(), cpu.IRQMask(l.CPU()))
+		list = append(list, l.CPU())
+	}
+	fmt.Printf("host tuning for these loops: sudo scripts/tune-nic.sh --cpus %s\n", cpu.FormatList(list))
+	fmt.Printf("listening on %s\n", rt.Addr())
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if stats {
+		go printStats(ctx, rt)
+	}
+	<-ctx.Done()
+	stop()
+	fmt.Fprintln(os.Stderr, "echo: shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := rt.Shutdown(sctx); err != nil && err != context.DeadlineExceeded {
+		return err
+	}
+	return nil
+}
+
+func printStats(ctx context.Context, rt *percore.Runtime) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	prev := rt.Stats()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s := rt.Stats()
+		var b strings.Builder
+		fmt.Fprintf(&b, "open %d accepts/s %d in %d B/s out %d B/s turns/s %d completions/s %d enters/s %d",
+			s.Open, s.Accepts-prev.Accepts, s.BytesIn-prev.BytesIn, s.BytesOut-prev.BytesOut,
+			s.Turns-prev.Turns, s.Completions-prev.Completions, s.Enters-prev.Enters)
+		fmt.Fprintln(os.Stderr, b.String())
+		prev = s
+	}
+}

@@ -1,0 +1,176 @@
+// Package poller is percore's epoll backend: an epoll instance with an
+// eventfd for cross-thread wake-ups, over golang.org/x/sys/unix.
+//
+// A Poller is owned by one goroutine; only Wake is safe to call from others.
+// Blocking waits go through the ordinary syscall path, so that Go's
+// scheduler can hand the thread's P away while it sleeps; a wait with a zero
+// timeout goes through a raw syscall, which the kernel never blocks.
+package poller
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event bits, as epoll reports them.
+const (
+	In    = unix.EPOLLIN
+	Out   = unix.EPOLLOUT
+	RDHup = unix.EPOLLRDHUP
+	Err   = unix.EPOLLERR
+	Hup   = unix.EPOLLHUP
+	// EdgeTriggered asks for edge-triggered notification.
+	EdgeTriggered = unix.EPOLLET
+)
+
+// Event is one readiness event, laid out as the kernel's packed struct
+// epoll_event.
+type Event struct {
+	raw unix.EpollEvent
+}
+
+// Events returns the event bits that fired.
+func (e *Event) Events() uint32 { return e.raw.Events }
+
+// Data returns the 64-bit value the descriptor was registered with.
+func (e *Event) Data() uint64 { return *(*uint64)(unsafe.Pointer(&e.raw.Fd)) }
+
+// Poller is one epoll instance with its wake-up eventfd.
+type Poller struct {
+	epfd   int
+	wakefd int
+	events []unix.EpollEvent
+	// woken coalesces wake-ups: only the first Wake after the owner's
+	// last Drain writes the eventfd.
+	woken  atomic.Bool
+	waits  uint64
+	closed bool
+}
+
+// WakeData is the Data of the events that Wake causes.
+const WakeData = ^uint64(0)
+
+// Open creates an epoll instance that reports up to batch events per wait
+// (zero means 256).
+func Open(batch int) (*Poller, error) {
+	if batch <= 0 {
+		batch = 256
+	}
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	p := &Poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, batch)}
+	if err := p.Add(wakefd, In, WakeData); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Poller) ctl(op, fd int, events uint32, data uint64) error {
+	ev := unix.EpollEvent{Events: events}
+	*(*uint64)(unsafe.Pointer(&ev.Fd)) = data
+	if err := unix.EpollCtl(p.epfd, op, fd, &ev); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+// Add registers fd for events, reported with data.
+func (p *Poller) Add(fd int, events uint32, data uint64) error {
+	return p.ctl(unix.EPOLL_CTL_ADD, fd, events, data)
+}
+
+// Modify changes the events and data fd is registered for.
+func (p *Poller) Modify(fd int, events uint32, data uint64) error {
+	return p.ctl(unix.EPOLL_CTL_MOD, fd, events, data)
+}
+
+// Delete removes fd from the poller.
+func (p *Poller) Delete(fd int) error {
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+// Wait waits up to timeout for events (a negative timeout waits without
+// limit, zero only looks) and returns them in the poller's own buffer, valid
+// until the next Wait. A wait cut short by a signal returns no events and no
+// error.
+func (p *Poller) Wait(timeout time.Duration) ([]Event, error) {
+	msec := -1
+	if timeout >= 0 {
+		msec = int((timeout + time.Millisecond - 1) / time.Millisecond)
+	}
+	p.waits++
+	var n uintptr
+	var errno syscall.Errno
+	evp := unsafe.Pointer(&p.events[0])
+	if msec == 0 {
+		n, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(evp), uintptr(len(p.events)), 0, 0, 0)
+	} else {
+		n, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(evp), uintptr(len(p.events)), uintptr(msec), 0, 0)
+	}
+	if errno != 0 {
+		if errno == unix.EINTR {
+			return nil, nil
+		}
+		return nil, os.NewSyscallError("epoll_pwait", errno)
+	}
+	return unsafe.Slice((*Event)(evp), int(n)), nil
+}
+
+// Waits returns how many times Wait entered the kernel.
+func (p *Poller) Waits() uint64 { return p.waits }
+
+// Wake makes the owner's current or next Wait return with a WakeData event.
+// It is safe for concurrent use; wake-ups coalesce until the owner calls
+// Drain.
+func (p *Poller) Wake() error {
+	if p.woken.Swap(true) {
+		return nil
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	if _, err := unix.Write(p.wakefd, one[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
+		return os.NewSyscallError("write", err)
+	}
+	return nil
+}
+
+// Drain consumes the wake-up after a WakeData event, re-enabling Wake. Call
+// it before running the work that the wake-up announced.
+func (p *Poller) Drain() {
+	var buf [8]byte
+	_, _ = unix.Read(p.wakefd, buf[:])
+	p.woken.Store(false)
+}
+
+// Close closes the epoll instance and the eventfd. It is idempotent.
+func (p *Poller) Close() error {
+	if p.closed {
+		return nil
+	}
+	p.closed = true
+	err1 := unix.Close(p.wakefd)
+	err2 := unix.Close(p.epfd)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("poller: close: %w", err)
+	}
+	return nil
+}

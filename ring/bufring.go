@@ -1,0 +1,155 @@
+package ring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/pawelgaczynski/giouring"
+	"golang.org/x/sys/unix"
+)
+
+// BufRing is a provided-buffer ring (IORING_REGISTER_PBUF_RING, 5.19+): a
+// group of equal buffers that the kernel picks from for multishot receives,
+// so that a connection holds no receive buffer while it is idle. Both the
+// ring of descriptors and the buffers are anonymous mmap memory: the Go
+// collector never scans or moves them, and pages the kernel never filled
+// cost nothing. Close unregisters the group and unmaps both regions
+// (giouring's own FreeBufRing leaves its mapping behind).
+//
+// Buffers go back to the kernel with Recycle, which stages them, and
+// Publish, which makes every staged buffer visible with one store; a loop
+// publishes once per batch of completions.
+type BufRing struct {
+	r       *Ring
+	group   uint16
+	entries uint16
+	mask    uint16
+	size    int
+	ringMem []byte
+	bufMem  []byte
+	tail    uint16
+	staged  uint16
+	closed  bool
+}
+
+// bufDesc is struct io_uring_buf; the ring's tail overlays the first
+// entry's reserved field.
+type bufDesc struct {
+	addr uint64
+	len  uint32
+	bid  uint16
+	resv uint16
+}
+
+// NewBufRing registers a provided-buffer ring of count buffers of size bytes
+// as buffer group group. count must be a power of two no larger than 32768.
+// Every buffer starts out given to the kernel.
+func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
+	if count <= 0 || count > 1<<15 || count&(count-1) != 0 {
+		return nil, fmt.Errorf("buffer ring: count %d is not a power of two in [1, 32768]", count)
+	}
+	if size <= 0 {
+		return nil, fmt.Errorf("buffer ring: size %d is not positive", size)
+	}
+	ringMem, err := unix.Mmap(-1, 0, count*int(unsafe.Sizeof(bufDesc{})),
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANONYMOUS|unix.MAP_PRIVATE)
+	if err != nil {
+		return nil, fmt.Errorf("buffer ring: %w", os.NewSyscallError("mmap", err))
+	}
+	bufMem, err := unix.Mmap(-1, 0, count*size,
+		unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANONYMOUS|unix.MAP_PRIVATE)
+	if err != nil {
+		_ = unix.Munmap(ringMem)
+		return nil, fmt.Errorf("buffer ring: %w", os.NewSyscallError("mmap", err))
+	}
+	reg := giouring.BufReg{
+		RingAddr:    uint64(uintptr(unsafe.Pointer(&ringMem[0]))),
+		RingEntries: uint32(count),
+		Bgid:        group,
+	}
+	if _, err := r.gr.RegisterBufferRing(&reg, 0); err != nil {
+		_ = unix.Munmap(ringMem)
+		_ = unix.Munmap(bufMem)
+		var errno unix.Errno
+		if errors.As(err, &errno) && errno == unix.EINVAL {
+			return nil, &UnavailableError{Feature: "provided buffer rings (IORING_REGISTER_PBUF_RING, 5.19+)",
+				Err: os.NewSyscallError("io_uring_register", errno)}
+		}
+		return nil, fmt.Errorf("buffer ring: %w", classify("io_uring_register(PBUF_RING)", "", err))
+	}
+	b := &BufRing{
+		r: r, group: group, entries: uint16(count), mask: uint16(count - 1),
+		size: size, ringMem: ringMem, bufMem: bufMem,
+	}
+	for i := range count {
+		b.Recycle(uint16(i))
+	}
+	b.Publish()
+	return b, nil
+}
+
+// Group returns the buffer group id.
+func (b *BufRing) Group() uint16 { return b.group }
+
+// Size returns the size of each buffer.
+func (b *BufRing) Size() int { return b.size }
+
+// Bytes returns the first n bytes of buffer id. The slice is valid until the
+// buffer is recycled.
+func (b *BufRing) Bytes(id uint16, n int) []byte {
+	off := int(id) * b.size
+	return b.bufMem[off : off+n : off+b.size]
+}
+
+func (b *BufRing) desc(i uint16) *bufDesc {
+	return (*bufDesc)(unsafe.Pointer(&b.ringMem[int(i&b.mask)*int(unsafe.Sizeof(bufDesc{}))]))
+}
+
+// Recycle stages buffer id for return to the kernel; Publish returns it.
+func (b *BufRing) Recycle(id uint16) {
+	d := b.desc(b.tail + b.staged)
+	d.addr = uint64(uintptr(unsafe.Pointer(&b.bufMem[int(id)*b.size])))
+	d.len = uint32(b.size)
+	d.bid = id
+	b.staged++
+}
+
+// Publish hands every staged buffer to the kernel with one release store of
+// the ring's tail.
+func (b *BufRing) Publish() {
+	if b.staged == 0 {
+		return
+	}
+	b.tail += b.staged
+	b.staged = 0
+	// The tail is the upper half of the 32-bit word whose lower half is
+	// entry 0's bid: store both, so the store is one atomic word.
+	d0 := b.desc(0)
+	word := (*uint32)(unsafe.Pointer(&d0.bid))
+	atomic.StoreUint32(word, uint32(b.tail)<<16|uint32(d0.bid))
+}
+
+// Close unregisters the buffer group and unmaps its memory. It is
+// idempotent. Operations that select from the group must have completed.
+func (b *BufRing) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	var errs []error
+	if !b.r.closed {
+		if _, err := b.r.gr.UnregisterBufferRing(int(b.group)); err != nil {
+			errs = append(errs, fmt.Errorf("buffer ring: unregister: %w", err))
+		}
+	}
+	if err := unix.Munmap(b.ringMem); err != nil {
+		errs = append(errs, os.NewSyscallError("munmap", err))
+	}
+	if err := unix.Munmap(b.bufMem); err != nil {
+		errs = append(errs, os.NewSyscallError("munmap", err))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,137 @@
+package ring
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/pawelgaczynski/giouring"
+	"golang.org/x/sys/unix"
+)
+
+// ErrUnavailable matches (with errors.Is) every *UnavailableError.
+var ErrUnavailable = errors.New("io_uring unavailable")
+
+// UnavailableError reports that io_uring cannot be used on this host, and
+// which feature is missing.
+type UnavailableError struct {
+	// Feature names what is missing: "io_uring_setup" when the syscall is
+	// refused outright, else a flag, feature or opcode.
+	Feature string
+	// Err is the underlying error (an errno, or errors.ErrUnsupported).
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("io_uring unavailable: %s: %v", e.Feature, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// classify turns a setup or registration error into an *UnavailableError
+// when it means "not on this host" (EPERM from seccomp or
+// kernel.io_uring_disabled, ENOSYS, EINVAL, EOPNOTSUPP), and into an
+// *os.SyscallError otherwise.
+func classify(call, feature string, err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		switch errno {
+		case unix.EPERM, unix.EACCES, unix.ENOSYS, unix.EINVAL, unix.EOPNOTSUPP:
+			if feature == "" {
+				feature = call
+			}
+			return &UnavailableError{Feature: feature, Err: os.NewSyscallError(call, errno)}
+		}
+		return os.NewSyscallError(call, errno)
+	}
+	return fmt.Errorf("%s: %w", call, err)
+}
+
+// Op is an io_uring opcode.
+type Op uint8
+
+// The opcodes percore uses.
+const (
+	OpRead        = Op(giouring.OpRead)
+	OpWrite       = Op(giouring.OpWrite)
+	OpSendmsg     = Op(giouring.OpSendmsg)
+	OpTimeout     = Op(giouring.OpTimeout)
+	OpAccept      = Op(giouring.OpAccept)
+	OpAsyncCancel = Op(giouring.OpAsyncCancel)
+	OpConnect     = Op(giouring.OpConnect)
+	OpClose       = Op(giouring.OpClose)
+	OpSend        = Op(giouring.OpSend)
+	OpRecv        = Op(giouring.OpRecv)
+	OpShutdown    = Op(giouring.OpShutdown)
+	OpMsgRing     = Op(giouring.OpMsgRing)
+)
+
+var opNames = map[Op]string{
+	OpRead: "READ", OpWrite: "WRITE", OpSendmsg: "SENDMSG", OpTimeout: "TIMEOUT",
+	OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL", OpConnect: "CONNECT", OpClose: "CLOSE",
+	OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN", OpMsgRing: "MSG_RING",
+}
+
+// String returns the kernel's name of the opcode without its IORING_OP_ prefix.
+func (o Op) String() string {
+	if s, ok := opNames[o]; ok {
+		return s
+	}
+	return fmt.Sprintf("OP(%d)", uint8(o))
+}
+
+// Support is what the kernel's opcode probe found.
+type Support struct {
+	ops [256]bool
+}
+
+// Has reports whether the kernel supports op.
+func (s *Support) Has(op Op) bool { return s.ops[op] }
+
+// Require returns an *UnavailableError naming the first of ops that the
+// kernel does not support, or nil.
+func (s *Support) Require(ops ...Op) error {
+	for _, op := range ops {
+		if !s.ops[op] {
+			return &UnavailableError{Feature: "opcode IORING_OP_" + op.String(), Err: errors.ErrUnsupported}
+		}
+	}
+	return nil
+}
+
+// Supported lists the supported opcodes among those percore uses.
+func (s *Support) Supported() []Op {
+	var ops []Op
+	for op := range 256 {
+		if _, named := opNames[Op(op)]; named && s.ops[op] {
+			ops = append(ops, Op(op))
+		}
+	}
+	return ops
+}
+
+// probe runs once per process: the opcode set does not change while a
+// process runs.
+var probe = sync.OnceValues(func() (*Support, error) {
+	if err := openHook(); err != nil {
+		return nil, classify("io_uring_setup", "", err)
+	}
+	p, err := giouring.GetProbe()
+	if err != nil {
+		return nil, classify("io_uring_register(PROBE)", "", err)
+	}
+	s := new(Support)
+	for op := range 256 {
+		s.ops[op] = p.IsSupported(uint8(op))
+	}
+	return s, nil
+})
+
+// Probe returns the opcodes this kernel supports. The probe runs once per
+// process and is cached; it sets up and tears down a small ring.
+func Probe() (*Support, error) { return probe() }

@@ -1,0 +1,155 @@
+package runtime
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/percore/percore/ring"
+)
+
+// Backend selects how a loop talks to the kernel.
+type Backend int
+
+const (
+	// Auto uses io_uring when a ring can be set up and every opcode the
+	// loop needs is supported, and epoll otherwise (logged once, with the
+	// reason). It is the zero value.
+	Auto Backend = iota
+	// IOURing uses io_uring and never falls back: a host without it is an
+	// error from New.
+	IOURing
+	// Epoll uses epoll.
+	Epoll
+)
+
+// String returns "auto", "io_uring" or "epoll".
+func (b Backend) String() string {
+	switch b {
+	case Auto:
+		return "auto"
+	case IOURing:
+		return "io_uring"
+	case Epoll:
+		return "epoll"
+	}
+	return fmt.Sprintf("Backend(%d)", int(b))
+}
+
+// ParseBackend accepts "auto", "uring", "io_uring" and "epoll".
+func ParseBackend(s string) (Backend, error) {
+	switch s {
+	case "auto", "":
+		return Auto, nil
+	case "uring", "io_uring", "iouring":
+		return IOURing, nil
+	case "epoll":
+		return Epoll, nil
+	}
+	return Auto, fmt.Errorf("unknown backend %q (want auto, uring or epoll)", s)
+}
+
+// RingFlags are the io_uring setup flags a loop asks for.
+type RingFlags = ring.Flags
+
+// The io_uring setup flags; see package ring for what each does.
+const (
+	SingleIssuer = ring.SingleIssuer
+	DeferTaskrun = ring.DeferTaskrun
+	CoopTaskrun  = ring.CoopTaskrun
+	SQPoll       = ring.SQPoll
+	// NoRingFlags asks for a ring with no setup flags at all (the zero
+	// value of Config.RingFlags means DefaultRingFlags).
+	NoRingFlags RingFlags = 1 << 31
+	// DefaultRingFlags are the flags measured best on a loop that owns its
+	// ring and enters the kernel once per turn: see docs/performance.md.
+	DefaultRingFlags = SingleIssuer | DeferTaskrun
+)
+
+// Config configures a Runtime. The zero value starts one loop per CPU in the
+// process's affinity mask, with the Auto backend and no listener (a
+// client-only runtime that dials out).
+type Config struct {
+	// Cores lists the CPUs to run loops on, one loop per entry, each loop's
+	// thread pinned to its CPU. Nil means every CPU in the affinity mask
+	// (cpu.Cores: honours taskset and cgroup cpusets).
+	Cores []int
+	// Backend selects io_uring or epoll. The zero value is Auto.
+	Backend Backend
+	// Addr is the TCP address every loop listens on with its own
+	// SO_REUSEPORT socket ("127.0.0.1:7000", "[::]:0"; port 0 picks one
+	// port for all loops). Empty means no listener.
+	Addr string
+	// Backlog is each listener's accept queue length. Zero means the
+	// kernel's net.core.somaxconn.
+	Backlog int
+	// IncomingCPU sets SO_INCOMING_CPU on each loop's listener to the
+	// loop's CPU, so that the kernel prefers the listener on the CPU that
+	// received the connection's packets (pair it with scripts/tune-nic.sh).
+	IncomingCPU bool
+	// RingEntries is each io_uring's submission queue size. Zero means
+	// 1024; the completion queue is four times as large.
+	RingEntries uint32
+	// RingFlags are the io_uring setup flags. Zero means DefaultRingFlags;
+	// NoRingFlags means none.
+	RingFlags RingFlags
+	// BufferSize is the size of each receive buffer: the io_uring
+	// provided-buffer ring's buffers, and the epoll loop's one read
+	// buffer. Zero means 16 KiB.
+	BufferSize int
+	// BufferCount is how many receive buffers each io_uring loop provides
+	// to the kernel (a power of two). Zero means 512. An idle connection
+	// holds none of them.
+	BufferCount int
+	// Logger receives lifecycle events only (start, backend fallback,
+	// shutdown, accept-error episodes), never per-request logs. Nil means
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+const (
+	defaultRingEntries = 1024
+	defaultBufferSize  = 16 << 10
+	defaultBufferCount = 512
+	acceptBackoffMin   = 10 * time.Millisecond
+	acceptBackoffMax   = time.Second
+)
+
+func (c Config) withDefaults() Config {
+	if c.RingEntries == 0 {
+		c.RingEntries = defaultRingEntries
+	}
+	switch c.RingFlags {
+	case 0:
+		c.RingFlags = DefaultRingFlags
+	case NoRingFlags:
+		c.RingFlags = 0
+	}
+	c.RingFlags &^= NoRingFlags
+	if c.BufferSize == 0 {
+		c.BufferSize = defaultBufferSize
+	}
+	if c.BufferCount == 0 {
+		c.BufferCount = defaultBufferCount
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Backend < Auto || c.Backend > Epoll {
+		return fmt.Errorf("config: unknown backend %d", int(c.Backend))
+	}
+	if c.BufferSize < 0 || c.BufferSize > 1<<24 {
+		return fmt.Errorf("config: buffer size %d out of range (0 to 16 MiB)", c.BufferSize)
+	}
+	if n := c.BufferCount; n < 0 || n > 1<<15 || (n != 0 && n&(n-1) != 0) {
+		return fmt.Errorf("config: buffer count %d is not a power of two up to 32768", n)
+	}
+	if c.Backlog < 0 {
+		return fmt.Errorf("config: negative backlog %d", c.Backlog)
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package runtime
+
+import (
+	"net"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// Conn is one TCP connection owned by a loop. Its methods must be called on
+// that loop's thread (from a handler, a timer or a function posted to the
+// loop); none of them blocks. After Close, or once OnClose has run, writes
+// fail with net.ErrClosed.
+type Conn struct {
+	loop *Loop
+	fd   int
+	slot uint32
+	gen  uint32
+	h    Handler
+
+	value any
+
+	// out holds bytes written but not yet handed to the kernel; sending
+	// holds the bytes of the send in flight (io_uring), from sent on.
+	out     []byte
+	sending []byte
+	sent    int
+
+	state connState
+	// ops counts operations the kernel still holds for this connection
+	// (io_uring); the slot is freed when a closed connection has none.
+	ops int
+
+	dial    *dialState
+	onClose func(*Conn, error)
+	laddr   net.Addr
+	raddr   net.Addr
+}
+
+type connState uint16
+
+const (
+	stOpen       connState = 1 << iota // OnOpen has run (or is running)
+	stClosing                          // Close asked: send what is queued, then close
+	stClosed                           // the descriptor is released; OnClose has run
+	stShutWrite                        // CloseWrite asked: shut down after the queue drains
+	stWriteShut                        // the write side is shut down
+	stEOF                              // the peer ended its stream
+	stRecvArmed                        // io_uring: a multishot receive is armed
+	stDirty                            // io_uring: queued on the loop's send list
+	stPollOut                          // epoll: registered for writability
+	stConnecting                       // a dial is in progress
+)
+
+// Loop returns the loop that owns c.
+func (c *Conn) Loop() *Loop { return c.loop }
+
+// Fd returns the connection's socket descriptor, for socket options. Do
+// not read, write or close it.
+func (c *Conn) Fd() int { return c.fd }
+
+// Value returns the value stored with SetValue.
+func (c *Conn) Value() any { return c.value }
+
+// SetValue stores a per-connection value for the handler.
+func (c *Conn) SetValue(v any) { c.value = v }
+
+// Closed reports whether c is closed or closing.
+func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
+
+// Buffered returns how many written bytes the kernel has not taken yet.
+func (c *Conn) Buffered() int { return len(c.out) + len(c.sending) - c.sent }
+
+// Write queues p to be sent and returns len(p). It copies p, so the caller
+// may reuse it at once (also a slice of the data OnData received). When
+// nothing is queued, the epoll backend sends at once; the io_uring backend
+// hands the bytes to the kernel in the loop's next enter, together with
+// every other submission of the turn.
+func (c *Conn) Write(p []byte) (int, error) {
+	if c.state&(stClosing|stClosed|stShutWrite|stWriteShut) != 0 {
+		return 0, c.opError("write", net.ErrClosed)
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	c.loop.d.write(c, p)
+	return len(p), nil
+}
+
+// Writev queues the buffers as one gathered write and returns the number of
+// bytes queued.
+func (c *Conn) Writev(bufs ...[]byte) (int, error) {
+	if c.state&(stClosing|stClosed|stShutWrite|stWriteShut) != 0 {
+		return 0, c.opError("write", net.ErrClosed)
+	}
+	n := 0
+	for _, b := range bufs {
+		n += len(b)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if len(bufs) == 1 || len(c.out) > 0 || c.sending != nil {
+		for _, b := range bufs {
+			c.appendOut(b)
+		}
+		c.loop.d.flush(c)
+		return n, nil
+	}
+	c.loop.d.writev(c, bufs)
+	return n, nil
+}
+
+// Close sends what is queued and then closes the connection; OnClose runs
+// once the descriptor is released. It is idempotent.
+func (c *Conn) Close() error {
+	if c.state&(stClosing|stClosed) != 0 {
+		return nil
+	}
+	c.state |= stClosing
+	if c.Buffered() == 0 || c.state&stWriteShut != 0 {
+		c.loop.closeConn(c, nil)
+	}
+	return nil
+}
+
+// Abort closes the connection at once, discarding queued writes.
+func (c *Conn) Abort() {
+	if c.state&stClosed == 0 {
+		c.loop.closeConn(c, nil)
+	}
+}
+
+// CloseWrite shuts down the write side once the queued bytes are sent: the
+// peer reads end of stream, and c still receives.
+func (c *Conn) CloseWrite() error {
+	if c.state&(stClosing|stClosed|stShutWrite|stWriteShut) != 0 {
+		return nil
+	}
+	c.state |= stShutWrite
+	if c.Buffered() == 0 {
+		c.loop.d.shutdownWrite(c)
+	}
+	return nil
+}
+
+// LocalAddr returns the local address (it asks the kernel the first time).
+func (c *Conn) LocalAddr() net.Addr {
+	if c.laddr == nil && c.fd >= 0 {
+		if sa, err := unix.Getsockname(c.fd); err == nil {
+			c.laddr = sockaddrToTCP(sa)
+		}
+	}
+	return c.laddr
+}
+
+// RemoteAddr returns the peer's address (it asks the kernel the first
+// time).
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.raddr == nil && c.fd >= 0 {
+		if sa, err := unix.Getpeername(c.fd); err == nil {
+			c.raddr = sockaddrToTCP(sa)
+		}
+	}
+	return c.raddr
+}
+
+func (c *Conn) appendOut(p []byte) {
+	if n := len(c.out) + len(p); n > cap(c.out) {
+		b := append(c.loop.getBuf(n), c.out...)
+		c.loop.putBuf(c.out)
+		c.out = b
+	}
+	c.out = append(c.out, p...)
+}
+
+func (c *Conn) opError(op string, err error) error {
+	return &net.OpError{Op: op, Net: "tcp", Source: c.laddr, Addr: c.raddr, Err: err}
+}
+
+func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
+	switch sa := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
+	case *unix.SockaddrInet6:
+		a := &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
+		if sa.ZoneId != 0 {
+			if ifi, err := net.InterfaceByIndex(int(sa.ZoneId)); err == nil {
+				a.Zone = ifi.Name
+			}
+		}
+		return a
+	}
+	return nil
+}
+
+func errnoErr(call string, errno unix.Errno) error {
+	return os.NewSyscallError(call, errno)
+}

@@ -1,0 +1,105 @@
+package runtime
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// dialState is what a connect in progress needs; the socket address stays
+// referenced here until the kernel completes the connect.
+type dialState struct {
+	done  func(*Conn, error)
+	sa    unix.RawSockaddrAny
+	salen uint32
+	addr  netip.AddrPort
+}
+
+// Dial starts a non-blocking TCP connect from this loop to address, a
+// literal "ip:port" (the loop never resolves names: that would block it).
+// The connection is handled by h like an accepted one. done runs on the
+// loop exactly once: with the open connection (after h's OnOpen), or with
+// a nil Conn and the error (a refused connect is *net.OpError wrapping
+// ECONNREFUSED). Dial returns an error at once only for an address it cannot
+// use or a socket it cannot create. It must be called on the loop's thread.
+func (l *Loop) Dial(address string, h Handler, done func(*Conn, error)) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("address %q: %w", address, err)}
+	}
+	return l.DialAddrPort(ap, h, done)
+}
+
+// DialAddrPort is Dial for an already parsed address.
+func (l *Loop) DialAddrPort(ap netip.AddrPort, h Handler, done func(*Conn, error)) error {
+	if h == nil || done == nil {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("nil handler or done function")}
+	}
+	if l.stopping {
+		return &net.OpError{Op: "dial", Net: "tcp", Err: net.ErrClosed}
+	}
+	d := &dialState{done: done, addr: ap}
+	family := unix.AF_INET
+	addr := ap.Addr().Unmap()
+	if addr.Is4() {
+		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&d.sa))
+		sa.Family = unix.AF_INET
+		sa.Addr = addr.As4()
+		putPort(&sa.Port, ap.Port())
+		d.salen = unix.SizeofSockaddrInet4
+	} else {
+		family = unix.AF_INET6
+		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(&d.sa))
+		sa.Family = unix.AF_INET6
+		sa.Addr = ap.Addr().As16()
+		putPort(&sa.Port, ap.Port())
+		d.salen = unix.SizeofSockaddrInet6
+	}
+	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError("socket", err)}
+	}
+	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c := l.newConn(fd, h)
+	c.dial = d
+	c.state |= stConnecting
+	c.raddr = net.TCPAddrFromAddrPort(ap)
+	if err := l.d.connect(c, d); err != nil {
+		l.closeConn(c, c.opError("dial", err))
+	}
+	return nil
+}
+
+// connected is called by drivers when a connect finished; err is nil on
+// success.
+func (l *Loop) connected(c *Conn, err error) {
+	d := c.dial
+	c.state &^= stConnecting
+	if c.state&stClosed != 0 {
+		return
+	}
+	if err != nil {
+		l.closeConn(c, c.opError("dial", err))
+		return
+	}
+	if err := l.d.start(c); err != nil {
+		l.closeConn(c, c.opError("dial", err))
+		return
+	}
+	c.dial = nil
+	l.cnt.dials++
+	l.opened(c)
+	if d != nil && d.done != nil {
+		d.done(c, nil)
+	}
+}
+
+func putPort(p *uint16, port uint16) {
+	b := (*[2]byte)(unsafe.Pointer(p))
+	b[0] = byte(port >> 8)
+	b[1] = byte(port)
+}

@@ -1,0 +1,11 @@
+package runtime
+
+import "github.com/percore/percore/ring"
+
+// SetOpenRing replaces how loops open their io_uring, for the fallback
+// tests, and returns a function that restores it.
+func SetOpenRing(f func(ring.Config) (*ring.Ring, error)) (restore func()) {
+	old := openRing
+	openRing = f
+	return func() { openRing = old }
+}

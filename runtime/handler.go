@@ -1,0 +1,44 @@
+package runtime
+
+// Handler receives a connection's data. Its methods run on the connection's
+// loop thread, one at a time, and must not block: a handler that waits
+// stalls every connection on its loop (offload slow work with Loop.Go).
+//
+// A Handler may also implement OpenHandler, CloseHandler and EOFHandler.
+type Handler interface {
+	// OnData is called with bytes the peer sent. data is valid only
+	// during the call: the buffer goes back to the kernel when OnData
+	// returns, so a handler copies what it keeps (Write copies for it).
+	OnData(c *Conn, data []byte)
+}
+
+// OpenHandler is implemented by handlers that want to know when a
+// connection opens (accepted, or dialed and connected), before its first
+// OnData.
+type OpenHandler interface {
+	OnOpen(c *Conn)
+}
+
+// CloseHandler is implemented by handlers that want to know when a
+// connection closes. err is nil for a close the handler asked for or a
+// clean end of stream, and says why otherwise (a reset peer, a failed
+// write, the runtime shutting down). OnClose is called exactly once for
+// every connection that was opened.
+type CloseHandler interface {
+	OnClose(c *Conn, err error)
+}
+
+// EOFHandler is implemented by handlers that keep a connection open after
+// the peer shuts down its write side (a half-close): OnEOF is called
+// instead of closing, no more OnData follows, and the handler may still
+// write before it calls Close. Without it, the end of the peer's stream
+// closes the connection once queued writes are sent.
+type EOFHandler interface {
+	OnEOF(c *Conn)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(c *Conn, data []byte)
+
+// OnData calls f(c, data).
+func (f HandlerFunc) OnData(c *Conn, data []byte) { f(c, data) }

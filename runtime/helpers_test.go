@@ -1,0 +1,128 @@
+package runtime_test
+
+import (
+	"bytes"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	percore "github.com/percore/percore/runtime"
+)
+
+// backends are the backends every runtime test runs under.
+var backends = []percore.Backend{percore.IOURing, percore.Epoll}
+
+// eachBackend runs f once per backend, as a named subtest.
+func eachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
+	t.Helper()
+	for _, b := range backends {
+		t.Run(b.String(), func(t *testing.T) { f(t, b) })
+	}
+}
+
+// quietLogger discards lifecycle logs unless the test fails.
+func quietLogger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(string(bytes.TrimRight(p, "\n")))
+	return len(p), nil
+}
+
+// allCores returns the CPUs this test may use.
+func allCores(t *testing.T) []int {
+	t.Helper()
+	cores, err := cpu.Cores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cores
+}
+
+// start starts a runtime listening on 127.0.0.1:0 and closes it at cleanup.
+func start(t *testing.T, cfg percore.Config, h percore.Handler) *percore.Runtime {
+	t.Helper()
+	if cfg.Addr == "" && h != nil {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Cores == nil {
+		cfg.Cores = allCores(t)[:1]
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger(t)
+	}
+	rt, err := percore.New(cfg, h)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+type echoHandler struct{}
+
+func (echoHandler) OnData(c *percore.Conn, data []byte) { c.Write(data) }
+
+// dial connects to rt with a deadline on every read and write.
+func dial(t *testing.T, rt *percore.Runtime) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", rt.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// roundTrip writes p and reads len(p) bytes back, concurrently so that a
+// payload larger than the socket buffers cannot deadlock.
+func roundTrip(c net.Conn, p []byte) ([]byte, error) {
+	var werr error
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, werr = c.Write(p)
+	}()
+	got := make([]byte, len(p))
+	_, rerr := io.ReadFull(c, got)
+	wg.Wait()
+	if werr != nil {
+		return got, werr
+	}
+	return got, rerr
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// onLoop runs f on l's thread and waits for it.
+func onLoop(t *testing.T, l *percore.Loop, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	if err := l.Post(func() { f(); close(done) }); err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("posted function did not run within 10s")
+	}
+}

@@ -1,0 +1,437 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/percore/percore/listener"
+	"golang.org/x/sys/unix"
+)
+
+// driver is what a loop needs from its backend. Both backends present the
+// same model to the loop: the loop owns connections, their queued output
+// and their lifecycle; a driver moves bytes and reports what happened by
+// calling the loop's on* methods. Every method runs on the loop's thread
+// except wake.
+type driver interface {
+	// listen starts accepting on the listening socket fd.
+	listen(fd int) error
+	// stopListening stops accepting; the listener is closed by the loop.
+	stopListening()
+	// start begins receiving on a connection that just opened.
+	start(c *Conn) error
+	// write sends p, or queues it (c.appendOut) when the kernel must wait.
+	write(c *Conn, p []byte)
+	// writev is write for several buffers.
+	writev(c *Conn, bufs [][]byte)
+	// flush makes sure queued output is on its way.
+	flush(c *Conn)
+	// shutdownWrite shuts the write side down (queue already drained).
+	shutdownWrite(c *Conn)
+	// release gives the descriptor back to the kernel; the driver calls
+	// loop.free(c) once the kernel holds nothing of c any more.
+	release(c *Conn)
+	// connect starts a non-blocking connect of c.fd to the address.
+	connect(c *Conn, d *dialState) error
+	// poll runs one turn: hand everything prepared to the kernel, wait up
+	// to timeout (negative: no limit) for events, and dispatch them.
+	poll(timeout time.Duration) error
+	// idle reports whether the kernel holds nothing of this loop any more
+	// (after stopListening and every release), so the loop may exit.
+	idle() bool
+	// wake interrupts poll from another goroutine. Safe for concurrent use.
+	wake()
+	// enters returns the number of system calls the driver made.
+	enters() uint64
+	// close releases the driver's own resources.
+	close() error
+}
+
+// Loop is one thread-per-core event loop: a goroutine locked to an OS
+// thread pinned to one CPU, with its own io_uring or epoll instance, its own
+// listener and its own connections. Its methods must be called on its own
+// thread (from handlers, timers or posted functions) unless their
+// documentation says otherwise.
+type Loop struct {
+	rt      *Runtime
+	id      int
+	cpu     int
+	backend Backend
+	d       driver
+	h       Handler
+	ln      *listener.Listener
+	log     *slog.Logger
+
+	conns []*Conn  // by slot; nil when free
+	gens  []uint32 // by slot: the generation of its last connection
+	free  []uint32
+	open  int
+
+	timers timerHeap
+	now    time.Time
+
+	bufs [numBufClasses][][]byte
+
+	postMu     sync.Mutex
+	posted     []func()
+	running    []func()
+	postClosed bool
+
+	cnt      counters
+	pub      publishedStats
+	stopping bool
+	done     chan struct{}
+
+	acceptBackoff time.Duration
+	acceptErrs    int
+}
+
+// ID returns the loop's index, from 0.
+func (l *Loop) ID() int { return l.id }
+
+// CPU returns the CPU the loop's thread is pinned to.
+func (l *Loop) CPU() int { return l.cpu }
+
+// Backend returns the backend the loop runs (never Auto).
+func (l *Loop) Backend() Backend { return l.backend }
+
+// Now returns the loop's clock, read once per turn.
+func (l *Loop) Now() time.Time { return l.now }
+
+// Post queues f to run on the loop's thread and wakes the loop. It is safe
+// for concurrent use; wake-ups coalesce. Functions run in the order they
+// were posted. After the loop stops, Post returns net.ErrClosed and f does
+// not run.
+func (l *Loop) Post(f func()) error {
+	l.postMu.Lock()
+	if l.postClosed {
+		l.postMu.Unlock()
+		return fmt.Errorf("post to loop %d: %w", l.id, net.ErrClosed)
+	}
+	l.posted = append(l.posted, f)
+	// Wake under the lock: once the loop marks itself closed (under the
+	// same lock) it may close the wake-up descriptor.
+	l.d.wake()
+	l.postMu.Unlock()
+	return nil
+}
+
+// Go runs work on a new goroutine, for work that would block the loop, and
+// then posts the function work returns (if not nil) back to the loop. It is
+// safe for concurrent use.
+func (l *Loop) Go(work func() (then func())) {
+	go func() {
+		if then := work(); then != nil {
+			_ = l.Post(then)
+		}
+	}()
+}
+
+// runPosted runs what other goroutines posted. Drivers call it after a
+// wake-up.
+func (l *Loop) runPosted() {
+	l.postMu.Lock()
+	l.running, l.posted = l.posted, l.running[:0]
+	l.postMu.Unlock()
+	for i, f := range l.running {
+		l.running[i] = nil
+		l.cnt.posted++
+		f()
+	}
+}
+
+// run is the loop's body, on its locked and pinned thread.
+func (l *Loop) run() {
+	defer close(l.done)
+	kernelErrors := 0
+	for {
+		if l.stopping && l.open == 0 && l.d.idle() {
+			break
+		}
+		timeout := time.Duration(-1)
+		if t := l.timers.next(); t != nil {
+			timeout = max(time.Until(t.when), 0)
+		}
+		l.publish()
+		if err := l.d.poll(timeout); err != nil {
+			// The backend itself failed (not one connection): close
+			// everything; if the kernel keeps failing, give up waiting
+			// for it rather than spin.
+			kernelErrors++
+			if kernelErrors == 1 {
+				l.log.Error("percore: loop stopping on a kernel error", "loop", l.id, "err", err)
+			}
+			l.forceStop(err)
+			if kernelErrors >= maxKernelErrors {
+				break
+			}
+			continue
+		}
+		kernelErrors = 0
+		l.now = time.Now()
+		l.cnt.turns++
+		l.runTimers()
+	}
+	l.postMu.Lock()
+	l.postClosed = true
+	l.postMu.Unlock()
+	l.runPosted()
+	l.publish()
+	if err := l.d.close(); err != nil {
+		l.log.Error("percore: close loop backend", "loop", l.id, "err", err)
+	}
+}
+
+// stop begins the loop's shutdown: stop accepting, close every connection
+// with err, exit once the kernel holds nothing of the loop.
+func (l *Loop) forceStop(err error) {
+	if !l.stopping {
+		l.stopping = true
+		l.closeListener()
+	}
+	for _, c := range l.conns {
+		if c != nil && c.state&stClosed == 0 {
+			l.closeConn(c, err)
+		}
+	}
+}
+
+func (l *Loop) closeListener() {
+	if l.ln == nil {
+		return
+	}
+	l.d.stopListening()
+	if err := l.ln.Close(); err != nil {
+		l.log.Error("percore: close listener", "loop", l.id, "err", err)
+	}
+	l.ln = nil
+}
+
+// newConn takes a slot for a connection on fd.
+func (l *Loop) newConn(fd int, h Handler) *Conn {
+	c := &Conn{loop: l, fd: fd, h: h}
+	if n := len(l.free); n > 0 {
+		c.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		c.slot = uint32(len(l.conns))
+		l.conns = append(l.conns, nil)
+		l.gens = append(l.gens, 0)
+	}
+	c.gen = (l.gens[c.slot] + 1) & genMask
+	l.gens[c.slot] = c.gen
+	l.conns[c.slot] = c
+	l.open++
+	return c
+}
+
+// conn returns the connection in slot if its generation matches.
+func (l *Loop) conn(slot, gen uint32) *Conn {
+	if int(slot) >= len(l.conns) {
+		return nil
+	}
+	c := l.conns[slot]
+	if c == nil || c.gen != gen {
+		return nil
+	}
+	return c
+}
+
+// freeSlot returns a released connection's slot; drivers call it once the
+// kernel holds nothing of c.
+func (l *Loop) freeSlot(c *Conn) {
+	if l.conns[c.slot] != c {
+		return
+	}
+	l.conns[c.slot] = nil
+	l.free = append(l.free, c.slot)
+	l.putBuf(c.sending)
+	c.sending = nil
+}
+
+// accepted is called by drivers with a new connection's descriptor.
+func (l *Loop) accepted(fd int) {
+	l.cnt.accepts++
+	c := l.newConn(fd, l.h)
+	if err := l.d.start(c); err != nil {
+		l.closeConn(c, err)
+		return
+	}
+	l.opened(c)
+}
+
+// opened runs the handler's OnOpen.
+func (l *Loop) opened(c *Conn) {
+	c.state |= stOpen
+	if oh, ok := c.h.(OpenHandler); ok {
+		oh.OnOpen(c)
+	}
+}
+
+// received delivers data to the handler.
+func (l *Loop) received(c *Conn, data []byte) {
+	if c.state&(stClosing|stClosed|stEOF) != 0 {
+		return
+	}
+	l.cnt.bytesIn += uint64(len(data))
+	c.h.OnData(c, data)
+}
+
+// eof is called by drivers when the peer ended its stream.
+func (l *Loop) eof(c *Conn) {
+	if c.state&(stClosed|stEOF) != 0 {
+		return
+	}
+	c.state |= stEOF
+	if eh, ok := c.h.(EOFHandler); ok && c.state&stClosing == 0 {
+		eh.OnEOF(c)
+		return
+	}
+	c.Close()
+}
+
+// drained is called by drivers when every queued byte has been sent.
+func (l *Loop) drained(c *Conn) {
+	switch {
+	case c.state&stClosed != 0:
+	case c.state&stClosing != 0:
+		l.closeConn(c, nil)
+	case c.state&stShutWrite != 0 && c.state&stWriteShut == 0:
+		l.d.shutdownWrite(c)
+	}
+}
+
+// fail closes c because op failed with err.
+func (l *Loop) fail(c *Conn, op string, err error) {
+	if c.state&stClosed != 0 {
+		return
+	}
+	l.closeConn(c, c.opError(op, err))
+}
+
+// closeConn releases c's descriptor and runs OnClose with err.
+func (l *Loop) closeConn(c *Conn, err error) {
+	if c.state&stClosed != 0 {
+		return
+	}
+	wasOpen := c.state&stOpen != 0
+	c.state |= stClosed | stClosing
+	l.open--
+	l.cnt.closes++
+	l.d.release(c)
+	l.putBuf(c.out)
+	c.out = nil
+	if d := c.dial; d != nil && d.done != nil {
+		c.dial = nil
+		if err == nil {
+			err = c.opError("dial", net.ErrClosed)
+		}
+		done := d.done
+		d.done = nil
+		done(nil, err)
+		return
+	}
+	if !wasOpen {
+		return
+	}
+	if c.onClose != nil {
+		c.onClose(c, err)
+	}
+	if ch, ok := c.h.(CloseHandler); ok {
+		ch.OnClose(c, err)
+	}
+}
+
+// getBuf returns an empty output buffer with room for at least n bytes,
+// from the loop's free lists: one per power-of-two size class from 4 KiB to
+// 1 MiB. Larger buffers come from, and go back to, the collector.
+func (l *Loop) getBuf(n int) []byte {
+	class := bufClass(n)
+	if class < 0 {
+		return make([]byte, 0, n)
+	}
+	if free := l.bufs[class]; len(free) > 0 {
+		b := free[len(free)-1]
+		l.bufs[class] = free[:len(free)-1]
+		return b
+	}
+	return make([]byte, 0, minBuf<<class)
+}
+
+// putBuf keeps a drained output buffer for reuse, up to a per-class budget
+// so that a burst does not pin memory for good.
+func (l *Loop) putBuf(b []byte) {
+	if b == nil {
+		return
+	}
+	class := bufClass(cap(b))
+	if class < 0 || cap(b) != minBuf<<class || (len(l.bufs[class])+1)*cap(b) > maxPooledBytes {
+		return
+	}
+	l.bufs[class] = append(l.bufs[class], b[:0])
+}
+
+// bufClass returns the size class that holds n bytes, or -1 past the
+// largest.
+func bufClass(n int) int {
+	for c := range numBufClasses {
+		if n <= minBuf<<c {
+			return c
+		}
+	}
+	return -1
+}
+
+// maxKernelErrors is how many consecutive backend failures a stopping loop
+// tolerates before it exits without waiting for the kernel.
+const maxKernelErrors = 16
+
+const (
+	minBuf         = 4 << 10
+	numBufClasses  = 9 // 4 KiB .. 1 MiB
+	maxPooledBytes = 4 << 20
+)
+
+// acceptFailed handles an accept error: transient resource shortages back
+// off (growing, capped) and are logged once per episode; per-connection
+// errors are skipped. It returns how long to wait before accepting again.
+func (l *Loop) acceptFailed(err error) time.Duration {
+	if isTransientAcceptError(err) {
+		return 0
+	}
+	if l.acceptErrs == 0 {
+		l.log.Warn("percore: accept failing, backing off", "loop", l.id, "err", err)
+	}
+	l.acceptErrs++
+	l.cnt.acceptErrors++
+	if l.acceptBackoff == 0 {
+		l.acceptBackoff = acceptBackoffMin
+	} else {
+		l.acceptBackoff = min(2*l.acceptBackoff, acceptBackoffMax)
+	}
+	return l.acceptBackoff
+}
+
+// acceptOK ends an accept-error episode.
+func (l *Loop) acceptOK() {
+	if l.acceptErrs > 0 {
+		l.log.Info("percore: accepting again", "loop", l.id, "errors", l.acceptErrs)
+		l.acceptErrs = 0
+		l.acceptBackoff = 0
+	}
+}
+
+// isTransientAcceptError reports errors that concern one connection (it
+// was aborted before it was accepted, a firewall refused it): skip them.
+func isTransientAcceptError(err error) bool {
+	return errors.Is(err, unix.ECONNABORTED) || errors.Is(err, unix.EPROTO) ||
+		errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENETDOWN) ||
+		errors.Is(err, unix.ENOPROTOOPT) || errors.Is(err, unix.EHOSTDOWN) ||
+		errors.Is(err, unix.ENONET) || errors.Is(err, unix.EHOSTUNREACH) ||
+		errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENETUNREACH) ||
+		errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)
+}

@@ -1,0 +1,50 @@
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	"golang.org/x/sys/unix"
+)
+
+// Probe reports what the runtime found and chose at start.
+type Probe struct {
+	// Backend is the backend every loop runs (never Auto).
+	Backend Backend
+	// Reason says why: io_uring worked, epoll was asked for, or io_uring
+	// was unavailable and why.
+	Reason string
+	// RingFlags are the io_uring setup flags in use (io_uring only).
+	RingFlags RingFlags
+	// Ops are the io_uring opcodes this kernel supports among those
+	// percore uses (io_uring only).
+	Ops []string
+	// Kernel is the kernel release (uname -r).
+	Kernel string
+	// CPUs are the loops' CPUs, in loop order.
+	CPUs []int
+}
+
+// String is a readable multi-line report.
+func (p Probe) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "backend:  %s (%s)\n", p.Backend, p.Reason)
+	if p.Backend == IOURing {
+		fmt.Fprintf(&b, "ring:     flags %s; opcodes %s\n", p.RingFlags, strings.Join(p.Ops, " "))
+	}
+	fmt.Fprintf(&b, "kernel:   %s\n", p.Kernel)
+	fmt.Fprintf(&b, "cpus:     %s (%d loops)", cpu.FormatList(p.CPUs), len(p.CPUs))
+	return b.String()
+}
+
+func kernelRelease() string {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "unknown"
+	}
+	return unix.ByteSliceToString(u.Release[:])
+}
+
+func timeNow() time.Time { return time.Now() }

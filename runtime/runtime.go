@@ -1,0 +1,261 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	goruntime "runtime"
+	"sync"
+
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/listener"
+	"github.com/percore/percore/ring"
+	"golang.org/x/sys/unix"
+)
+
+// Runtime is a set of loops, one per configured CPU. Its methods are safe
+// for concurrent use.
+type Runtime struct {
+	cfg   Config
+	loops []*Loop
+	addr  net.Addr
+	probe Probe
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New starts one loop per CPU (Config.Cores, else the affinity mask). Each
+// loop's goroutine locks its OS thread, pins it to its CPU, and only then
+// creates its io_uring or epoll instance and its SO_REUSEPORT listener
+// (when Config.Addr is set), so that everything a loop owns is created on
+// the thread that uses it. Loops start one after the other; if one cannot
+// start, New stops those already running and returns that error. h handles
+// accepted connections; it may be nil for a runtime without a listener.
+func New(cfg Config, h Handler) (*Runtime, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if cfg.Addr != "" && h == nil {
+		return nil, errors.New("percore: a runtime with a listener needs a handler")
+	}
+	cores := cfg.Cores
+	if len(cores) == 0 {
+		var err error
+		if cores, err = cpu.Cores(); err != nil {
+			return nil, fmt.Errorf("percore: %w", err)
+		}
+	}
+	rt := &Runtime{cfg: cfg}
+	rt.probe.CPUs = append([]int(nil), cores...)
+	rt.probe.Kernel = kernelRelease()
+	backend := cfg.Backend
+	addr := cfg.Addr
+	for i, core := range cores {
+		l := &Loop{
+			rt: rt, id: i, cpu: core, h: h, log: cfg.Logger,
+			done: make(chan struct{}),
+		}
+		chosen, err := rt.start(l, backend, addr)
+		if err != nil {
+			rt.Close()
+			return nil, fmt.Errorf("percore: start loop %d on cpu %d: %w", i, core, err)
+		}
+		if i == 0 {
+			// Later loops use what the first one resolved: the backend
+			// Auto chose, and the port when Addr asked for port 0.
+			backend = chosen
+			if l.ln != nil {
+				rt.addr = l.ln.Addr()
+				addr = rt.addr.String()
+			}
+		}
+		rt.loops = append(rt.loops, l)
+	}
+	rt.probe.Backend = backend
+	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
+		"cpus", cpu.FormatList(cores), "addr", addr)
+	return rt, nil
+}
+
+// start runs a loop's goroutine and waits until it is serving or has
+// failed. It returns the backend the loop chose.
+func (rt *Runtime) start(l *Loop, backend Backend, addr string) (Backend, error) {
+	type result struct {
+		backend Backend
+		err     error
+	}
+	ready := make(chan result, 1)
+	go func() {
+		// Lock first, pin, and only then create the ring: with
+		// SINGLE_ISSUER a ring belongs to the thread that made it. The
+		// goroutine never unlocks, so the thread exits with it.
+		goruntime.LockOSThread()
+		if err := cpu.Pin(l.cpu); err != nil {
+			close(l.done)
+			ready <- result{err: err}
+			return
+		}
+		chosen, err := rt.setup(l, backend, addr)
+		if err != nil {
+			close(l.done)
+			ready <- result{err: err}
+			return
+		}
+		ready <- result{backend: chosen}
+		l.run()
+	}()
+	r := <-ready
+	return r.backend, r.err
+}
+
+// setup creates the loop's backend and listener on the loop's thread.
+func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error) {
+	cfg := rt.cfg
+	switch backend {
+	case IOURing, Auto:
+		d, err := newUringDriver(l, cfg)
+		if err == nil {
+			l.d, l.backend = d, IOURing
+			if l.id == 0 {
+				rt.probe.Reason = "io_uring set up and every needed opcode supported"
+				rt.probe.RingFlags = cfg.RingFlags
+				if s, perr := ring.Probe(); perr == nil {
+					for _, op := range s.Supported() {
+						rt.probe.Ops = append(rt.probe.Ops, op.String())
+					}
+				}
+			}
+			break
+		}
+		if backend == IOURing || !errors.Is(err, ring.ErrUnavailable) {
+			return 0, err
+		}
+		cfg.Logger.Warn("percore: io_uring unavailable, using epoll", "reason", err)
+		rt.probe.Reason = "fell back to epoll: " + err.Error()
+		fallthrough
+	case Epoll:
+		d, err := newEpollDriver(l, cfg)
+		if err != nil {
+			return 0, err
+		}
+		l.d, l.backend = d, Epoll
+		if l.id == 0 && rt.probe.Reason == "" {
+			rt.probe.Reason = "epoll requested"
+		}
+	}
+	l.now = timeNow()
+	if addr != "" {
+		ln, err := listener.Listen("tcp", addr, listener.Config{
+			Backlog: cfg.Backlog, IncomingCPU: cfg.IncomingCPU, CPU: l.cpu,
+		})
+		if err != nil {
+			l.d.close()
+			return 0, err
+		}
+		// Accepted sockets inherit TCP_NODELAY from the listener: one
+		// setsockopt here instead of one per connection. Like Go's net,
+		// percore turns Nagle's algorithm off.
+		if err := unix.SetsockoptInt(ln.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			ln.Close()
+			l.d.close()
+			return 0, os.NewSyscallError("setsockopt", err)
+		}
+		if err := l.d.listen(ln.Fd()); err != nil {
+			ln.Close()
+			l.d.close()
+			return 0, err
+		}
+		l.ln = ln
+	}
+	return l.backend, nil
+}
+
+// Loops returns the runtime's loops, in CPU order.
+func (rt *Runtime) Loops() []*Loop { return rt.loops }
+
+// Addr returns the address the loops listen on (with the port resolved),
+// or nil without a listener.
+func (rt *Runtime) Addr() net.Addr { return rt.addr }
+
+// Probe returns what the runtime found at start: backend, reason, kernel.
+func (rt *Runtime) Probe() Probe { return rt.probe }
+
+// Stats returns the sum of every loop's counters.
+func (rt *Runtime) Stats() Stats {
+	var s Stats
+	for _, l := range rt.loops {
+		s = s.Add(l.Stats())
+	}
+	return s
+}
+
+// Shutdown stops the runtime gracefully: every loop closes its listener at
+// once (new clients are refused), handlers that implement ShutdownHandler
+// are told, and open connections get until ctx is done to close; then
+// whatever is left is closed and Shutdown returns ctx's error. It waits for
+// every loop's thread to exit.
+func (rt *Runtime) Shutdown(ctx context.Context) error {
+	for _, l := range rt.loops {
+		_ = l.Post(func() { l.beginShutdown() })
+	}
+	var err error
+	for _, l := range rt.loops {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			break
+		}
+	}
+	rt.Close()
+	return err
+}
+
+// Close closes every connection and listener at once and waits for the
+// loops' threads to exit. It is idempotent.
+func (rt *Runtime) Close() error {
+	rt.closeOnce.Do(func() {
+		for _, l := range rt.loops {
+			_ = l.Post(func() { l.forceStop(net.ErrClosed) })
+		}
+		for _, l := range rt.loops {
+			<-l.done
+		}
+		rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
+	})
+	return rt.closeErr
+}
+
+// ShutdownHandler is implemented by handlers that want to know when a
+// graceful Shutdown begins, so that a protocol can say goodbye. It is
+// called once for every open connection; the connection stays open until
+// the handler (or the peer) closes it, or the shutdown deadline passes.
+type ShutdownHandler interface {
+	OnShutdown(c *Conn)
+}
+
+// beginShutdown stops accepting and tells every connection's handler.
+func (l *Loop) beginShutdown() {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	l.closeListener()
+	for _, c := range l.conns {
+		if c == nil || c.state&stClosed != 0 {
+			continue
+		}
+		if sh, ok := c.h.(ShutdownHandler); ok && c.state&stOpen != 0 {
+			sh.OnShutdown(c)
+		}
+	}
+}
+
+var _ = slog.Default

@@ -1,0 +1,468 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/ring"
+	percore "github.com/percore/percore/runtime"
+	"golang.org/x/sys/unix"
+)
+
+func TestEchoPayloadSizes(t *testing.T) {
+	sizes := []struct {
+		name string
+		n    int
+	}{
+		{"1B", 1}, {"64B", 64}, {"4KiB", 4 << 10}, {"64KiB", 64 << 10},
+		{"1MiB", 1 << 20}, // spans many completions and the socket buffers
+	}
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := start(t, percore.Config{Backend: b}, echoHandler{})
+		c := dial(t, rt)
+		// A zero-byte write sends nothing and must not disturb what follows.
+		if _, err := c.Write(nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, sz := range sizes {
+			t.Run(sz.name, func(t *testing.T) {
+				p := make([]byte, sz.n)
+				for i := range p {
+					p[i] = byte(rand.IntN(256))
+				}
+				got, err := roundTrip(c, p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, p) {
+					t.Fatalf("echo of %d bytes differs (first difference at %d)", sz.n, firstDiff(got, p))
+				}
+			})
+		}
+	})
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func TestThousandConnections(t *testing.T) {
+	const conns, trips = 1000, 100
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		cores := allCores(t)
+		rt := start(t, percore.Config{Backend: b, Cores: cores}, echoHandler{})
+		var wg sync.WaitGroup
+		errs := make(chan error, conns)
+		for i := range conns {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c, err := net.DialTimeout("tcp", rt.Addr().String(), 10*time.Second)
+				if err != nil {
+					errs <- err
+					return
+				}
+				defer c.Close()
+				c.SetDeadline(time.Now().Add(60 * time.Second))
+				msg := []byte("connection 0000 trip 000 ")
+				copy(msg[11:15], []byte{byte('0' + i/1000%10), byte('0' + i/100%10), byte('0' + i/10%10), byte('0' + i%10)})
+				got := make([]byte, len(msg))
+				for trip := range trips {
+					copy(msg[21:24], []byte{byte('0' + trip/100), byte('0' + trip/10%10), byte('0' + trip%10)})
+					if _, err := c.Write(msg); err != nil {
+						errs <- err
+						return
+					}
+					if _, err := io.ReadFull(c, got); err != nil {
+						errs <- err
+						return
+					}
+					if !bytes.Equal(got, msg) {
+						errs <- errors.New("echo mismatch: " + string(got) + " != " + string(msg))
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		waitFor(t, "every connection closed", func() bool { return rt.Stats().Closes == conns })
+		s := rt.Stats()
+		if s.Accepts != conns || s.BytesIn != s.BytesOut || s.BytesIn != conns*trips*25 {
+			t.Fatalf("stats: %+v", s)
+		}
+		if len(cores) > 1 {
+			accepting := 0
+			for _, l := range rt.Loops() {
+				if l.Stats().Accepts > 0 {
+					accepting++
+				}
+			}
+			if accepting < 2 {
+				t.Fatalf("only %d of %d loops accepted connections", accepting, len(cores))
+			}
+		}
+	})
+}
+
+// halfCloser echoes, and when the peer shuts its write side it sends a
+// goodbye and closes.
+type halfCloser struct {
+	eof    chan struct{}
+	closed chan error
+}
+
+func (h *halfCloser) OnData(c *percore.Conn, data []byte) { c.Write(data) }
+func (h *halfCloser) OnEOF(c *percore.Conn) {
+	close(h.eof)
+	c.Write([]byte("goodbye"))
+	c.Close()
+}
+func (h *halfCloser) OnClose(c *percore.Conn, err error) { h.closed <- err }
+
+func TestHalfClose(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		h := &halfCloser{eof: make(chan struct{}), closed: make(chan error, 1)}
+		rt := start(t, percore.Config{Backend: b}, h)
+		c := dial(t, rt).(*net.TCPConn)
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(c) // until the server's FIN
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != "pinggoodbye" {
+			t.Fatalf("read %q, want %q", got, "pinggoodbye")
+		}
+		<-h.eof
+		if err := <-h.closed; err != nil {
+			t.Fatalf("OnClose error %v, want nil for a clean close", err)
+		}
+	})
+}
+
+// flooder answers any input with a large reply and reports close errors.
+type flooder struct {
+	reply  []byte
+	closed chan error
+}
+
+func (f *flooder) OnData(c *percore.Conn, data []byte) {
+	if string(data) == "flood" {
+		c.Write(f.reply)
+		return
+	}
+	c.Write(data)
+}
+func (f *flooder) OnClose(c *percore.Conn, err error) { f.closed <- err }
+
+func TestPeerResetMidWrite(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		f := &flooder{reply: make([]byte, 32<<20), closed: make(chan error, 2)}
+		rt := start(t, percore.Config{Backend: b}, f)
+		c := dial(t, rt).(*net.TCPConn)
+		if _, err := c.Write([]byte("flood")); err != nil {
+			t.Fatal(err)
+		}
+		// Read a little so the server is surely mid-write, then reset.
+		if _, err := io.ReadFull(c, make([]byte, 1024)); err != nil {
+			t.Fatal(err)
+		}
+		c.SetLinger(0)
+		c.Close()
+		select {
+		case err := <-f.closed:
+			if err == nil {
+				t.Fatal("OnClose got nil, want the reset reported as an error")
+			}
+			if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+				t.Fatalf("OnClose error %v, want ECONNRESET or EPIPE", err)
+			}
+			var op *net.OpError
+			if !errors.As(err, &op) {
+				t.Fatalf("OnClose error %T, want *net.OpError", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no OnClose after a reset mid-write")
+		}
+		// The loop keeps serving others.
+		c2 := dial(t, rt)
+		got, err := roundTrip(c2, []byte("still here"))
+		if err != nil || string(got) != "still here" {
+			t.Fatalf("after reset: %q, %v", got, err)
+		}
+	})
+}
+
+func TestPostFromManyGoroutines(t *testing.T) {
+	const posters, each = 16, 500
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := start(t, percore.Config{Backend: b, Cores: allCores(t)}, nil)
+		loops := rt.Loops()
+		tids := make([]int, len(loops))
+		counts := make([]int, len(loops)) // each written only by its loop
+		for i, l := range loops {
+			onLoop(t, l, func() { tids[i] = unix.Gettid() })
+		}
+		var wrong atomic.Int64
+		var wg sync.WaitGroup
+		for range posters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range each {
+					for i, l := range loops {
+						err := l.Post(func() {
+							if unix.Gettid() != tids[i] {
+								wrong.Add(1)
+							}
+							counts[i]++
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for i, l := range loops {
+			var n int
+			onLoop(t, l, func() { n = counts[i] })
+			if n != posters*each {
+				t.Errorf("loop %d ran %d posted functions, want %d", i, n, posters*each)
+			}
+		}
+		if wrong.Load() != 0 {
+			t.Fatalf("%d functions ran on the wrong thread", wrong.Load())
+		}
+	})
+}
+
+func TestLoopsArePinned(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		cores := allCores(t)
+		rt := start(t, percore.Config{Backend: b, Cores: cores}, echoHandler{})
+		if len(rt.Loops()) != len(cores) {
+			t.Fatalf("%d loops for %d cores", len(rt.Loops()), len(cores))
+		}
+		for i, l := range rt.Loops() {
+			if l.CPU() != cores[i] || l.Backend() != b {
+				t.Fatalf("loop %d: cpu %d backend %v, want cpu %d backend %v", i, l.CPU(), l.Backend(), cores[i], b)
+			}
+			var got []int
+			var err error
+			onLoop(t, l, func() { got, err = cpu.Thread() })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, []int{l.CPU()}) {
+				t.Fatalf("loop %d thread affinity %v, want [%d]", i, got, l.CPU())
+			}
+		}
+	})
+}
+
+func TestCoreOutsideAffinityFails(t *testing.T) {
+	_, err := percore.New(percore.Config{Cores: []int{4095}, Logger: quietLogger(t)}, nil)
+	if !errors.Is(err, cpu.ErrNotAllowed) {
+		t.Fatalf("New on cpu 4095: %v, want cpu.ErrNotAllowed", err)
+	}
+}
+
+// countingHandler counts log records that mention io_uring.
+type countingHandler struct {
+	slog.Handler
+	n *atomic.Int64
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "io_uring unavailable") {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func TestAutoFallsBackToEpoll(t *testing.T) {
+	restore := percore.SetOpenRing(func(ring.Config) (*ring.Ring, error) {
+		return nil, &ring.UnavailableError{Feature: "io_uring_setup", Err: syscall.EPERM}
+	})
+	t.Cleanup(restore)
+
+	var logged atomic.Int64
+	logger := slog.New(countingHandler{Handler: slog.DiscardHandler, n: &logged})
+	rt := start(t, percore.Config{Cores: allCores(t), Logger: logger}, echoHandler{})
+	if p := rt.Probe(); p.Backend != percore.Epoll || !strings.Contains(p.Reason, "EPERM") && !strings.Contains(p.Reason, "operation not permitted") {
+		t.Fatalf("probe %+v, want epoll with the EPERM reason", p)
+	}
+	for _, l := range rt.Loops() {
+		if l.Backend() != percore.Epoll {
+			t.Fatalf("loop %d runs %v", l.ID(), l.Backend())
+		}
+	}
+	if n := logged.Load(); n != 1 {
+		t.Fatalf("fallback logged %d times, want once", n)
+	}
+	got, err := roundTrip(dial(t, rt), []byte("works"))
+	if err != nil || string(got) != "works" {
+		t.Fatalf("echo over the fallback: %q %v", got, err)
+	}
+
+	_, err = percore.New(percore.Config{Backend: percore.IOURing, Addr: "127.0.0.1:0", Logger: logger}, echoHandler{})
+	if !errors.Is(err, ring.ErrUnavailable) || !errors.Is(err, syscall.EPERM) {
+		t.Fatalf("explicit IOURing: %v, want the unavailable error", err)
+	}
+}
+
+// dialResult is what a loop's Dial reported.
+type dialResult struct {
+	c   *percore.Conn
+	err error
+}
+
+// collector gathers what a dialed connection receives.
+type collector struct {
+	got    chan []byte
+	closed chan error
+}
+
+func (h *collector) OnData(c *percore.Conn, data []byte) { h.got <- bytes.Clone(data) }
+func (h *collector) OnClose(c *percore.Conn, err error)  { h.closed <- err }
+
+func TestDial(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		server := start(t, percore.Config{Backend: b}, echoHandler{})
+		client := start(t, percore.Config{Backend: b}, nil)
+		l := client.Loops()[0]
+
+		h := &collector{got: make(chan []byte, 16), closed: make(chan error, 1)}
+		res := make(chan dialResult, 1)
+		onLoop(t, l, func() {
+			err := l.Dial(server.Addr().String(), h, func(c *percore.Conn, err error) {
+				if err == nil {
+					c.Write([]byte("hello over dial"))
+				}
+				res <- dialResult{c, err}
+			})
+			if err != nil {
+				res <- dialResult{nil, err}
+			}
+		})
+		r := <-res
+		if r.err != nil {
+			t.Fatalf("dial: %v", r.err)
+		}
+		var got []byte
+		for len(got) < len("hello over dial") {
+			select {
+			case p := <-h.got:
+				got = append(got, p...)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("dialed connection received only %q", got)
+			}
+		}
+		if string(got) != "hello over dial" {
+			t.Fatalf("got %q", got)
+		}
+		onLoop(t, l, func() { r.c.Close() })
+		if err := <-h.closed; err != nil {
+			t.Fatalf("close: %v", err)
+		}
+
+		// A refused dial is reported, not hung.
+		refused := freePort(t)
+		onLoop(t, l, func() {
+			if err := l.Dial(refused, h, func(c *percore.Conn, err error) { res <- dialResult{c, err} }); err != nil {
+				res <- dialResult{nil, err}
+			}
+		})
+		select {
+		case r := <-res:
+			if r.c != nil || !errors.Is(r.err, syscall.ECONNREFUSED) {
+				t.Fatalf("refused dial: %v, %v; want ECONNREFUSED", r.c, r.err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("refused dial hung")
+		}
+
+		// An address the loop cannot use fails at once.
+		onLoop(t, l, func() {
+			if err := l.Dial("localhost:80", h, func(*percore.Conn, error) {}); err == nil {
+				t.Error("dial of a host name: no error (the loop must not resolve names)")
+			}
+		})
+	})
+}
+
+// freePort returns a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestCloseReleasesEverything(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t), Logger: quietLogger(t)}, echoHandler{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conns []net.Conn
+		for range 20 {
+			c := dial(t, rt)
+			if _, err := roundTrip(c, []byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Close(); err != nil {
+			t.Fatalf("second Close: %v", err)
+		}
+		for _, c := range conns {
+			if _, err := c.Read(make([]byte, 1)); err == nil {
+				t.Fatal("connection still open after Close")
+			}
+		}
+		if _, err := net.DialTimeout("tcp", rt.Addr().String(), time.Second); err == nil {
+			t.Fatal("listener still accepting after Close")
+		}
+		if err := rt.Loops()[0].Post(func() {}); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Post after Close: %v, want net.ErrClosed", err)
+		}
+	})
+}

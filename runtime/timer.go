@@ -1,0 +1,119 @@
+package runtime
+
+import "time"
+
+// Timer is a function scheduled on a loop. Its methods must be called on
+// the loop's thread.
+type Timer struct {
+	loop  *Loop
+	when  time.Time
+	f     func()
+	index int // in the heap; -1 when not scheduled
+}
+
+// AfterFunc runs f on the loop's thread once d has passed (at the end of the
+// loop turn in which it expires). It must be called on the loop's thread; to
+// schedule from elsewhere, Post a function that calls it.
+func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
+	t := &Timer{loop: l, f: f, index: -1}
+	t.Reset(d)
+	return t
+}
+
+// Stop cancels the timer and reports whether it was still pending.
+func (t *Timer) Stop() bool {
+	if t.index < 0 {
+		return false
+	}
+	t.loop.timers.remove(t)
+	return true
+}
+
+// Reset (re)schedules the timer to run d from now and reports whether it
+// was pending.
+func (t *Timer) Reset(d time.Duration) bool {
+	pending := t.Stop()
+	t.when = time.Now().Add(d)
+	t.loop.timers.push(t)
+	return pending
+}
+
+// runTimers runs every expired timer.
+func (l *Loop) runTimers() {
+	for {
+		t := l.timers.next()
+		if t == nil || t.when.After(l.now) {
+			return
+		}
+		l.timers.remove(t)
+		l.cnt.timers++
+		t.f()
+	}
+}
+
+// timerHeap is a binary min-heap of timers by deadline.
+type timerHeap struct{ ts []*Timer }
+
+func (h *timerHeap) next() *Timer {
+	if len(h.ts) == 0 {
+		return nil
+	}
+	return h.ts[0]
+}
+
+func (h *timerHeap) push(t *Timer) {
+	t.index = len(h.ts)
+	h.ts = append(h.ts, t)
+	h.up(t.index)
+}
+
+func (h *timerHeap) remove(t *Timer) {
+	i := t.index
+	last := len(h.ts) - 1
+	if i != last {
+		h.swap(i, last)
+	}
+	h.ts[last] = nil
+	h.ts = h.ts[:last]
+	t.index = -1
+	if i != last {
+		h.down(i)
+		h.up(i)
+	}
+}
+
+func (h *timerHeap) swap(i, j int) {
+	h.ts[i], h.ts[j] = h.ts[j], h.ts[i]
+	h.ts[i].index = i
+	h.ts[j].index = j
+}
+
+func (h *timerHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !h.ts[i].when.Before(h.ts[p].when) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *timerHeap) down(i int) {
+	n := len(h.ts)
+	for {
+		l := 2*i + 1
+		if l >= n {
+			return
+		}
+		m := l
+		if r := l + 1; r < n && h.ts[r].when.Before(h.ts[l].when) {
+			m = r
+		}
+		if !h.ts[m].when.Before(h.ts[i].when) {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
+}

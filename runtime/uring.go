@@ -1,0 +1,415 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/percore/percore/ring"
+	"golang.org/x/sys/unix"
+)
+
+// User data layout: kind (8 bits) | generation (24 bits) | slot (32 bits).
+// It never holds a Go pointer.
+const (
+	kindAccept uint8 = iota + 1
+	kindAcceptCancel
+	kindRecv
+	kindSend
+	kindClose
+	kindCancel
+	kindShutdown
+	kindConnect
+	kindWake
+
+	genMask = 1<<24 - 1
+)
+
+func userData(kind uint8, slot, gen uint32) uint64 {
+	return uint64(kind)<<56 | uint64(gen&genMask)<<32 | uint64(slot)
+}
+
+// uringOps are the opcodes the io_uring loop needs.
+var uringOps = []ring.Op{
+	ring.OpAccept, ring.OpRecv, ring.OpSend, ring.OpClose, ring.OpAsyncCancel,
+	ring.OpConnect, ring.OpShutdown, ring.OpRead,
+}
+
+// uringDriver runs a loop on io_uring: multishot accept, multishot receive
+// into a provided-buffer ring, sends queued during a turn and submitted
+// with the next wait in one io_uring_enter.
+type uringDriver struct {
+	l  *Loop
+	r  *ring.Ring
+	br *ring.BufRing
+
+	cqes []ring.Completion
+
+	lnfd      int
+	accepting bool // a multishot accept is armed
+	loopOps   int  // accept and accept-cancel operations in flight
+
+	wakefd  int
+	wakeBuf []byte // the eventfd read's target, referenced until it completes
+	woken   atomic.Bool
+
+	dirty []*Conn // connections with output to submit this turn
+	rearm []*Conn // connections whose multishot receive ended early
+}
+
+// openRing is swapped by tests to simulate a host without io_uring.
+var openRing = ring.Open
+
+func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
+	r, err := openRing(ring.Config{Entries: cfg.RingEntries, Flags: cfg.RingFlags})
+	if err != nil {
+		return nil, err
+	}
+	support, err := ring.Probe()
+	if err == nil {
+		err = support.Require(uringOps...)
+	}
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	br, err := r.NewBufRing(0, cfg.BufferCount, cfg.BufferSize)
+	if err != nil {
+		r.Close()
+		return nil, err
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	if err != nil {
+		br.Close()
+		r.Close()
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	d := &uringDriver{
+		l: l, r: r, br: br, lnfd: -1, wakefd: wakefd,
+		cqes:    make([]ring.Completion, 512),
+		wakeBuf: make([]byte, 8),
+	}
+	if err := d.armWake(); err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+func (d *uringDriver) armWake() error {
+	return d.r.PrepareRead(d.wakefd, d.wakeBuf, 0, userData(kindWake, 0, 0))
+}
+
+func (d *uringDriver) listen(fd int) error {
+	d.lnfd = fd
+	return d.armAccept()
+}
+
+func (d *uringDriver) armAccept() error {
+	if d.lnfd < 0 || d.accepting {
+		return nil
+	}
+	if err := d.r.PrepareAcceptMultishot(d.lnfd, userData(kindAccept, 0, 0)); err != nil {
+		return fmt.Errorf("arm accept: %w", err)
+	}
+	d.accepting = true
+	d.loopOps++
+	return nil
+}
+
+func (d *uringDriver) stopListening() {
+	d.lnfd = -1
+	if d.accepting {
+		if d.r.PrepareCancel(userData(kindAccept, 0, 0), userData(kindAcceptCancel, 0, 0)) == nil {
+			d.loopOps++
+		}
+	}
+}
+
+func (d *uringDriver) start(c *Conn) error {
+	if err := d.r.PrepareRecvMultishot(c.fd, d.br, userData(kindRecv, c.slot, c.gen)); err != nil {
+		return err
+	}
+	c.ops++
+	c.state |= stRecvArmed
+	return nil
+}
+
+func (d *uringDriver) write(c *Conn, p []byte) {
+	c.appendOut(p)
+	d.flush(c)
+}
+
+func (d *uringDriver) writev(c *Conn, bufs [][]byte) {
+	for _, b := range bufs {
+		c.appendOut(b)
+	}
+	d.flush(c)
+}
+
+// flush puts c on this turn's send list; the sends are prepared just before
+// the loop enters the kernel, so that every write of the turn goes out in
+// one send per connection and one enter for all of them.
+func (d *uringDriver) flush(c *Conn) {
+	if c.sending == nil && c.state&stDirty == 0 && len(c.out) > 0 {
+		c.state |= stDirty
+		d.dirty = append(d.dirty, c)
+	}
+}
+
+func (d *uringDriver) send(c *Conn) {
+	if c.state&stClosed != 0 || c.sending != nil || len(c.out) == 0 {
+		return
+	}
+	c.sending, c.out, c.sent = c.out, nil, 0
+	if err := d.r.PrepareSend(c.fd, c.sending, userData(kindSend, c.slot, c.gen)); err != nil {
+		d.l.fail(c, "write", err)
+		return
+	}
+	c.ops++
+}
+
+func (d *uringDriver) shutdownWrite(c *Conn) {
+	if c.state&(stClosed|stWriteShut) != 0 {
+		return
+	}
+	c.state |= stWriteShut
+	if err := d.r.PrepareShutdown(c.fd, unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)); err != nil {
+		d.l.fail(c, "shutdown", err)
+		return
+	}
+	c.ops++
+}
+
+func (d *uringDriver) release(c *Conn) {
+	if c.fd < 0 {
+		return
+	}
+	if c.ops > 0 {
+		// Cancel the armed receive, a send or connect in flight: their
+		// buffers stay referenced by c until they complete.
+		if d.r.PrepareCancelFd(c.fd, userData(kindCancel, c.slot, c.gen)) == nil {
+			c.ops++
+		}
+	}
+	if err := d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)); err != nil {
+		unix.Close(c.fd)
+	} else {
+		c.ops++
+	}
+	c.fd = -1
+	if c.ops == 0 {
+		d.l.freeSlot(c)
+	}
+}
+
+func (d *uringDriver) connect(c *Conn, ds *dialState) error {
+	if err := d.r.PrepareConnect(c.fd, ptrOf(&ds.sa), ds.salen, userData(kindConnect, c.slot, c.gen)); err != nil {
+		return err
+	}
+	c.ops++
+	return nil
+}
+
+func (d *uringDriver) poll(timeout time.Duration) error {
+	for i, c := range d.dirty {
+		d.dirty[i] = nil
+		c.state &^= stDirty
+		d.send(c)
+	}
+	d.dirty = d.dirty[:0]
+	var err error
+	if d.r.Ready() == 0 {
+		err = d.r.SubmitAndWait(timeout)
+	} else {
+		err = d.r.Submit()
+	}
+	if err != nil && !errors.Is(err, ring.ErrBusy) {
+		return err
+	}
+	for {
+		n := d.r.Reap(d.cqes)
+		for i := 0; i < n; i++ {
+			d.dispatch(&d.cqes[i])
+		}
+		d.l.cnt.completions += uint64(n)
+		d.br.Publish()
+		if n < len(d.cqes) {
+			break
+		}
+	}
+	for i, c := range d.rearm {
+		d.rearm[i] = nil
+		if c.state&(stClosed|stClosing|stEOF|stRecvArmed) == 0 {
+			if err := d.start(c); err != nil {
+				d.l.fail(c, "read", err)
+			}
+		}
+	}
+	d.rearm = d.rearm[:0]
+	return nil
+}
+
+func (d *uringDriver) dispatch(e *ring.Completion) {
+	kind := uint8(e.UserData >> 56)
+	slot := uint32(e.UserData)
+	gen := uint32(e.UserData>>32) & genMask
+	l := d.l
+	switch kind {
+	case kindWake:
+		d.woken.Store(false)
+		if err := d.armWake(); err != nil {
+			l.log.Error("percore: re-arm wake-up read", "loop", l.id, "err", err)
+		}
+		l.runPosted()
+		return
+	case kindAccept:
+		d.accepted(e)
+		return
+	case kindAcceptCancel:
+		d.loopOps--
+		return
+	}
+	c := l.conn(slot, gen)
+	if c == nil {
+		if id, ok := e.Buffer(); ok {
+			d.br.Recycle(id)
+		}
+		return
+	}
+	switch kind {
+	case kindRecv:
+		d.received(c, e)
+	case kindSend:
+		c.ops--
+		d.sent(c, e.Res)
+	case kindConnect:
+		c.ops--
+		var err error
+		if e.Res < 0 {
+			err = errnoErr("connect", unix.Errno(-e.Res))
+		}
+		l.connected(c, err)
+	case kindShutdown, kindClose, kindCancel:
+		c.ops--
+	}
+	if c.state&stClosed != 0 && c.ops == 0 {
+		l.freeSlot(c)
+	}
+}
+
+func (d *uringDriver) accepted(e *ring.Completion) {
+	l := d.l
+	more := e.More()
+	if !more {
+		d.accepting = false
+		d.loopOps--
+	}
+	var backoff time.Duration
+	switch {
+	case e.Res >= 0:
+		if l.stopping {
+			unix.Close(int(e.Res))
+			break
+		}
+		l.acceptOK()
+		l.accepted(int(e.Res))
+	case e.Res == -int32(unix.ECANCELED):
+	default:
+		backoff = l.acceptFailed(errnoErr("accept", unix.Errno(-e.Res)))
+	}
+	if more || d.lnfd < 0 {
+		return
+	}
+	if backoff > 0 {
+		l.AfterFunc(backoff, func() { d.rearmAccept() })
+		return
+	}
+	d.rearmAccept()
+}
+
+func (d *uringDriver) rearmAccept() {
+	if err := d.armAccept(); err != nil {
+		d.l.log.Error("percore: re-arm accept", "loop", d.l.id, "err", err)
+	}
+}
+
+func (d *uringDriver) received(c *Conn, e *ring.Completion) {
+	l := d.l
+	if !e.More() {
+		c.state &^= stRecvArmed
+		c.ops--
+	}
+	switch {
+	case e.Res > 0:
+		id, _ := e.Buffer()
+		l.received(c, d.br.Bytes(id, int(e.Res)))
+		d.br.Recycle(id)
+		if !e.More() {
+			d.rearm = append(d.rearm, c)
+		}
+	case e.Res == 0:
+		l.eof(c)
+	case e.Res == -int32(unix.ENOBUFS):
+		// Every buffer was in use: re-arm once this batch's buffers
+		// are back with the kernel.
+		d.rearm = append(d.rearm, c)
+	case e.Res == -int32(unix.ECANCELED):
+	default:
+		l.fail(c, "read", errnoErr("recv", unix.Errno(-e.Res)))
+	}
+}
+
+func (d *uringDriver) sent(c *Conn, res int32) {
+	l := d.l
+	if c.state&stClosed != 0 {
+		return
+	}
+	if res < 0 {
+		l.fail(c, "write", errnoErr("send", unix.Errno(-res)))
+		return
+	}
+	c.sent += int(res)
+	l.cnt.bytesOut += uint64(res)
+	if c.sent < len(c.sending) {
+		if err := d.r.PrepareSend(c.fd, c.sending[c.sent:], userData(kindSend, c.slot, c.gen)); err != nil {
+			l.fail(c, "write", err)
+			return
+		}
+		c.ops++
+		return
+	}
+	l.putBuf(c.sending)
+	c.sending, c.sent = nil, 0
+	if len(c.out) > 0 {
+		d.send(c)
+		return
+	}
+	l.drained(c)
+}
+
+func (d *uringDriver) idle() bool {
+	return d.loopOps == 0 && len(d.l.free) == len(d.l.conns)
+}
+
+func (d *uringDriver) wake() {
+	if d.woken.Swap(true) {
+		return
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(d.wakefd, one[:])
+}
+
+func (d *uringDriver) enters() uint64 { return d.r.Enters() }
+
+func (d *uringDriver) close() error {
+	err := errors.Join(d.br.Close(), d.r.Close())
+	if cerr := unix.Close(d.wakefd); cerr != nil {
+		err = errors.Join(err, os.NewSyscallError("close", cerr))
+	}
+	return err
+}
