@@ -126,3 +126,5 @@ func onLoop(t *testing.T, l *percore.Loop, f func()) {
 		t.Fatal("posted function did not run within 10s")
 	}
 }
+
+var discard = slog.New(slog.DiscardHandler)

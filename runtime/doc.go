@@ -1,0 +1,37 @@
+// Package runtime is percore's thread-per-core network runtime for Linux.
+// Import it under the name percore (docs/decisions/0002-layout-and-names.md):
+//
+//	import percore "github.com/percore/percore/runtime"
+//
+// New starts one loop per CPU. Each loop is a goroutine locked to an OS
+// thread pinned to its CPU; it owns an io_uring (or, where io_uring is
+// unavailable, an epoll instance), its own SO_REUSEPORT listener and its own
+// connections, and runs the Handler's callbacks inline on its thread. No
+// goroutine per connection, no lock or shared atomic on the path of a
+// request.
+//
+//	rt, err := percore.New(percore.Config{Addr: "127.0.0.1:7000"},
+//		percore.HandlerFunc(func(c *percore.Conn, data []byte) { c.Write(data) }))
+//
+// Binaries that import percore link only with -ldflags=-checklinkname=0 (see
+// docs/decisions/0003-giouring-and-the-link-flag.md).
+//
+// # Threads
+//
+// A Loop's methods, a Conn's methods and a Timer's methods must be called on
+// the loop's thread: from a handler callback, a timer, or a function passed
+// to Loop.Post. Loop.Post, Loop.Go, Loop.Stats and every Runtime method are
+// safe for concurrent use.
+//
+// # Caveats
+//
+//   - The data slice OnData receives is valid only during the call: the
+//     buffer goes back to the kernel when OnData returns. Copy what you keep
+//     (Conn.Write copies for you).
+//   - Handlers must not block: a blocked handler stalls every connection of
+//     its loop. Run blocking work with Loop.Go and post the result back.
+//   - Conn.Write never blocks and always queues; Conn.Buffered says how much
+//     is queued. A peer that does not read makes the queue grow (outbound
+//     limits are configurable where the runtime offers them).
+//   - Loop.Dial takes a literal IP address: the loop never resolves names.
+package runtime
