@@ -88,7 +88,14 @@ type Loop struct {
 
 	acceptBackoff time.Duration
 	acceptErrs    int
+
+	onStop []func()
 }
+
+// OnStop registers f to run on the loop's thread when the loop stops, after
+// its connections are closed and before its thread exits (a per-loop
+// registry removes its entry here). It must be called on the loop's thread.
+func (l *Loop) OnStop(f func()) { l.onStop = append(l.onStop, f) }
 
 // ID returns the loop's index, from 0.
 func (l *Loop) ID() int { return l.id }
@@ -175,6 +182,9 @@ func (l *Loop) run() {
 		l.now = time.Now()
 		l.cnt.turns++
 		l.runTimers()
+	}
+	for _, f := range l.onStop {
+		f()
 	}
 	l.postMu.Lock()
 	l.postClosed = true

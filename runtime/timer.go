@@ -117,3 +117,12 @@ func (h *timerHeap) down(i int) {
 		i = m
 	}
 }
+
+// Schedule runs f on the loop's thread once d has passed and returns a
+// function that cancels it (reporting whether it was still pending). It is
+// AfterFunc for code that must not depend on this package's types, such as
+// runtime/pool's scheduler interface. It must be called on the loop's
+// thread.
+func (l *Loop) Schedule(d time.Duration, f func()) (cancel func() bool) {
+	return l.AfterFunc(d, f).Stop
+}
