@@ -120,7 +120,7 @@ func (r *Ring) PrepareShutdown(fd, how int, userData uint64) error {
 // PrepareCancel queues a cancel of every operation whose user data is
 // target. The cancelled operations complete with -ECANCELED (their memory
 // must stay referenced until then); the cancel itself completes with the
-// number it found, or -ENOENT.
+// number it found, which is 0 (not -ENOENT) when it found none.
 func (r *Ring) PrepareCancel(target, userData uint64) error {
 	e, err := r.sqe()
 	if err != nil {
@@ -178,13 +178,25 @@ func bufAddr(p []byte) uintptr {
 
 // PrepareCancelFd queues a cancel of every operation on fd. The cancelled
 // operations complete with -ECANCELED; the cancel completes with the number
-// it found, or -ENOENT.
+// it found, which is 0 (not -ENOENT) when it found none.
 func (r *Ring) PrepareCancelFd(fd int, userData uint64) error {
 	e, err := r.sqe()
 	if err != nil {
 		return err
 	}
 	e.PrepareCancelFd(fd, giouring.AsyncCancelAll)
+	e.UserData = userData
+	return nil
+}
+
+// PrepareAccept queues a single accept on the listening socket fd; the
+// connection's descriptor is non-blocking and close-on-exec.
+func (r *Ring) PrepareAccept(fd int, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.PrepareAccept(fd, 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
 	e.UserData = userData
 	return nil
 }
