@@ -1,7 +1,6 @@
 package cpu
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -23,12 +22,6 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println(FormatList(cores))
 		os.Exit(0)
-	}
-	flag.Parse()
-	if fuzz := flag.Lookup("test.fuzz"); fuzz != nil && fuzz.Value.String() != "" {
-		// The fuzzing engine keeps an os/signal goroutine to the end; the
-		// leak check is for the ordinary test run.
-		os.Exit(m.Run())
 	}
 	leakcheck.Main(m)
 }

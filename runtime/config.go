@@ -101,13 +101,64 @@ type Config struct {
 	// to the kernel (a power of two). Zero means 512. An idle connection
 	// holds none of them.
 	BufferCount int
+	// MaxConns caps the open connections of each loop. At the cap a loop
+	// stops accepting, so that later connections wait in the kernel's
+	// listen backlog (no descriptor or buffer of ours), and it resumes as
+	// connections close. Zero means no cap. To size it from the
+	// descriptor limit: (RLIMIT_NOFILE - descriptors the process needs
+	// for other things) / loops; each loop also holds 2-3 descriptors of
+	// its own (ring or epoll, eventfd, listener).
+	MaxConns int
+	// IdleTimeout closes a connection that has received nothing for this
+	// long, with ErrIdleTimeout. A connection that keeps sending is never
+	// cut off. Zero means no idle timeout. Conn.SetIdleTimeout changes it
+	// per connection.
+	IdleTimeout time.Duration
+	// MaxLifetime closes a connection this long after it opened, with
+	// ErrMaxLifetime. Zero means no limit. Conn.SetMaxLifetime changes it
+	// per connection.
+	MaxLifetime time.Duration
+	// MaxOutbound caps the bytes a connection may have queued for
+	// sending before OutboundPolicy applies. Zero means 4 MiB; negative
+	// means no cap.
+	MaxOutbound int
+	// OutboundLowWater is where a paused connection resumes reading (and
+	// DrainHandler.OnDrain runs). Zero means MaxOutbound/4.
+	OutboundLowWater int
+	// OutboundPolicy says what happens at MaxOutbound. The zero value,
+	// PauseReading, stops reading from the connection until its queue
+	// drains below OutboundLowWater; CloseSlowConsumer closes it with
+	// ErrSlowConsumer.
+	OutboundPolicy OutboundPolicy
+	// TurnBudget is how many received bytes one connection may have
+	// delivered to its handler per loop turn before the rest waits for the
+	// next turn, so that one client that pipelines megabytes cannot make
+	// the others wait behind it. Zero means 64 KiB; negative means no
+	// budget. The epoll backend reads at most BufferSize per connection
+	// per turn anyway.
+	TurnBudget int
 	// Logger receives lifecycle events only (start, backend fallback,
 	// shutdown, accept-error episodes), never per-request logs. Nil means
 	// slog.Default().
 	Logger *slog.Logger
 }
 
+// OutboundPolicy is what a loop does with a connection whose queued
+// outbound bytes reach Config.MaxOutbound.
+type OutboundPolicy int
+
 const (
+	// PauseReading stops reading from the connection until its queue
+	// drains below the low-water mark (the default).
+	PauseReading OutboundPolicy = iota
+	// CloseSlowConsumer closes the connection with ErrSlowConsumer,
+	// discarding what is queued.
+	CloseSlowConsumer
+)
+
+const (
+	defaultMaxOutbound = 4 << 20
+	defaultTurnBudget  = 64 << 10
 	defaultRingEntries = 1024
 	defaultBufferSize  = 16 << 10
 	defaultBufferCount = 512
@@ -135,6 +186,21 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	switch {
+	case c.MaxOutbound == 0:
+		c.MaxOutbound = defaultMaxOutbound
+	case c.MaxOutbound < 0:
+		c.MaxOutbound = 0
+	}
+	if c.OutboundLowWater == 0 || c.OutboundLowWater > c.MaxOutbound {
+		c.OutboundLowWater = c.MaxOutbound / 4
+	}
+	switch {
+	case c.TurnBudget == 0:
+		c.TurnBudget = defaultTurnBudget
+	case c.TurnBudget < 0:
+		c.TurnBudget = 0
+	}
 	return c
 }
 
@@ -147,6 +213,12 @@ func (c Config) validate() error {
 	}
 	if n := c.BufferCount; n < 0 || n > 1<<15 || (n != 0 && n&(n-1) != 0) {
 		return fmt.Errorf("config: buffer count %d is not a power of two up to 32768", n)
+	}
+	if c.MaxConns < 0 || c.IdleTimeout < 0 || c.MaxLifetime < 0 || c.OutboundLowWater < 0 {
+		return fmt.Errorf("config: negative MaxConns, IdleTimeout, MaxLifetime or OutboundLowWater")
+	}
+	if c.OutboundPolicy != PauseReading && c.OutboundPolicy != CloseSlowConsumer {
+		return fmt.Errorf("config: unknown outbound policy %d", int(c.OutboundPolicy))
 	}
 	if c.Backlog < 0 {
 		return fmt.Errorf("config: negative backlog %d", c.Backlog)

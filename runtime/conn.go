@@ -3,6 +3,7 @@ package runtime
 import (
 	"net"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,10 +32,21 @@ type Conn struct {
 	// (io_uring); the slot is freed when a closed connection has none.
 	ops int
 
-	dial    *dialState
-	onClose func(*Conn, error)
-	laddr   net.Addr
-	raddr   net.Addr
+	dial  *dialState
+	laddr net.Addr
+	raddr net.Addr
+
+	opened, lastRead time.Time
+	idleTimeout      time.Duration
+	idleTimer        *Timer
+	lifeTimer        *Timer
+	requests         int // in flight, as BeginRequest/EndRequest count them
+
+	// The turn budget: bytes delivered in turn turnStamp, and receives
+	// waiting for a later turn (io_uring).
+	turnStamp uint64
+	turnBytes int
+	deferred  int
 }
 
 type connState uint16
@@ -50,6 +62,9 @@ const (
 	stDirty                            // io_uring: queued on the loop's send list
 	stPollOut                          // epoll: registered for writability
 	stConnecting                       // a dial is in progress
+	stPaused                           // reading paused for outbound backpressure
+	stOverCap                          // the queue reached the cap and has not drained yet
+	stRecvEOF                          // io_uring: the kernel reported end of stream
 )
 
 // Loop returns the loop that owns c.
@@ -84,6 +99,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return 0, nil
 	}
 	c.loop.d.write(c, p)
+	if len(c.out) > 0 {
+		c.loop.queued(c)
+	}
 	return len(p), nil
 }
 
@@ -105,9 +123,12 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 			c.appendOut(b)
 		}
 		c.loop.d.flush(c)
-		return n, nil
+	} else {
+		c.loop.d.writev(c, bufs)
 	}
-	c.loop.d.writev(c, bufs)
+	if len(c.out) > 0 {
+		c.loop.queued(c)
+	}
 	return n, nil
 }
 
@@ -164,6 +185,96 @@ func (c *Conn) RemoteAddr() net.Addr {
 	}
 	return c.raddr
 }
+
+// SetIdleTimeout closes c with ErrIdleTimeout once it has received
+// nothing for d; zero turns the idle timeout off. The clock restarts now.
+func (c *Conn) SetIdleTimeout(d time.Duration) {
+	c.idleTimeout = d
+	c.lastRead = c.loop.now
+	if d <= 0 {
+		if c.idleTimer != nil {
+			c.idleTimer.Stop()
+		}
+		return
+	}
+	if c.state&stClosed != 0 {
+		return
+	}
+	if c.idleTimer == nil {
+		c.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
+	} else if c.idleTimer.index < 0 {
+		c.idleTimer.Reset(d)
+	}
+}
+
+// checkIdle runs when the idle timer fires. Reads only record their time,
+// so the timer is re-armed for the rest of the period instead of being
+// reset on every read.
+func (c *Conn) checkIdle() {
+	if c.state&stClosed != 0 || c.idleTimeout <= 0 {
+		return
+	}
+	l := c.loop
+	if left := c.lastRead.Add(c.idleTimeout).Sub(l.now); left > 0 {
+		c.idleTimer.Reset(left)
+		return
+	}
+	l.cnt.idleTimeouts++
+	l.closeConn(c, c.opError("read", ErrIdleTimeout))
+}
+
+// SetMaxLifetime closes c with ErrMaxLifetime once d has passed since it
+// opened; zero removes the limit.
+func (c *Conn) SetMaxLifetime(d time.Duration) {
+	if c.lifeTimer != nil {
+		c.lifeTimer.Stop()
+	}
+	if d <= 0 || c.state&stClosed != 0 {
+		return
+	}
+	left := c.opened.Add(d).Sub(c.loop.now)
+	if c.lifeTimer == nil {
+		c.lifeTimer = c.loop.AfterFunc(left, c.expire)
+	} else {
+		c.lifeTimer.Reset(left)
+	}
+}
+
+func (c *Conn) expire() {
+	if c.state&stClosed == 0 {
+		c.loop.cnt.lifetimeCloses++
+		c.loop.closeConn(c, c.opError("close", ErrMaxLifetime))
+	}
+}
+
+func (c *Conn) stopTimers() {
+	if c.idleTimer != nil {
+		c.idleTimer.Stop()
+	}
+	if c.lifeTimer != nil {
+		c.lifeTimer.Stop()
+	}
+}
+
+// BeginRequest marks a request in flight on c: a graceful Shutdown waits
+// for it (until its deadline) instead of closing c as idle. Call it when a
+// request starts work that outlives OnData (a timer, an upstream call), and
+// EndRequest when its reply is written.
+func (c *Conn) BeginRequest() { c.requests++ }
+
+// EndRequest ends a request that BeginRequest began.
+func (c *Conn) EndRequest() {
+	if c.requests > 0 {
+		c.requests--
+	}
+	if c.loop.stopping && c.requests == 0 {
+		c.loop.closeIfIdle(c)
+	}
+}
+
+// Paused reports whether reading from c is paused because its outbound
+// queue reached the cap.
+func (c *Conn) Paused() bool { return c.state&stPaused != 0 }
 
 func (c *Conn) appendOut(p []byte) {
 	if n := len(c.out) + len(p); n > cap(c.out) {

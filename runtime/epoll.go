@@ -21,6 +21,7 @@ type epollDriver struct {
 	buf      []byte
 	iov      []unix.Iovec
 	lnfd     int
+	held     bool // the listener is out of the epoll set (paused)
 	syscalls uint64
 }
 
@@ -43,12 +44,33 @@ func (d *epollDriver) listen(fd int) error {
 }
 
 func (d *epollDriver) stopListening() {
-	if d.lnfd >= 0 {
+	if d.lnfd >= 0 && !d.held {
 		d.syscalls++
 		_ = d.p.Delete(d.lnfd)
-		d.lnfd = -1
+	}
+	d.lnfd = -1
+}
+
+func (d *epollDriver) pauseAccept() {
+	if d.lnfd >= 0 && !d.held {
+		d.held = true
+		d.syscalls++
+		_ = d.p.Delete(d.lnfd)
 	}
 }
+
+func (d *epollDriver) resumeAccept() {
+	if d.lnfd >= 0 && d.held {
+		d.held = false
+		d.syscalls++
+		if err := d.p.Add(d.lnfd, poller.In, listenerData); err != nil {
+			d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
+		}
+	}
+}
+
+func (d *epollDriver) pauseRead(c *Conn)  { d.update(c) }
+func (d *epollDriver) resumeRead(c *Conn) { d.update(c) }
 
 func (d *epollDriver) start(c *Conn) error {
 	d.syscalls++
@@ -57,7 +79,7 @@ func (d *epollDriver) start(c *Conn) error {
 
 func (d *epollDriver) events(c *Conn) uint32 {
 	var ev uint32
-	if c.state&stEOF == 0 {
+	if c.state&(stEOF|stPaused) == 0 {
 		ev |= poller.In | poller.RDHup
 	}
 	if c.state&stPollOut != 0 {
@@ -152,6 +174,10 @@ func (d *epollDriver) writeOut(c *Conn) {
 		}
 		d.l.cnt.bytesOut += uint64(n)
 		c.out = c.out[:copy(c.out, c.out[n:])]
+		d.l.sentSome(c)
+		if c.state&stClosed != 0 {
+			return
+		}
 	}
 	if len(c.out) > 0 {
 		if c.state&stPollOut == 0 {
@@ -215,6 +241,7 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 		return err
 	}
 	l := d.l
+	l.awoke()
 	l.cnt.completions += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
@@ -256,7 +283,7 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 		l.connected(c, nil)
 		return
 	}
-	if events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.state&stEOF == 0 {
+	if events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.state&(stEOF|stPaused) == 0 {
 		d.read(c)
 	}
 	if events&poller.Out != 0 && c.state&stClosed == 0 {
@@ -284,7 +311,11 @@ func (d *epollDriver) read(c *Conn) {
 func (d *epollDriver) acceptAll() {
 	l := d.l
 	for range 64 {
-		if d.lnfd < 0 {
+		if d.lnfd < 0 || d.held {
+			return
+		}
+		if !l.canAccept() {
+			l.capReached()
 			return
 		}
 		d.syscalls++
@@ -293,24 +324,13 @@ func (d *epollDriver) acceptAll() {
 			return
 		}
 		if errno != 0 {
-			backoff := l.acceptFailed(errnoErr("accept", errno))
-			if backoff == 0 {
-				continue
+			// Out of descriptors or memory pauses accepting for a
+			// back-off (connections wait in the kernel's backlog);
+			// per-connection errors are skipped.
+			if l.acceptFailed(errnoErr("accept", errno)) {
+				return
 			}
-			// Out of descriptors or memory: stop polling the listener
-			// until the back-off ends, so the loop neither spins nor
-			// exits; connections wait in the kernel's backlog.
-			lnfd := d.lnfd
-			d.stopListening()
-			l.AfterFunc(backoff, func() {
-				if l.stopping || l.ln == nil {
-					return
-				}
-				if err := d.listen(lnfd); err != nil {
-					l.log.Error("percore: resume accepting", "loop", l.id, "err", err)
-				}
-			})
-			return
+			continue
 		}
 		l.acceptOK()
 		l.accepted(int(fd))

@@ -37,6 +37,13 @@ type EOFHandler interface {
 	OnEOF(c *Conn)
 }
 
+// DrainHandler is implemented by handlers that want to know when a
+// connection whose outbound queue reached Config.MaxOutbound has drained
+// below the low-water mark (and, under PauseReading, reads again).
+type DrainHandler interface {
+	OnDrain(c *Conn)
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(c *Conn, data []byte)
 

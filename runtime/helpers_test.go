@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"log/slog"
 	"net"
@@ -128,3 +129,12 @@ func onLoop(t *testing.T, l *percore.Loop, f func()) {
 }
 
 var discard = slog.New(slog.DiscardHandler)
+
+func shutdownCtx(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// cpuCores is cpu.Cores for code without a *testing.T.
+func cpuCores() ([]int, error) { return cpu.Cores() }

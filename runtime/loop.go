@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"sync"
 	"time"
 
+	"github.com/percore/percore/internal/hist"
 	"github.com/percore/percore/listener"
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +24,14 @@ type driver interface {
 	listen(fd int) error
 	// stopListening stops accepting; the listener is closed by the loop.
 	stopListening()
+	// pauseAccept stops taking connections from the listener's backlog
+	// (at the connection cap, or backing off); resumeAccept resumes.
+	pauseAccept()
+	resumeAccept()
+	// pauseRead stops receiving on c (outbound backpressure); resumeRead
+	// resumes.
+	pauseRead(c *Conn)
+	resumeRead(c *Conn)
 	// start begins receiving on a connection that just opened.
 	start(c *Conn) error
 	// write sends p, or queues it (c.appendOut) when the kernel must wait.
@@ -38,7 +48,8 @@ type driver interface {
 	// connect starts a non-blocking connect of c.fd to the address.
 	connect(c *Conn, d *dialState) error
 	// poll runs one turn: hand everything prepared to the kernel, wait up
-	// to timeout (negative: no limit) for events, and dispatch them.
+	// to timeout (negative: no limit) for events, call loop.awoke, and
+	// dispatch the events.
 	poll(timeout time.Duration) error
 	// idle reports whether the kernel holds nothing of this loop any more
 	// (after stopListening and every release), so the loop may exit.
@@ -58,6 +69,7 @@ type driver interface {
 // documentation says otherwise.
 type Loop struct {
 	rt      *Runtime
+	cfg     Config
 	id      int
 	cpu     int
 	backend Backend
@@ -88,6 +100,14 @@ type Loop struct {
 
 	acceptBackoff time.Duration
 	acceptErrs    int
+	// Accepting is paused while the loop is at its connection cap or
+	// backing off after a resource error; it resumes when neither holds.
+	pausedCap, pausedBackoff bool
+	paused                   int // connections paused for backpressure
+
+	lag         hist.Histogram // per-turn dispatch time, this window
+	lagWindow   time.Time
+	postedBatch int // largest batch of posted functions, this window
 
 	onStop []func()
 }
@@ -144,10 +164,34 @@ func (l *Loop) runPosted() {
 	l.postMu.Lock()
 	l.running, l.posted = l.posted, l.running[:0]
 	l.postMu.Unlock()
+	l.postedBatch = max(l.postedBatch, len(l.running))
 	for i, f := range l.running {
 		l.running[i] = nil
 		l.cnt.posted++
-		f()
+		l.safely("posted function", f)
+	}
+}
+
+// safely runs f, recovering a panic: it is logged with its stack and
+// counted, and the loop goes on.
+func (l *Loop) safely(what string, f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			l.cnt.panics++
+			l.log.Error("percore: panic in "+what, "loop", l.id, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// recoverConn is deferred around handler calls: a panic closes only the
+// connection the handler was handling.
+func (l *Loop) recoverConn(c *Conn) {
+	if r := recover(); r != nil {
+		l.cnt.panics++
+		l.log.Error("percore: handler panicked; closing its connection", "loop", l.id, "panic", r,
+			"stack", string(debug.Stack()))
+		l.closeConn(c, c.opError("read", ErrHandlerPanic))
 	}
 }
 
@@ -179,6 +223,7 @@ func (l *Loop) run() {
 			continue
 		}
 		kernelErrors = 0
+		l.lag.Record(int64(time.Since(l.now)))
 		l.now = time.Now()
 		l.cnt.turns++
 		l.runTimers()
@@ -196,6 +241,10 @@ func (l *Loop) run() {
 	}
 }
 
+// awoke is called by drivers when the kernel returns, before they dispatch
+// what it reported: it reads the loop's clock for the turn.
+func (l *Loop) awoke() { l.now = time.Now() }
+
 // stop begins the loop's shutdown: stop accepting, close every connection
 // with err, exit once the kernel holds nothing of the loop.
 func (l *Loop) forceStop(err error) {
@@ -205,7 +254,7 @@ func (l *Loop) forceStop(err error) {
 	}
 	for _, c := range l.conns {
 		if c != nil && c.state&stClosed == 0 {
-			l.closeConn(c, err)
+			l.closeConn(c, c.opError("close", err))
 		}
 	}
 }
@@ -274,10 +323,45 @@ func (l *Loop) accepted(fd int) {
 	l.opened(c)
 }
 
-// opened runs the handler's OnOpen.
+// canAccept reports whether the loop is below its connection cap.
+func (l *Loop) canAccept() bool {
+	return l.cfg.MaxConns == 0 || l.open < l.cfg.MaxConns
+}
+
+// capReached pauses accepting at the connection cap; drivers call it when
+// canAccept turns false.
+func (l *Loop) capReached() {
+	if !l.pausedCap {
+		l.pausedCap = true
+		l.cnt.capPauses++
+		l.d.pauseAccept()
+	}
+}
+
+// maybeResumeAccept resumes accepting when neither the cap nor a back-off
+// holds it.
+func (l *Loop) maybeResumeAccept() {
+	if l.pausedCap && l.canAccept() {
+		l.pausedCap = false
+		if !l.pausedBackoff && l.ln != nil && !l.stopping {
+			l.d.resumeAccept()
+		}
+	}
+}
+
+// opened runs the handler's OnOpen and starts the connection's timers.
 func (l *Loop) opened(c *Conn) {
 	c.state |= stOpen
+	c.opened = l.now
+	c.lastRead = l.now
+	if l.cfg.IdleTimeout > 0 {
+		c.SetIdleTimeout(l.cfg.IdleTimeout)
+	}
+	if l.cfg.MaxLifetime > 0 {
+		c.SetMaxLifetime(l.cfg.MaxLifetime)
+	}
 	if oh, ok := c.h.(OpenHandler); ok {
+		defer l.recoverConn(c)
 		oh.OnOpen(c)
 	}
 }
@@ -288,7 +372,60 @@ func (l *Loop) received(c *Conn, data []byte) {
 		return
 	}
 	l.cnt.bytesIn += uint64(len(data))
+	c.lastRead = l.now
+	l.deliver(c, data)
+	if l.stopping {
+		l.closeIfIdle(c)
+	}
+}
+
+func (l *Loop) deliver(c *Conn, data []byte) {
+	defer l.recoverConn(c)
 	c.h.OnData(c, data)
+}
+
+// queued is called after bytes were added to c's outbound queue: it applies
+// the outbound cap.
+func (l *Loop) queued(c *Conn) {
+	if l.cfg.MaxOutbound == 0 || c.Buffered() < l.cfg.MaxOutbound || c.state&(stPaused|stClosed) != 0 {
+		return
+	}
+	if l.cfg.OutboundPolicy == CloseSlowConsumer {
+		l.cnt.slowConsumers++
+		l.closeConn(c, c.opError("write", ErrSlowConsumer))
+		return
+	}
+	c.state |= stPaused | stOverCap
+	l.paused++
+	l.cnt.pauses++
+	l.d.pauseRead(c)
+}
+
+// sentSome is called by drivers when the kernel took some of c's queued
+// bytes: below the low-water mark a paused connection resumes reading and
+// the handler hears that the queue drained.
+func (l *Loop) sentSome(c *Conn) {
+	if c.state&stOverCap == 0 || c.Buffered() > l.cfg.OutboundLowWater || c.state&stClosed != 0 {
+		return
+	}
+	c.state &^= stOverCap
+	if c.state&stPaused != 0 {
+		c.state &^= stPaused
+		l.paused--
+		l.d.resumeRead(c)
+	}
+	if dh, ok := c.h.(DrainHandler); ok {
+		defer l.recoverConn(c)
+		dh.OnDrain(c)
+	}
+}
+
+// closeIfIdle closes c during a graceful shutdown once it has no request
+// in flight and nothing queued.
+func (l *Loop) closeIfIdle(c *Conn) {
+	if c.requests == 0 && c.Buffered() == 0 && c.state&(stClosing|stClosed|stConnecting) == 0 {
+		c.Close()
+	}
 }
 
 // eof is called by drivers when the peer ended its stream.
@@ -298,6 +435,7 @@ func (l *Loop) eof(c *Conn) {
 	}
 	c.state |= stEOF
 	if eh, ok := c.h.(EOFHandler); ok && c.state&stClosing == 0 {
+		defer l.recoverConn(c)
 		eh.OnEOF(c)
 		return
 	}
@@ -312,6 +450,8 @@ func (l *Loop) drained(c *Conn) {
 		l.closeConn(c, nil)
 	case c.state&stShutWrite != 0 && c.state&stWriteShut == 0:
 		l.d.shutdownWrite(c)
+	case l.stopping:
+		l.closeIfIdle(c)
 	}
 }
 
@@ -329,12 +469,18 @@ func (l *Loop) closeConn(c *Conn, err error) {
 		return
 	}
 	wasOpen := c.state&stOpen != 0
+	if c.state&stPaused != 0 {
+		l.paused--
+	}
 	c.state |= stClosed | stClosing
+	c.state &^= stPaused
 	l.open--
 	l.cnt.closes++
+	c.stopTimers()
 	l.d.release(c)
 	l.putBuf(c.out)
 	c.out = nil
+	l.maybeResumeAccept()
 	if d := c.dial; d != nil && d.done != nil {
 		c.dial = nil
 		if err == nil {
@@ -348,11 +494,8 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	if !wasOpen {
 		return
 	}
-	if c.onClose != nil {
-		c.onClose(c, err)
-	}
 	if ch, ok := c.h.(CloseHandler); ok {
-		ch.OnClose(c, err)
+		l.safely("OnClose", func() { ch.OnClose(c, err) })
 	}
 }
 
@@ -406,12 +549,14 @@ const (
 	maxPooledBytes = 4 << 20
 )
 
-// acceptFailed handles an accept error: transient resource shortages back
-// off (growing, capped) and are logged once per episode; per-connection
-// errors are skipped. It returns how long to wait before accepting again.
-func (l *Loop) acceptFailed(err error) time.Duration {
+// acceptFailed handles an accept error: per-connection errors are skipped
+// silently; a shortage of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
+// ENOMEM) pauses accepting for a back-off that grows from 10 ms to 1 s, is
+// logged once per episode and counted. It reports whether accepting was
+// paused.
+func (l *Loop) acceptFailed(err error) bool {
 	if isTransientAcceptError(err) {
-		return 0
+		return false
 	}
 	if l.acceptErrs == 0 {
 		l.log.Warn("percore: accept failing, backing off", "loop", l.id, "err", err)
@@ -423,7 +568,17 @@ func (l *Loop) acceptFailed(err error) time.Duration {
 	} else {
 		l.acceptBackoff = min(2*l.acceptBackoff, acceptBackoffMax)
 	}
-	return l.acceptBackoff
+	if !l.pausedBackoff {
+		l.pausedBackoff = true
+		l.d.pauseAccept()
+		l.AfterFunc(l.acceptBackoff, func() {
+			l.pausedBackoff = false
+			if !l.pausedCap && l.ln != nil && !l.stopping {
+				l.d.resumeAccept()
+			}
+		})
+	}
+	return true
 }
 
 // acceptOK ends an accept-error episode.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"os"
 	goruntime "runtime"
@@ -57,7 +56,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	addr := cfg.Addr
 	for i, core := range cores {
 		l := &Loop{
-			rt: rt, id: i, cpu: core, h: h, log: cfg.Logger,
+			rt: rt, cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger,
 			done: make(chan struct{}),
 		}
 		chosen, err := rt.start(l, backend, addr)
@@ -194,11 +193,14 @@ func (rt *Runtime) Stats() Stats {
 	return s
 }
 
-// Shutdown stops the runtime gracefully: every loop closes its listener at
-// once (new clients are refused), handlers that implement ShutdownHandler
-// are told, and open connections get until ctx is done to close; then
-// whatever is left is closed and Shutdown returns ctx's error. It waits for
-// every loop's thread to exit.
+// Shutdown stops the runtime gracefully. Every loop closes its listener at
+// once, so new clients are refused (what a load balancer's health check
+// needs); handlers that implement ShutdownHandler are told, so a protocol
+// can say goodbye; connections that are idle (no request in flight, as
+// Conn.BeginRequest and EndRequest count them, and nothing queued) are
+// closed, and the others as soon as they become idle. When ctx is done
+// first, whatever is left is closed with ErrShutdown and Shutdown returns
+// ctx's error. It returns once every loop's thread has exited.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	for _, l := range rt.loops {
 		_ = l.Post(func() { l.beginShutdown() })
@@ -223,7 +225,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		for _, l := range rt.loops {
-			_ = l.Post(func() { l.forceStop(net.ErrClosed) })
+			_ = l.Post(func() { l.forceStop(ErrShutdown) })
 		}
 		for _, l := range rt.loops {
 			<-l.done
@@ -253,9 +255,16 @@ func (l *Loop) beginShutdown() {
 			continue
 		}
 		if sh, ok := c.h.(ShutdownHandler); ok && c.state&stOpen != 0 {
-			sh.OnShutdown(c)
+			l.notifyShutdown(sh, c)
+		}
+		if c.state&stClosed == 0 {
+			l.closeIfIdle(c)
 		}
 	}
 }
 
-var _ = slog.Default
+func (l *Loop) notifyShutdown(sh ShutdownHandler, c *Conn) {
+	defer l.recoverConn(c)
+	sh.OnShutdown(c)
+}
+

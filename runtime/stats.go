@@ -1,6 +1,9 @@
 package runtime
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // Stats are a loop's counters, or their sum over a runtime. The loop counts
 // in plain fields and publishes them once per turn; reading them is safe
@@ -24,6 +27,23 @@ type Stats struct {
 	Enters uint64
 	// Posted and Timers count functions run from Post and timers.
 	Posted, Timers uint64
+
+	// Limits, each counted when it fires: accepting paused at MaxConns;
+	// connections closed for idling, for their lifetime, as slow
+	// consumers; reads paused for backpressure; receives deferred to a
+	// later turn by the turn budget; handler panics recovered.
+	CapPauses, IdleTimeouts, LifetimeCloses, SlowConsumers uint64
+	Pauses, Deferrals, Panics                              uint64
+	// Paused is how many connections are paused for backpressure now.
+	Paused uint64
+
+	// Early-warning signals over the last window of about a second (the
+	// maxima when summed over loops): the loop's lag, from the kernel
+	// returning a batch of events to the last of them handled (p50, p99,
+	// max), and the largest batch of posted functions drained at once.
+	// Completions per turn is Completions/Turns.
+	LagP50, LagP99, LagMax time.Duration
+	PostedBatchMax         uint64
 }
 
 // Add returns the sum of s and o.
@@ -41,6 +61,18 @@ func (s Stats) Add(o Stats) Stats {
 	s.Enters += o.Enters
 	s.Posted += o.Posted
 	s.Timers += o.Timers
+	s.CapPauses += o.CapPauses
+	s.IdleTimeouts += o.IdleTimeouts
+	s.LifetimeCloses += o.LifetimeCloses
+	s.SlowConsumers += o.SlowConsumers
+	s.Pauses += o.Pauses
+	s.Deferrals += o.Deferrals
+	s.Panics += o.Panics
+	s.Paused += o.Paused
+	s.LagP50 = max(s.LagP50, o.LagP50)
+	s.LagP99 = max(s.LagP99, o.LagP99)
+	s.LagMax = max(s.LagMax, o.LagMax)
+	s.PostedBatchMax = max(s.PostedBatchMax, o.PostedBatchMax)
 	return s
 }
 
@@ -50,6 +82,9 @@ type counters struct {
 	bytesIn, bytesOut                    uint64
 	turns, completions                   uint64
 	posted, timers                       uint64
+	capPauses, idleTimeouts              uint64
+	lifetimeCloses, slowConsumers        uint64
+	pauses, deferrals, panics            uint64
 }
 
 // publishedStats are the counters as other goroutines read them. Only the
@@ -59,6 +94,10 @@ type publishedStats struct {
 	bytesIn, bytesOut                          atomic.Uint64
 	turns, completions, enters                 atomic.Uint64
 	posted, timers                             atomic.Uint64
+	capPauses, idleTimeouts                    atomic.Uint64
+	lifetimeCloses, slowConsumers              atomic.Uint64
+	pauses, deferrals, panics, paused          atomic.Uint64
+	lagP50, lagP99, lagMax, postedBatch        atomic.Int64
 }
 
 func (l *Loop) publish() {
@@ -75,7 +114,27 @@ func (l *Loop) publish() {
 	p.enters.Store(l.d.enters())
 	p.posted.Store(c.posted)
 	p.timers.Store(c.timers)
+	p.capPauses.Store(c.capPauses)
+	p.idleTimeouts.Store(c.idleTimeouts)
+	p.lifetimeCloses.Store(c.lifetimeCloses)
+	p.slowConsumers.Store(c.slowConsumers)
+	p.pauses.Store(c.pauses)
+	p.deferrals.Store(c.deferrals)
+	p.panics.Store(c.panics)
+	p.paused.Store(uint64(l.paused))
+	if l.now.Sub(l.lagWindow) >= signalWindow {
+		p.lagP50.Store(l.lag.Quantile(0.5))
+		p.lagP99.Store(l.lag.Quantile(0.99))
+		p.lagMax.Store(l.lag.Max())
+		p.postedBatch.Store(int64(l.postedBatch))
+		l.lag.Reset()
+		l.postedBatch = 0
+		l.lagWindow = l.now
+	}
 }
+
+// signalWindow is how often the loop publishes its lag percentiles.
+const signalWindow = time.Second
 
 // Stats returns the loop's counters as of its last turn. It is safe for
 // concurrent use.
@@ -95,5 +154,18 @@ func (l *Loop) Stats() Stats {
 		Enters:       p.enters.Load(),
 		Posted:       p.posted.Load(),
 		Timers:       p.timers.Load(),
+
+		CapPauses:      p.capPauses.Load(),
+		IdleTimeouts:   p.idleTimeouts.Load(),
+		LifetimeCloses: p.lifetimeCloses.Load(),
+		SlowConsumers:  p.slowConsumers.Load(),
+		Pauses:         p.pauses.Load(),
+		Deferrals:      p.deferrals.Load(),
+		Panics:         p.panics.Load(),
+		Paused:         p.paused.Load(),
+		LagP50:         time.Duration(p.lagP50.Load()),
+		LagP99:         time.Duration(p.lagP99.Load()),
+		LagMax:         time.Duration(p.lagMax.Load()),
+		PostedBatchMax: uint64(p.postedBatch.Load()),
 	}
 }

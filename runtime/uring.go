@@ -48,9 +48,11 @@ type uringDriver struct {
 
 	cqes []ring.Completion
 
-	lnfd      int
-	accepting bool // a multishot accept is armed
-	loopOps   int  // accept and accept-cancel operations in flight
+	lnfd       int
+	accepting  bool // an accept is armed
+	multishot  bool // the armed accept is multishot
+	acceptHeld bool // accepting is paused (cap or back-off)
+	loopOps    int  // accept and accept-cancel operations in flight
 
 	wakefd  int
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
@@ -58,6 +60,19 @@ type uringDriver struct {
 
 	dirty []*Conn // connections with output to submit this turn
 	rearm []*Conn // connections whose multishot receive ended early
+
+	// Receives held back by the turn budget, in arrival order, and the
+	// spare list they are moved to while being handled.
+	deferred, spare []deferredRecv
+}
+
+// deferredRecv is a receive completion whose delivery waits for a later
+// turn; its buffer stays out of the kernel's ring until then. n == 0 is the
+// end of the stream.
+type deferredRecv struct {
+	c  *Conn
+	id uint16
+	n  int32
 }
 
 // openRing is swapped by tests to simulate a host without io_uring.
@@ -108,11 +123,21 @@ func (d *uringDriver) listen(fd int) error {
 	return d.armAccept()
 }
 
+// armAccept arms an accept on the listener: multishot without a
+// connection cap; with a cap, one accept at a time, so that the loop never
+// takes a connection past its cap (the rest wait in the kernel's backlog).
 func (d *uringDriver) armAccept() error {
-	if d.lnfd < 0 || d.accepting {
+	if d.lnfd < 0 || d.accepting || d.acceptHeld {
 		return nil
 	}
-	if err := d.r.PrepareAcceptMultishot(d.lnfd, userData(kindAccept, 0, 0)); err != nil {
+	d.multishot = d.l.cfg.MaxConns == 0
+	var err error
+	if d.multishot {
+		err = d.r.PrepareAcceptMultishot(d.lnfd, userData(kindAccept, 0, 0))
+	} else {
+		err = d.r.PrepareAccept(d.lnfd, userData(kindAccept, 0, 0))
+	}
+	if err != nil {
 		return fmt.Errorf("arm accept: %w", err)
 	}
 	d.accepting = true
@@ -120,12 +145,44 @@ func (d *uringDriver) armAccept() error {
 	return nil
 }
 
-func (d *uringDriver) stopListening() {
-	d.lnfd = -1
+func (d *uringDriver) cancelAccept() {
 	if d.accepting {
 		if d.r.PrepareCancel(userData(kindAccept, 0, 0), userData(kindAcceptCancel, 0, 0)) == nil {
 			d.loopOps++
 		}
+	}
+}
+
+func (d *uringDriver) stopListening() {
+	d.lnfd = -1
+	d.cancelAccept()
+}
+
+func (d *uringDriver) pauseAccept() {
+	d.acceptHeld = true
+	if d.multishot {
+		d.cancelAccept()
+	}
+}
+
+func (d *uringDriver) resumeAccept() {
+	d.acceptHeld = false
+	d.rearmAccept()
+}
+
+func (d *uringDriver) pauseRead(c *Conn) {
+	if c.state&stRecvArmed != 0 {
+		if d.r.PrepareCancel(userData(kindRecv, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) == nil {
+			c.ops++
+		}
+	}
+}
+
+func (d *uringDriver) resumeRead(c *Conn) {
+	// The receive re-arms once the cancelled one has completed, if it
+	// has not yet.
+	if c.state&stRecvArmed == 0 {
+		d.rearm = append(d.rearm, c)
 	}
 }
 
@@ -222,13 +279,17 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	}
 	d.dirty = d.dirty[:0]
 	var err error
-	if d.r.Ready() == 0 {
+	if d.r.Ready() == 0 && len(d.deferred) == 0 {
 		err = d.r.SubmitAndWait(timeout)
 	} else {
 		err = d.r.Submit()
 	}
 	if err != nil && !errors.Is(err, ring.ErrBusy) {
 		return err
+	}
+	d.l.awoke()
+	if len(d.deferred) > 0 {
+		d.deliverDeferred()
 	}
 	for {
 		n := d.r.Reap(d.cqes)
@@ -243,7 +304,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	}
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
-		if c.state&(stClosed|stClosing|stEOF|stRecvArmed) == 0 {
+		if c.state&(stClosed|stClosing|stEOF|stRecvEOF|stPaused|stRecvArmed) == 0 {
 			if err := d.start(c); err != nil {
 				d.l.fail(c, "read", err)
 			}
@@ -308,10 +369,9 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 		d.accepting = false
 		d.loopOps--
 	}
-	var backoff time.Duration
 	switch {
 	case e.Res >= 0:
-		if l.stopping {
+		if l.stopping || d.lnfd < 0 {
 			unix.Close(int(e.Res))
 			break
 		}
@@ -319,13 +379,13 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 		l.accepted(int(e.Res))
 	case e.Res == -int32(unix.ECANCELED):
 	default:
-		backoff = l.acceptFailed(errnoErr("accept", unix.Errno(-e.Res)))
+		l.acceptFailed(errnoErr("accept", unix.Errno(-e.Res)))
 	}
 	if more || d.lnfd < 0 {
 		return
 	}
-	if backoff > 0 {
-		l.AfterFunc(backoff, func() { d.rearmAccept() })
+	if !l.canAccept() {
+		l.capReached()
 		return
 	}
 	d.rearmAccept()
@@ -339,29 +399,96 @@ func (d *uringDriver) rearmAccept() {
 
 func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 	l := d.l
-	if !e.More() {
+	more := e.More()
+	if !more {
 		c.state &^= stRecvArmed
 		c.ops--
 	}
 	switch {
 	case e.Res > 0:
 		id, _ := e.Buffer()
-		l.received(c, d.br.Bytes(id, int(e.Res)))
-		d.br.Recycle(id)
-		if !e.More() {
-			d.rearm = append(d.rearm, c)
+		if c.deferred > 0 || d.overBudget(c) {
+			d.deferRecv(c, id, e.Res)
+		} else {
+			d.deliver(c, id, e.Res)
 		}
 	case e.Res == 0:
-		l.eof(c)
-	case e.Res == -int32(unix.ENOBUFS):
-		// Every buffer was in use: re-arm once this batch's buffers
-		// are back with the kernel.
-		d.rearm = append(d.rearm, c)
-	case e.Res == -int32(unix.ECANCELED):
+		c.state |= stRecvEOF
+		if c.deferred > 0 {
+			d.deferRecv(c, 0, 0)
+		} else {
+			l.eof(c)
+		}
+	case e.Res == -int32(unix.ENOBUFS), e.Res == -int32(unix.ECANCELED):
+		// Out of buffers (re-armed once this batch's buffers are back
+		// with the kernel), or cancelled to pause or close.
 	default:
 		l.fail(c, "read", errnoErr("recv", unix.Errno(-e.Res)))
 	}
+	if !more {
+		d.rearm = append(d.rearm, c)
+	}
 }
+
+// overBudget reports whether c has had its turn's budget of bytes.
+func (d *uringDriver) overBudget(c *Conn) bool {
+	budget := d.l.cfg.TurnBudget
+	if budget == 0 {
+		return false
+	}
+	if c.turnStamp != d.l.cnt.turns {
+		c.turnStamp = d.l.cnt.turns
+		c.turnBytes = 0
+		return false
+	}
+	return c.turnBytes >= budget
+}
+
+func (d *uringDriver) deliver(c *Conn, id uint16, n int32) {
+	if c.turnStamp != d.l.cnt.turns {
+		c.turnStamp = d.l.cnt.turns
+		c.turnBytes = 0
+	}
+	c.turnBytes += int(n)
+	d.l.received(c, d.br.Bytes(id, int(n)))
+	d.br.Recycle(id)
+}
+
+func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
+	c.deferred++
+	d.l.cnt.deferrals++
+	d.deferred = append(d.deferred, deferredRecv{c: c, id: id, n: n})
+}
+
+// deliverDeferred hands over, in order, the receives earlier turns held
+// back, as far as each connection's budget for this turn allows.
+func (d *uringDriver) deliverDeferred() {
+	held := d.deferred
+	d.deferred = d.spare[:0]
+	for i := range held {
+		r := held[i]
+		held[i] = deferredRecv{}
+		c := r.c
+		c.deferred--
+		switch {
+		case c.state&stClosed != 0:
+			if r.n > 0 {
+				d.br.Recycle(r.id)
+			}
+		case d.overBudget(c):
+			// Still over budget: wait another turn, and keep every
+			// later receive of c behind this one.
+			d.deferRecv(c, r.id, r.n)
+			d.l.cnt.deferrals--
+		case r.n == 0:
+			d.l.eof(c)
+		default:
+			d.deliver(c, r.id, r.n)
+		}
+	}
+	d.spare = held[:0]
+}
+
 
 func (d *uringDriver) sent(c *Conn, res int32) {
 	l := d.l
@@ -374,6 +501,10 @@ func (d *uringDriver) sent(c *Conn, res int32) {
 	}
 	c.sent += int(res)
 	l.cnt.bytesOut += uint64(res)
+	l.sentSome(c)
+	if c.state&stClosed != 0 {
+		return
+	}
 	if c.sent < len(c.sending) {
 		if err := d.r.PrepareSend(c.fd, c.sending[c.sent:], userData(kindSend, c.slot, c.gen)); err != nil {
 			l.fail(c, "write", err)

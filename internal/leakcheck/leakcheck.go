@@ -10,6 +10,7 @@
 package leakcheck
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"runtime"
@@ -25,12 +26,16 @@ const Settle = 5 * time.Second
 
 // Main runs the tests and exits the process, failing the run when
 // descriptors or goroutines leaked. It never returns.
+//
+// Under -test.fuzz the check is skipped: the fuzzing engine keeps
+// goroutines and descriptors of its own (its signal handler, the worker
+// pipes) past the tests.
 func Main(m *testing.M) {
 	initNetpoll()
 	fds := OpenFDs()
 	goroutines := runtime.NumGoroutine()
 	code := m.Run()
-	if code == 0 {
+	if code == 0 && !fuzzing() {
 		if err := Check(fds, goroutines, Settle); err != nil {
 			fmt.Fprintf(os.Stderr, "leakcheck: %v\n", err)
 			code = 1
@@ -101,6 +106,12 @@ func extraFDs(baseline map[int]string) []string {
 	}
 	slices.Sort(extra)
 	return extra
+}
+
+// fuzzing reports whether the test binary runs with -test.fuzz.
+func fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
 }
 
 // initNetpoll makes Go's own network poller open its epoll and eventfd
