@@ -1,0 +1,145 @@
+// Command lines is a line-protocol server on percore, one loop per CPU:
+//
+//	ping           -> pong
+//	echo TEXT      -> TEXT
+//	anything else  -> unknown command
+//
+// Every reply ends with '\n'. A line longer than 1024 bytes gets "error:
+// line too long" and the connection is closed; so is a connection silent
+// for longer than -idle-timeout. SIGINT or SIGTERM shuts the server down
+// gracefully: the listeners close at once and the connections are closed
+// after their replies are sent.
+//
+//	go run -ldflags=-checklinkname=0 ./examples/lines -addr 127.0.0.1:7001 -idle-timeout 30s
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/frame"
+)
+
+// maxLine is the protocol's line limit in bytes, '\r' included.
+const maxLine = 1024
+
+// options are the command's flags.
+type options struct {
+	addr            string
+	cores           string
+	backend         string
+	idleTimeout     time.Duration
+	shutdownTimeout time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.addr, "addr", "127.0.0.1:7001", "listen address")
+	flag.StringVar(&o.cores, "cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask)")
+	flag.StringVar(&o.backend, "backend", "auto", "auto, uring or epoll")
+	flag.DurationVar(&o.idleTimeout, "idle-timeout", time.Minute, "close a connection silent for this long (0: never)")
+	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "how long a graceful shutdown may take")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	err := run(ctx, o, log, func(addr net.Addr) { log.Info("lines: listening", "addr", addr.String()) })
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lines:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is done, then shuts down gracefully. It calls ready
+// with the listening address once the server accepts connections.
+func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr)) error {
+	cfg := percore.Config{Addr: o.addr, Logger: log}
+	var err error
+	if cfg.Backend, err = percore.ParseBackend(o.backend); err != nil {
+		return err
+	}
+	if o.cores != "" {
+		if cfg.Cores, err = cpu.ParseList(o.cores); err != nil {
+			return err
+		}
+	}
+	rt, err := percore.New(cfg, newHandler(o.idleTimeout))
+	if err != nil {
+		return err
+	}
+	ready(rt.Addr())
+
+	<-ctx.Done()
+	log.Info("lines: shutting down", "timeout", o.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.shutdownTimeout)
+	defer cancel()
+	if err := rt.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// newHandler returns the protocol's handler: lines of at most maxLine
+// bytes, and connections closed after idle of silence (0: never).
+func newHandler(idle time.Duration) percore.Handler {
+	return frame.Lines(&server{
+		idle:    idle,
+		pong:    []byte("pong\n"),
+		unknown: []byte("unknown command\n"),
+		tooLong: []byte("error: line too long\n"),
+	}, frame.LineConfig{MaxLine: maxLine})
+}
+
+// server answers the protocol's lines. Its replies are prepared once, so
+// that answering allocates nothing.
+type server struct {
+	idle                   time.Duration
+	pong, unknown, tooLong []byte
+}
+
+// OnOpen starts the connection's idle timer, kept as its frame.Value.
+func (s *server) OnOpen(c *percore.Conn) {
+	if s.idle > 0 {
+		frame.SetValue(c, c.Loop().AfterFunc(s.idle, func() { c.Close() }))
+	}
+}
+
+func (s *server) OnLine(c *percore.Conn, line []byte) {
+	if t, ok := frame.Value(c).(*percore.Timer); ok {
+		t.Reset(s.idle)
+	}
+	switch {
+	case string(line) == "ping":
+		c.Write(s.pong)
+	case bytes.HasPrefix(line, []byte("echo ")):
+		frame.WriteLine(c, line[len("echo "):])
+	default:
+		c.Write(s.unknown)
+	}
+}
+
+// OnFrameError answers a line over the limit; frame.Lines then closes the
+// connection.
+func (s *server) OnFrameError(c *percore.Conn, err error) { c.Write(s.tooLong) }
+
+// OnShutdown closes the connection: between lines it has nothing in
+// flight, and Close sends queued replies first.
+func (s *server) OnShutdown(c *percore.Conn) { c.Close() }
+
+func (s *server) OnClose(c *percore.Conn, err error) {
+	if t, ok := frame.Value(c).(*percore.Timer); ok {
+		t.Stop()
+	}
+}
