@@ -1,0 +1,249 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/leakcheck"
+	percore "github.com/percore/percore/runtime"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// lineEcho is a line echo upstream that counts the connections it accepts
+// and can be killed and restarted on the same port.
+type lineEcho struct {
+	addr    string
+	mu      sync.Mutex
+	ln      net.Listener
+	conns   map[net.Conn]bool
+	accepts int
+	wg      sync.WaitGroup
+}
+
+func startLineEcho(t *testing.T, addr string) *lineEcho {
+	t.Helper()
+	e := &lineEcho{addr: addr, conns: map[net.Conn]bool{}}
+	if err := e.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.kill)
+	return e
+}
+
+// start listens (again) on the echo's address.
+func (e *lineEcho) start() error {
+	ln, err := net.Listen("tcp", e.addr)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	e.ln = ln
+	e.addr = ln.Addr().String()
+	e.mu.Unlock()
+	e.wg.Add(1)
+	go e.serve(ln)
+	return nil
+}
+
+func (e *lineEcho) serve(ln net.Listener) {
+	defer e.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		e.mu.Lock()
+		e.accepts++
+		e.conns[c] = true
+		e.mu.Unlock()
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer func() {
+				e.mu.Lock()
+				delete(e.conns, c)
+				e.mu.Unlock()
+				c.Close()
+			}()
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadBytes('\n')
+				if err != nil {
+					return
+				}
+				if _, err := c.Write(line); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+// kill closes the listener and every connection, and waits for them.
+func (e *lineEcho) kill() {
+	e.mu.Lock()
+	if e.ln != nil {
+		e.ln.Close()
+		e.ln = nil
+	}
+	for c := range e.conns {
+		c.Close()
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+func (e *lineEcho) accepted() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.accepts
+}
+
+// lineClient is a client of the front with a deadline on every exchange.
+type lineClient struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialFront(t *testing.T, s *server) *lineClient {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", s.rt.Addr().String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &lineClient{c: c, r: bufio.NewReader(c)}
+}
+
+// ask sends lines (pipelined) and returns the answers.
+func (lc *lineClient) ask(lines ...string) ([]string, error) {
+	lc.c.SetDeadline(time.Now().Add(20 * time.Second))
+	if _, err := lc.c.Write([]byte(strings.Join(lines, ""))); err != nil {
+		return nil, err
+	}
+	var answers []string
+	for range lines {
+		a, err := lc.r.ReadString('\n')
+		if err != nil {
+			return answers, err
+		}
+		answers = append(answers, a)
+	}
+	return answers, nil
+}
+
+func startFront(t *testing.T, b percore.Backend, upstream string, max int) *server {
+	t.Helper()
+	cores, err := cpu.Cores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := start(config{
+		addr: "127.0.0.1:0", upstream: upstream, cores: cpu.FormatList(cores), backend: b.String(),
+		max: max, wait: 5 * time.Second, timeout: 5 * time.Second, maxLine: 1024,
+		logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.close)
+	return s
+}
+
+func TestEndToEnd(t *testing.T) {
+	for _, b := range []percore.Backend{percore.IOURing, percore.Epoll} {
+		t.Run(b.String(), func(t *testing.T) {
+			up := startLineEcho(t, "127.0.0.1:0")
+			const max, clients, requests = 2, 8, 40
+			s := startFront(t, b, up.addr, max)
+			loops := len(s.rt.Loops())
+
+			// Requests succeed, pipelined too, with at most max
+			// upstream connections per loop.
+			var wg sync.WaitGroup
+			errs := make(chan error, clients)
+			for i := range clients {
+				lc := dialFront(t, s)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := range requests {
+						lines := []string{fmt.Sprintf("client %d request %d\n", i, j),
+							fmt.Sprintf("client %d request %d bis\n", i, j)}
+						got, err := lc.ask(lines...)
+						if err != nil {
+							errs <- err
+							return
+						}
+						for k := range lines {
+							if got[k] != lines[k] {
+								errs <- fmt.Errorf("asked %q, got %q", lines[k], got[k])
+								return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			t.Logf("%d loops, %d upstream connections accepted", loops, up.accepted())
+			if n := up.accepted(); n > max*loops || n == 0 {
+				t.Errorf("the upstream accepted %d connections; want 1 to %d (%d per loop)", n, max*loops, max)
+			}
+
+			// A dead upstream gives error replies, not a hang.
+			lc := dialFront(t, s)
+			up.kill()
+			for i := range 5 {
+				got, err := lc.ask(fmt.Sprintf("while down %d\n", i))
+				if err != nil {
+					t.Fatalf("while the upstream is down: %v", err)
+				}
+				if !strings.HasPrefix(got[0], "ERR ") {
+					t.Fatalf("while the upstream is down: answer %q, want ERR", got[0])
+				}
+				t.Logf("while down: %q", got[0])
+			}
+
+			// Restarted, it serves again, and the front was not restarted.
+			if err := up.start(); err != nil {
+				t.Fatalf("restart the upstream on %s: %v", up.addr, err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				got, err := lc.ask("back\n")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got[0] == "back\n" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the front did not recover: %q", got[0])
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+		})
+	}
+}
+
+func TestProtocolLimits(t *testing.T) {
+	up := startLineEcho(t, "127.0.0.1:0")
+	s := startFront(t, percore.Epoll, up.addr, 1)
+	lc := dialFront(t, s)
+	got, err := lc.ask(strings.Repeat("x", 2000) + "\n")
+	if err != nil || got[0] != "ERR request line too long\n" {
+		t.Fatalf("a line over -max-line: %q, %v", got, err)
+	}
+}

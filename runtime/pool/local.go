@@ -1,0 +1,713 @@
+package pool
+
+import (
+	"fmt"
+	"time"
+)
+
+// Local is one loop's pool. Its methods must be called on that loop's
+// thread; nothing in it is shared with other loops, and its counters are
+// plain fields.
+type Local[C any] struct {
+	p    *Pool[C]
+	m    Manager[C]
+	cfg  *settings
+	loop Loop
+
+	idle       []*Lease[C] // ready to lend, the newest last
+	open       int         // connections that exist: idle, lent out, validating
+	connecting int         // connects in progress
+	spare      int         // connects in progress that no get waits for
+	gen        uint64      // bumped by Clear; older connections are not lent again
+
+	active   requestList[C] // gets in progress, in arrival order
+	waiters  waitQueue[C]   // gets waiting for a connection, in arrival order
+	freeReqs []*request[C]
+	seq      uint64
+
+	deadlineArmed  bool
+	cancelDeadline func() bool
+	expireFn       func()
+	cancelMaintain func() bool
+	tickFn         func()
+
+	serving bool // serveWaiters is running (callbacks may re-enter it)
+	closed  bool // the pool is closed (or the loop stopped)
+	stopped bool // the loop stopped; the Local has left the registry
+	retired bool // guarded by p.mu: the counters are in p.retired
+
+	st Statistics
+}
+
+func newLocal[C any](p *Pool[C], loop Loop) *Local[C] {
+	l := &Local[C]{p: p, m: p.m, cfg: &p.cfg, loop: loop}
+	l.expireFn = l.expire
+	l.tickFn = l.tick
+	return l
+}
+
+// Lease is a connection lent by a Local: Conn is the connection, and Put
+// gives it back. A Lease belongs to its loop's thread and must not be used
+// after Put.
+type Lease[C any] struct {
+	conn      C
+	local     *Local[C]
+	created   time.Time
+	idleSince time.Time
+	gen       uint64
+	state     leaseState
+
+	req       *request[C] // the get waiting for this lease's validation
+	inCall    bool        // Validate has not returned yet
+	answered  bool        // Validate answered before it returned
+	answer    error
+	validated func(error) // l.onValidated, bound once
+}
+
+type leaseState uint8
+
+const (
+	leaseIdle leaseState = iota
+	leaseOut
+	leaseValidating
+	leaseClosed
+)
+
+// Conn returns the leased connection.
+func (ls *Lease[C]) Conn() C { return ls.conn }
+
+// request is a get in progress: waiting in the queue, waiting for a connect
+// or waiting for a validation. Requests are recycled.
+type request[C any] struct {
+	done         func(*Lease[C], error)
+	start        time.Time
+	deadline     time.Time
+	seq          uint64
+	state        requestState
+	attempt      *attempt[C] // requestConnecting
+	lease        *Lease[C]   // requestValidating
+	prev, next   *request[C] // in Local.active
+	qprev, qnext *request[C] // in Local.waiters
+}
+
+type requestState uint8
+
+const (
+	requestNew requestState = iota
+	requestWaiting
+	requestConnecting
+	requestValidating
+)
+
+// attempt is one Manager.Connect in progress.
+type attempt[C any] struct {
+	l    *Local[C]
+	req  *request[C] // nil for a warm-up connect, or once its get gave up
+	done bool
+}
+
+// Loop returns the loop that owns l.
+func (l *Local[C]) Loop() Loop { return l.loop }
+
+// Get lends a connection to done, which runs exactly once on the loop's
+// thread: with a Lease to Put back later, or with a nil Lease and
+// ErrClosed, ErrTimeout or the connect error. It may run before Get returns.
+// With an idle connection at hand (and nothing to validate, or a Manager
+// that validates at once), Get allocates nothing.
+func (l *Local[C]) Get(done func(lease *Lease[C], err error)) {
+	if l.closed {
+		l.st.GetsFailed++
+		done(nil, ErrClosed)
+		return
+	}
+	if l.waiters.len > 0 {
+		// No barging: the connection that comes back next belongs to the
+		// oldest waiter.
+		r := l.newRequest(done)
+		r.state = requestWaiting
+		l.waiters.insert(r)
+		return
+	}
+	l.acquire(nil, done)
+}
+
+// acquire serves a get from the idle list, else with a new connection, else
+// by queueing it. r is the get's request when it has one (it is retrying
+// after a failed validation); otherwise done is its callback and a request
+// is made only if the get cannot be served at once.
+func (l *Local[C]) acquire(r *request[C], done func(*Lease[C], error)) {
+	for !l.closed {
+		ls := l.popIdle()
+		if ls == nil {
+			break
+		}
+		if !l.cfg.testOnCheckout {
+			l.lend(r, done, ls)
+			return
+		}
+		ls.state = leaseValidating
+		ls.inCall, ls.answered = true, false
+		l.m.Validate(l.loop, ls.conn, ls.validated)
+		ls.inCall = false
+		if !ls.answered {
+			if r == nil {
+				r = l.newRequest(done)
+			}
+			r.state = requestValidating
+			r.lease = ls
+			ls.req = r
+			return
+		}
+		err := ls.answer
+		ls.answer = nil
+		if err == nil {
+			l.lend(r, done, ls)
+			return
+		}
+		l.closeLease(ls, causeInvalid)
+	}
+	if r == nil {
+		r = l.newRequest(done)
+	}
+	if l.closed {
+		l.fail(r, ErrClosed)
+		return
+	}
+	if l.open+l.connecting < l.cfg.maxSize {
+		l.connect(r)
+		l.serveWaiters() // popIdle may have freed more than one slot
+		return
+	}
+	r.state = requestWaiting
+	l.waiters.insert(r)
+}
+
+// lend hands an idle connection to a get: to r if it has a request, else
+// to done.
+func (l *Local[C]) lend(r *request[C], done func(*Lease[C], error), ls *Lease[C]) {
+	if r != nil {
+		l.serve(r, ls, false)
+		return
+	}
+	ls.state = leaseOut
+	l.st.GetsDirect++
+	done(ls, nil)
+}
+
+// serve completes request r with ls: a get that waited (for a new
+// connection or a returned one), or one served by an idle connection after
+// an asynchronous validation.
+func (l *Local[C]) serve(r *request[C], ls *Lease[C], waited bool) {
+	ls.state = leaseOut
+	if waited {
+		l.st.GetsWaited++
+		l.st.WaitTime += l.cfg.clock().Sub(r.start)
+	} else {
+		l.st.GetsDirect++
+	}
+	done := r.done
+	l.active.remove(r)
+	l.freeRequest(r)
+	done(ls, nil)
+}
+
+// fail completes request r with err.
+func (l *Local[C]) fail(r *request[C], err error) {
+	if err == ErrTimeout {
+		l.st.GetsTimedOut++
+	} else {
+		l.st.GetsFailed++
+	}
+	done := r.done
+	l.active.remove(r)
+	l.freeRequest(r)
+	done(nil, err)
+}
+
+// detach takes r out of whatever it waits for, so that it can be failed.
+func (l *Local[C]) detach(r *request[C]) {
+	switch r.state {
+	case requestWaiting:
+		l.waiters.remove(r)
+	case requestConnecting:
+		r.attempt.req = nil
+		r.attempt = nil
+		l.spare++
+	case requestValidating:
+		r.lease.req = nil
+		r.lease = nil
+	}
+	r.state = requestNew
+}
+
+// popIdle returns the newest idle connection that is neither expired nor
+// broken, closing those that are, or nil.
+func (l *Local[C]) popIdle() *Lease[C] {
+	now := l.now()
+	for n := len(l.idle); n > 0; n = len(l.idle) {
+		ls := l.idle[n-1]
+		l.idle[n-1] = nil
+		l.idle = l.idle[:n-1]
+		if c := l.expired(ls, now); c != causeNone {
+			l.closeLease(ls, c)
+			continue
+		}
+		if l.m.Broken(ls.conn) {
+			l.closeLease(ls, causeBroken)
+			continue
+		}
+		return ls
+	}
+	return nil
+}
+
+// expired says why an idle connection must not be lent, or causeNone.
+func (l *Local[C]) expired(ls *Lease[C], now time.Time) cause {
+	switch {
+	case ls.gen != l.gen:
+		return causeCleared
+	case l.cfg.maxLifetime > 0 && now.Sub(ls.created) >= l.cfg.maxLifetime:
+		return causeMaxLifetime
+	case l.cfg.idleTimeout > 0 && now.Sub(ls.idleSince) >= l.cfg.idleTimeout:
+		return causeIdleTimeout
+	}
+	return causeNone
+}
+
+// Put gives a lent connection back. A broken, cleared or too old
+// connection is closed, as is every connection after Close; otherwise it
+// goes to the oldest waiting get, or back on the idle list. A Lease that is
+// not lent out by l (already returned, say) is ignored.
+func (l *Local[C]) Put(ls *Lease[C]) {
+	if ls == nil || ls.local != l || ls.state != leaseOut {
+		return
+	}
+	now := l.now()
+	switch {
+	case l.stopped:
+		// Counted closed when the loop stopped.
+		ls.state = leaseClosed
+		l.m.Close(ls.conn)
+	case l.closed:
+		l.closeLease(ls, causeOnClose)
+	case l.m.Broken(ls.conn):
+		l.closeLease(ls, causeBroken)
+		l.serveWaiters()
+	case ls.gen != l.gen:
+		l.closeLease(ls, causeCleared)
+		l.serveWaiters()
+	case l.cfg.maxLifetime > 0 && now.Sub(ls.created) >= l.cfg.maxLifetime:
+		l.closeLease(ls, causeMaxLifetime)
+		l.serveWaiters()
+	default:
+		l.recycle(ls, now)
+	}
+}
+
+// recycle hands a usable connection to the oldest waiter, or idles it. now
+// is the time when the pool expires connections (zero otherwise).
+func (l *Local[C]) recycle(ls *Lease[C], now time.Time) {
+	if r := l.waiters.popFront(); r != nil {
+		l.serve(r, ls, true)
+		return
+	}
+	ls.state = leaseIdle
+	ls.idleSince = now
+	l.idle = append(l.idle, ls)
+}
+
+// now returns the time when the pool expires connections, else zero.
+func (l *Local[C]) now() time.Time {
+	if l.cfg.expires {
+		return l.cfg.clock()
+	}
+	return time.Time{}
+}
+
+// closeLease closes a connection and frees its slot (the caller serves the
+// waiters if it should).
+func (l *Local[C]) closeLease(ls *Lease[C], c cause) {
+	ls.state = leaseClosed
+	l.open--
+	l.st.count(c)
+	conn := ls.conn
+	var zero C
+	ls.conn = zero
+	l.m.Close(conn)
+}
+
+// onValidated is a lease's Validate callback.
+func (ls *Lease[C]) onValidated(err error) {
+	if ls.state != leaseValidating {
+		return // answered twice
+	}
+	if ls.inCall {
+		ls.answered, ls.answer = true, err
+		return
+	}
+	l := ls.local
+	r := ls.req
+	ls.req = nil
+	if r != nil {
+		r.lease = nil
+	}
+	switch {
+	case l.stopped:
+		ls.state = leaseClosed
+		l.m.Close(ls.conn)
+	case l.closed:
+		l.closeLease(ls, causeOnClose)
+	case err != nil || ls.gen != l.gen:
+		c := causeInvalid
+		if err == nil {
+			c = causeCleared
+		}
+		l.closeLease(ls, c)
+		if r != nil {
+			r.state = requestNew
+			l.acquire(r, nil)
+		} else {
+			l.serveWaiters()
+		}
+	case r != nil:
+		l.serve(r, ls, false)
+	default:
+		// Its get gave up while it was validated.
+		l.recycle(ls, l.now())
+	}
+}
+
+// connect starts a connect for r (nil: a warm-up connect).
+func (l *Local[C]) connect(r *request[C]) {
+	a := &attempt[C]{l: l, req: r}
+	if r != nil {
+		r.state = requestConnecting
+		r.attempt = a
+	} else {
+		l.spare++
+	}
+	l.connecting++
+	l.m.Connect(l.loop, a.connected)
+}
+
+// connected is an attempt's Connect callback.
+func (a *attempt[C]) connected(c C, err error) {
+	l := a.l
+	if a.done {
+		// The Manager answered twice; do not leak the connection.
+		if err == nil {
+			l.m.Close(c)
+		}
+		return
+	}
+	a.done = true
+	if l.stopped {
+		if err == nil {
+			l.m.Close(c)
+		}
+		return
+	}
+	r := a.req
+	a.req = nil
+	if r != nil {
+		r.attempt = nil
+		r.state = requestNew
+	} else {
+		l.spare--
+	}
+	l.connecting--
+	if err != nil {
+		l.st.ConnectErrors++
+		l.serveWaiters()
+		if r != nil {
+			l.fail(r, fmt.Errorf("pool: connect: %w", err))
+		}
+		return
+	}
+	l.st.Created++
+	l.open++
+	now := l.now()
+	ls := &Lease[C]{conn: c, local: l, gen: l.gen, created: now}
+	ls.validated = ls.onValidated
+	switch {
+	case l.closed:
+		l.closeLease(ls, causeOnClose)
+	case r != nil:
+		l.serve(r, ls, true)
+	default:
+		l.recycle(ls, now)
+	}
+}
+
+// serveWaiters starts connects for the oldest waiters while there are free
+// slots.
+func (l *Local[C]) serveWaiters() {
+	if l.serving {
+		return // the running loop below sees the freed slot
+	}
+	l.serving = true
+	for !l.closed && l.waiters.len > 0 && l.open+l.connecting < l.cfg.maxSize {
+		l.connect(l.waiters.popFront())
+	}
+	l.serving = false
+}
+
+// Warm opens connections until MinIdle are idle or on their way (without
+// exceeding MaxSize, and not while gets wait: they come first). It does
+// nothing once the pool is closed.
+func (l *Local[C]) Warm() {
+	n := min(l.cfg.minIdle-len(l.idle)-l.spare, l.cfg.maxSize-l.open-l.connecting)
+	for range n {
+		if l.closed || l.waiters.len > 0 {
+			return
+		}
+		l.connect(nil)
+	}
+}
+
+// Reap closes idle connections past the idle timeout or the maximum
+// lifetime. It does nothing once the pool is closed.
+func (l *Local[C]) Reap() {
+	if l.closed || !l.cfg.expires || len(l.idle) == 0 {
+		return
+	}
+	now := l.cfg.clock()
+	idle := l.idle
+	l.idle = nil
+	var kept []*Lease[C]
+	for _, ls := range idle {
+		if c := l.expired(ls, now); c != causeNone {
+			l.closeLease(ls, c)
+		} else {
+			kept = append(kept, ls)
+		}
+	}
+	// Connections a callback returned meanwhile are newer than the kept.
+	l.idle = append(kept, l.idle...)
+	l.serveWaiters()
+}
+
+// Maintain reaps, then warms. The pool runs it every Config.ReapInterval.
+func (l *Local[C]) Maintain() {
+	l.Reap()
+	l.Warm()
+}
+
+// Clear closes every idle connection, and makes Put close the connections
+// lent out now when they come back (after a backend failover, say).
+func (l *Local[C]) Clear() {
+	l.gen++
+	idle := l.idle
+	l.idle = nil
+	for _, ls := range idle {
+		l.closeLease(ls, causeCleared)
+	}
+	l.serveWaiters()
+}
+
+// State returns what l holds now.
+func (l *Local[C]) State() State {
+	return State{
+		Loops:       1,
+		Connections: l.open,
+		Connecting:  l.connecting,
+		Idle:        len(l.idle),
+		Waiters:     l.waiters.len,
+	}
+}
+
+// Statistics returns l's counters.
+func (l *Local[C]) Statistics() Statistics { return l.st }
+
+// close is Pool.Close on this loop: it fails every get in progress with
+// ErrClosed and closes the idle connections.
+func (l *Local[C]) close() {
+	if l.closed {
+		return
+	}
+	l.closed = true
+	if l.cancelMaintain != nil {
+		l.cancelMaintain()
+		l.cancelMaintain = nil
+	}
+	if l.cancelDeadline != nil {
+		l.cancelDeadline()
+		l.cancelDeadline = nil
+		l.deadlineArmed = false
+	}
+	idle := l.idle
+	l.idle = nil
+	for _, ls := range idle {
+		l.closeLease(ls, causeOnClose)
+	}
+	for r := l.active.head; r != nil; r = l.active.head {
+		l.detach(r)
+		l.fail(r, ErrClosed)
+	}
+}
+
+// stop runs when the loop stops: the Local closes, counts the connections
+// it can no longer get back as closed (a stopping runtime closes every
+// connection of the loop), and leaves the registry.
+func (l *Local[C]) stop() {
+	l.close()
+	l.stopped = true
+	l.st.ClosedOnClose += uint64(l.open)
+	l.open, l.connecting, l.spare = 0, 0, 0
+	l.p.retire(l)
+}
+
+// startMaintenance arms the maintenance timer.
+func (l *Local[C]) startMaintenance() {
+	if l.cfg.reapInterval > 0 {
+		l.cancelMaintain = l.loop.Schedule(l.cfg.reapInterval, l.tickFn)
+	}
+}
+
+func (l *Local[C]) tick() {
+	l.cancelMaintain = nil
+	if l.closed {
+		return
+	}
+	l.Maintain()
+	if !l.closed && l.cancelMaintain == nil {
+		l.startMaintenance()
+	}
+}
+
+// newRequest registers a get that cannot be served at once, and makes sure
+// a timer will end it at its deadline.
+func (l *Local[C]) newRequest(done func(*Lease[C], error)) *request[C] {
+	var r *request[C]
+	if n := len(l.freeReqs); n > 0 {
+		r = l.freeReqs[n-1]
+		l.freeReqs[n-1] = nil
+		l.freeReqs = l.freeReqs[:n-1]
+	} else {
+		r = new(request[C])
+	}
+	now := l.cfg.clock()
+	l.seq++
+	r.done, r.start, r.deadline, r.seq = done, now, now.Add(l.cfg.timeout), l.seq
+	l.active.pushBack(r)
+	if !l.deadlineArmed {
+		l.armDeadline(r.deadline, now)
+	}
+	return r
+}
+
+func (l *Local[C]) freeRequest(r *request[C]) {
+	*r = request[C]{}
+	l.freeReqs = append(l.freeReqs, r)
+}
+
+// armDeadline sets the one timer that ends gets at their deadline. The
+// connection timeout is the same for every get, so the oldest get has the
+// earliest deadline: the timer is armed for it, and re-armed for the next
+// when it fires (a get served before its deadline costs no timer work).
+func (l *Local[C]) armDeadline(at, now time.Time) {
+	l.deadlineArmed = true
+	l.cancelDeadline = l.loop.Schedule(max(at.Sub(now), 0), l.expireFn)
+}
+
+// expire ends the gets whose deadline has passed with ErrTimeout.
+func (l *Local[C]) expire() {
+	l.deadlineArmed = false
+	l.cancelDeadline = nil
+	if l.closed {
+		return
+	}
+	now := l.cfg.clock()
+	for r := l.active.head; r != nil && !r.deadline.After(now); r = l.active.head {
+		l.detach(r)
+		l.fail(r, ErrTimeout)
+	}
+	if r := l.active.head; r != nil && !l.deadlineArmed && !l.closed {
+		l.armDeadline(r.deadline, now)
+	}
+}
+
+// requestList is the list of gets in progress, linked through prev/next.
+type requestList[C any] struct {
+	head, tail *request[C]
+	len        int
+}
+
+func (q *requestList[C]) pushBack(r *request[C]) {
+	r.prev, r.next = q.tail, nil
+	if q.tail != nil {
+		q.tail.next = r
+	} else {
+		q.head = r
+	}
+	q.tail = r
+	q.len++
+}
+
+func (q *requestList[C]) remove(r *request[C]) {
+	if r.prev != nil {
+		r.prev.next = r.next
+	} else {
+		q.head = r.next
+	}
+	if r.next != nil {
+		r.next.prev = r.prev
+	} else {
+		q.tail = r.prev
+	}
+	r.prev, r.next = nil, nil
+	q.len--
+}
+
+// waitQueue is the FIFO of waiting gets, linked through qprev/qnext (a
+// waiting get is in the list of gets in progress too).
+type waitQueue[C any] struct {
+	head, tail *request[C]
+	len        int
+}
+
+// insert queues r in arrival order: at the back for a new get, ahead of
+// younger waiters for one that retries after a failed validation.
+func (q *waitQueue[C]) insert(r *request[C]) {
+	at := q.tail
+	for at != nil && at.seq > r.seq {
+		at = at.qprev
+	}
+	r.qprev = at
+	if at == nil {
+		r.qnext = q.head
+		q.head = r
+	} else {
+		r.qnext = at.qnext
+		at.qnext = r
+	}
+	if r.qnext != nil {
+		r.qnext.qprev = r
+	} else {
+		q.tail = r
+	}
+	q.len++
+}
+
+func (q *waitQueue[C]) popFront() *request[C] {
+	r := q.head
+	if r != nil {
+		q.remove(r)
+	}
+	return r
+}
+
+func (q *waitQueue[C]) remove(r *request[C]) {
+	if r.qprev != nil {
+		r.qprev.qnext = r.qnext
+	} else {
+		q.head = r.qnext
+	}
+	if r.qnext != nil {
+		r.qnext.qprev = r.qprev
+	} else {
+		q.tail = r.qprev
+	}
+	r.qprev, r.qnext = nil, nil
+	q.len--
+}

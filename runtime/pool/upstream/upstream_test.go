@@ -1,0 +1,321 @@
+package upstream_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/leakcheck"
+	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/pool"
+	"github.com/percore/percore/runtime/pool/upstream"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// echoServer is a line echo upstream on 127.0.0.1:0 that counts accepts
+// and can close, or write to, every connection it holds.
+type echoServer struct {
+	ln      net.Listener
+	mu      sync.Mutex
+	conns   []net.Conn
+	accepts int
+	wg      sync.WaitGroup
+}
+
+func startEcho(t *testing.T) *echoServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &echoServer{ln: ln}
+	s.wg.Add(1)
+	go s.serve()
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *echoServer) serve() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.accepts++
+		s.conns = append(s.conns, c)
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			r := bufio.NewReader(c)
+			for {
+				line, err := r.ReadBytes('\n')
+				if err != nil {
+					c.Close()
+					return
+				}
+				if _, err := c.Write(line); err != nil {
+					return
+				}
+			}
+		}()
+	}
+}
+
+func (s *echoServer) addr() string { return s.ln.Addr().String() }
+
+func (s *echoServer) accepted() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.accepts
+}
+
+// each runs f on every connection the server holds.
+func (s *echoServer) each(f func(net.Conn)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		f(c)
+	}
+}
+
+func (s *echoServer) stop() {
+	s.ln.Close()
+	s.each(func(c net.Conn) { c.Close() })
+	s.wg.Wait()
+}
+
+var backends = []percore.Backend{percore.IOURing, percore.Epoll}
+
+func eachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
+	for _, b := range backends {
+		t.Run(b.String(), func(t *testing.T) { f(t, b) })
+	}
+}
+
+// client runs a one-loop percore runtime with a pool of upstream
+// connections to addr.
+type client struct {
+	t     *testing.T
+	loop  *percore.Loop
+	p     *pool.Pool[*upstream.Conn]
+	local *pool.Local[*upstream.Conn]
+}
+
+func newClient(t *testing.T, b percore.Backend, addr string, cfg pool.Config) *client {
+	t.Helper()
+	cores, err := cpu.Cores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := percore.New(percore.Config{Backend: b, Cores: cores[:1],
+		Logger: slog.New(slog.DiscardHandler)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	m, err := upstream.New(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := pool.New[*upstream.Conn](m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	c := &client{t: t, loop: rt.Loops()[0], p: p}
+	c.on(func() { c.local = p.Local(c.loop) })
+	return c
+}
+
+// on runs f on the client's loop and waits for it.
+func (c *client) on(f func()) {
+	c.t.Helper()
+	done := make(chan struct{})
+	if err := c.loop.Post(func() { defer close(done); f() }); err != nil {
+		c.t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("posted function did not run within 10s")
+	}
+}
+
+// exchange is one request over a leased connection.
+type exchange struct {
+	conn  *upstream.Conn
+	reply string
+	err   error
+}
+
+// roundTrip leases a connection, sends line, waits for the reply line and
+// puts the connection back (keep: leave the receiver attached instead).
+func (c *client) roundTrip(line string, keep bool) exchange {
+	c.t.Helper()
+	res := make(chan exchange, 1)
+	c.on(func() {
+		c.local.Get(func(ls *pool.Lease[*upstream.Conn], err error) {
+			if err != nil {
+				res <- exchange{err: err}
+				return
+			}
+			uc := ls.Conn()
+			var buf []byte
+			uc.Receive(func(data []byte) {
+				buf = append(buf, data...)
+				if bytes.IndexByte(buf, '\n') < 0 {
+					return
+				}
+				if !keep {
+					uc.Receive(nil, nil)
+				}
+				c.local.Put(ls)
+				res <- exchange{conn: uc, reply: string(buf)}
+			}, func(err error) {
+				c.local.Put(ls)
+				res <- exchange{conn: uc, err: err}
+			})
+			uc.Write([]byte(line))
+		})
+	})
+	select {
+	case r := <-res:
+		return r
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("no reply within 10s")
+		return exchange{}
+	}
+}
+
+func (c *client) state() (st pool.State, s pool.Statistics) {
+	c.on(func() { st, s = c.local.State(), c.local.Statistics() })
+	return st, s
+}
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestRoundTripAndReuse(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := startEcho(t)
+		c := newClient(t, b, up.addr(), pool.Config{})
+		first := c.roundTrip("hello\n", false)
+		second := c.roundTrip("again\n", false)
+		if first.err != nil || second.err != nil || first.reply != "hello\n" || second.reply != "again\n" {
+			t.Fatalf("replies %+v, %+v", first, second)
+		}
+		if first.conn != second.conn || up.accepted() != 1 {
+			t.Errorf("the idle connection was not reused (%d accepts)", up.accepted())
+		}
+	})
+}
+
+func TestDroppedConnections(t *testing.T) {
+	tests := []struct {
+		name   string
+		before func(up *echoServer)
+		keep   bool // return with the receiver still attached
+	}{
+		{"closed by the upstream while idle", func(up *echoServer) {
+			up.each(func(c net.Conn) { c.Close() })
+		}, false},
+		{"unsolicited bytes while idle", func(up *echoServer) {
+			up.each(func(c net.Conn) { c.Write([]byte("surprise\n")) })
+		}, false},
+		{"returned mid-exchange", nil, true},
+	}
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				up := startEcho(t)
+				c := newClient(t, b, up.addr(), pool.Config{})
+				first := c.roundTrip("one\n", tt.keep)
+				if first.err != nil {
+					t.Fatal(first.err)
+				}
+				if tt.before != nil {
+					tt.before(up)
+					waitFor(t, "the client to notice", func() bool {
+						var closed bool
+						c.on(func() { closed = first.conn.Err() != nil })
+						return closed
+					})
+				}
+				second := c.roundTrip("two\n", false)
+				if second.err != nil || second.reply != "two\n" {
+					t.Fatalf("second exchange: %+v", second)
+				}
+				if second.conn == first.conn {
+					t.Error("a broken connection was lent again")
+				}
+				st, s := c.state()
+				if s.Created != 2 || s.Closed() != 1 || s.Created != s.Closed()+uint64(st.Connections) {
+					t.Errorf("state %v; statistics %v", st, s)
+				}
+			})
+		}
+	})
+}
+
+func TestRefused(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b percore.Backend) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		c := newClient(t, b, addr, pool.Config{MaxSize: 1})
+		for range 3 { // each frees its slot
+			r := c.roundTrip("x\n", false)
+			if !errors.Is(r.err, syscall.ECONNREFUSED) {
+				t.Fatalf("get: %v; want ECONNREFUSED", r.err)
+			}
+		}
+		if st, s := c.state(); st.Connecting != 0 || s.ConnectErrors != 3 || s.GetsFailed != 3 {
+			t.Errorf("state %v; statistics %v", st, s)
+		}
+	})
+}
+
+// fakeLoop is a pool.Loop that is not a percore loop.
+type fakeLoop struct{}
+
+func (fakeLoop) Schedule(time.Duration, func()) func() bool { return func() bool { return false } }
+func (fakeLoop) Post(func()) error                          { return nil }
+func (fakeLoop) OnStop(func())                              {}
+
+func TestConnectNeedsPercoreLoop(t *testing.T) {
+	m, err := upstream.New("127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got error
+	m.Connect(&fakeLoop{}, func(_ *upstream.Conn, err error) { got = err })
+	if got == nil {
+		t.Error("connect from a foreign loop: no error")
+	}
+	if _, err := upstream.New("localhost:80"); err == nil {
+		t.Error("a host name: no error")
+	}
+}
