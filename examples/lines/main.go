@@ -65,7 +65,9 @@ func main() {
 // run serves until ctx is done, then shuts down gracefully. It calls ready
 // with the listening address once the server accepts connections.
 func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr)) error {
-	cfg := percore.Config{Addr: o.addr, Logger: log}
+	// The runtime closes a connection silent for IdleTimeout and tells
+	// OnClose why (percore.ErrIdleTimeout).
+	cfg := percore.Config{Addr: o.addr, Logger: log, IdleTimeout: o.idleTimeout}
 	var err error
 	if cfg.Backend, err = percore.ParseBackend(o.backend); err != nil {
 		return err
@@ -75,7 +77,7 @@ func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr))
 			return err
 		}
 	}
-	rt, err := percore.New(cfg, newHandler(o.idleTimeout))
+	rt, err := percore.New(cfg, newHandler())
 	if err != nil {
 		return err
 	}
@@ -92,10 +94,9 @@ func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr))
 }
 
 // newHandler returns the protocol's handler: lines of at most maxLine
-// bytes, and connections closed after idle of silence (0: never).
-func newHandler(idle time.Duration) percore.Handler {
+// bytes.
+func newHandler() percore.Handler {
 	return frame.Lines(&server{
-		idle:    idle,
 		pong:    []byte("pong\n"),
 		unknown: []byte("unknown command\n"),
 		tooLong: []byte("error: line too long\n"),
@@ -105,21 +106,10 @@ func newHandler(idle time.Duration) percore.Handler {
 // server answers the protocol's lines. Its replies are prepared once, so
 // that answering allocates nothing.
 type server struct {
-	idle                   time.Duration
 	pong, unknown, tooLong []byte
 }
 
-// OnOpen starts the connection's idle timer, kept as its frame.Value.
-func (s *server) OnOpen(c *percore.Conn) {
-	if s.idle > 0 {
-		frame.SetValue(c, c.Loop().AfterFunc(s.idle, func() { c.Close() }))
-	}
-}
-
 func (s *server) OnLine(c *percore.Conn, line []byte) {
-	if t, ok := frame.Value(c).(*percore.Timer); ok {
-		t.Reset(s.idle)
-	}
 	switch {
 	case string(line) == "ping":
 		c.Write(s.pong)
@@ -137,9 +127,3 @@ func (s *server) OnFrameError(c *percore.Conn, err error) { c.Write(s.tooLong) }
 // OnShutdown closes the connection: between lines it has nothing in
 // flight, and Close sends queued replies first.
 func (s *server) OnShutdown(c *percore.Conn) { c.Close() }
-
-func (s *server) OnClose(c *percore.Conn, err error) {
-	if t, ok := frame.Value(c).(*percore.Timer); ok {
-		t.Stop()
-	}
-}

@@ -192,7 +192,7 @@ func TestHandlerOnRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt, err := percore.New(percore.Config{Addr: "127.0.0.1:0", Cores: cores[:1],
-		Logger: slog.New(slog.DiscardHandler)}, newHandler(0))
+		Logger: slog.New(slog.DiscardHandler)}, newHandler())
 	if err != nil {
 		t.Fatal(err)
 	}
