@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/percore/percore/ring"
@@ -65,6 +66,36 @@ const (
 	// ring and enters the kernel once per turn: see docs/performance.md.
 	DefaultRingFlags = SingleIssuer | DeferTaskrun
 )
+
+// ParseRingFlags parses a comma-separated list of io_uring setup flags in
+// the kernel's names, case-insensitive, with or without the
+// IORING_SETUP_ prefix ("single_issuer,defer_taskrun"); "none" is
+// NoRingFlags and "" or "default" is DefaultRingFlags.
+func ParseRingFlags(s string) (RingFlags, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "default":
+		return DefaultRingFlags, nil
+	case "none":
+		return NoRingFlags, nil
+	}
+	var f RingFlags
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(name)), "IORING_SETUP_")
+		switch name {
+		case "SINGLE_ISSUER":
+			f |= SingleIssuer
+		case "DEFER_TASKRUN":
+			f |= DeferTaskrun
+		case "COOP_TASKRUN":
+			f |= CoopTaskrun
+		case "SQPOLL":
+			f |= SQPoll
+		default:
+			return 0, fmt.Errorf("unknown io_uring setup flag %q (want single_issuer, defer_taskrun, coop_taskrun, sqpoll or none)", name)
+		}
+	}
+	return f, nil
+}
 
 // Config configures a Runtime. The zero value starts one loop per CPU in the
 // process's affinity mask, with the Auto backend and no listener (a

@@ -32,18 +32,22 @@ func main() {
 	backend := flag.String("backend", "auto", "auto, uring or epoll")
 	incoming := flag.Bool("incoming-cpu", false, "set SO_INCOMING_CPU on each loop's listener")
 	stats := flag.Bool("stats", false, "print a one-line stats summary every second")
+	ringFlags := flag.String("ring-flags", "default", "io_uring setup flags: default, none, or a list of single_issuer,defer_taskrun,coop_taskrun,sqpoll")
 	flag.Parse()
-	if err := run(*addr, *cores, *backend, *incoming, *stats); err != nil {
+	if err := run(*addr, *cores, *backend, *ringFlags, *incoming, *stats); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, cores, backend string, incoming, stats bool) error {
+func run(addr, cores, backend, ringFlags string, incoming, stats bool) error {
 	cfg := percore.Config{Addr: addr, IncomingCPU: incoming,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
 	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
+		return err
+	}
+	if cfg.RingFlags, err = percore.ParseRingFlags(ringFlags); err != nil {
 		return err
 	}
 	if cores != "" {
