@@ -4,7 +4,7 @@
 export GOFLAGS := -ldflags=-checklinkname=0
 
 GO ?= go
-SHELL_SCRIPTS := $(wildcard scripts/*.sh .ci/run)
+SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/testdata/fake-* .ci/run)
 
 .PHONY: all build test test-go test-scripts lint bench bench-smoke clean
 
@@ -13,8 +13,9 @@ all: build
 build:
 	$(GO) build ./...
 
-## test: the whole suite: lint, then go test -race over every package.
-test: lint test-go
+## test: the whole suite: lint, go test -race over every package (the
+## script tests included), then the benchmark harness in smoke mode.
+test: lint test-go bench-smoke
 
 test-go:
 	$(GO) test -race -count=1 -timeout 15m ./...
@@ -24,6 +25,7 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) tool staticcheck ./...
+	cd scripts/benchplot && $(GO) vet ./...
 	@if [ -n "$(SHELL_SCRIPTS)" ]; then \
 	  if command -v shellcheck >/dev/null; then shellcheck $(SHELL_SCRIPTS); \
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
@@ -31,6 +33,10 @@ lint:
 ## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more.
 bench:
 	./scripts/bench.sh
+
+## bench-smoke: a few seconds of the harness, so that it cannot rot.
+bench-smoke:
+	BENCH=smoke ./scripts/bench.sh
 
 clean:
 	$(GO) clean ./...

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/percore/percore/internal/hist"
+	percore "github.com/percore/percore/runtime"
+)
+
+// Workload is the traffic an Engine generates: Conns connections to Addr,
+// each keeping Pipeline requests of Bytes bytes in flight (closed loop), or,
+// with Reconnect, opening a new connection for every request.
+type Workload struct {
+	Addr      string
+	Conns     int
+	Bytes     int
+	Pipeline  int
+	Reconnect bool
+}
+
+// Engine generates a Workload's traffic. Run opens the connections, drives
+// them until ctx is done, and returns once every connection is closed. It
+// gets one Worker per unit of concurrency it runs (a goroutine, a loop)
+// from rec.NewWorker and reports every completed request, error and mismatch
+// there; it builds and checks the requests with newPayload so that every
+// engine sends the same bytes and verifies every reply byte for byte. Run
+// returns an error only when the engine cannot run at all; failures of single
+// connections are counted with Worker.Error and the connection is opened
+// again.
+type Engine interface {
+	Run(ctx context.Context, wl Workload, rec *Recorder) error
+}
+
+// engineNames lists the engines engineByName knows, for -help.
+const engineNames = "percore (io_uring, else epoll), percore-epoll, std"
+
+// engineByName returns the engine the -engine flag names.
+func engineByName(name string) (Engine, error) {
+	switch name {
+	case "percore", "":
+		return percoreEngine{}, nil
+	case "percore-epoll":
+		return percoreEngine{backend: percore.Epoll}, nil
+	case "std":
+		return stdEngine{}, nil
+	}
+	return nil, fmt.Errorf("unknown engine %q (have: %s)", name, engineNames)
+}
+
+// Recorder collects what the workers of one run observed. Its measuring flag
+// says whether a completed request falls in the measurement window (after the
+// warm-up) and so goes into the latency histogram. Its methods are safe for
+// concurrent use; Latency must wait until the engine's Run has returned.
+type Recorder struct {
+	measuring atomic.Bool
+	mu        sync.Mutex
+	workers   []*Worker
+}
+
+// NewWorker returns a new Worker whose counts the Recorder includes. Engines
+// call it while setting up, not per request.
+func (r *Recorder) NewWorker() *Worker {
+	w := &Worker{measuring: &r.measuring}
+	r.mu.Lock()
+	r.workers = append(r.workers, w)
+	r.mu.Unlock()
+	return w
+}
+
+// setMeasuring starts (true) or ends (false) the measurement window.
+func (r *Recorder) setMeasuring(on bool) { r.measuring.Store(on) }
+
+// Totals are counts summed over a Recorder's workers.
+type Totals struct {
+	Requests   uint64 // completed and verified requests, warm-up included
+	Errors     uint64 // connection failures: dial, read, write, early EOF
+	Mismatches uint64 // replies that differed from their request
+}
+
+// Totals returns the counts so far. It is safe to call while the engine runs
+// (the progress line does).
+func (r *Recorder) Totals() Totals {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var t Totals
+	for _, w := range r.workers {
+		t.Requests += w.requests.Load()
+		t.Errors += w.errors.Load()
+		t.Mismatches += w.mismatches.Load()
+	}
+	return t
+}
+
+// Latency merges the workers' histograms of the requests completed inside
+// the measurement window. Call it only after the engine's Run has returned.
+func (r *Recorder) Latency() *hist.Histogram {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var h hist.Histogram
+	for _, w := range r.workers {
+		h.Merge(&w.hist)
+	}
+	return &h
+}
+
+// Worker counts what one goroutine or loop of an engine observed. Only its
+// owner may call Done; Error and Mismatch are safe from anywhere. Counts are
+// atomic so that the progress line can read them; the histogram is not
+// shared until the run ends, so recording a latency takes no lock.
+type Worker struct {
+	requests   atomic.Uint64
+	errors     atomic.Uint64
+	mismatches atomic.Uint64
+	measuring  *atomic.Bool
+	hist       hist.Histogram
+}
+
+// Done counts one verified request that took d from send to reply.
+func (w *Worker) Done(d time.Duration) {
+	w.requests.Add(1)
+	if w.measuring.Load() {
+		w.hist.Record(int64(d))
+	}
+}
+
+// Error counts one connection failure.
+func (w *Worker) Error() { w.errors.Add(1) }
+
+// Mismatch counts one reply that was not the request it answered.
+func (w *Worker) Mismatch() { w.mismatches.Add(1) }

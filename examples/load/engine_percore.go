@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	percore "github.com/percore/percore/runtime"
+	"golang.org/x/sys/unix"
+)
+
+// percoreEngine runs the workload on percore's own client side: one pinned
+// loop per CPU the generator may use (taskset or -cores), each dialing its
+// share of the connections and driving them from handlers on its thread,
+// with no goroutine per connection and no allocation per request. It costs
+// about what a percore server costs per request, so that a fast server is
+// not hidden behind a slow client.
+type percoreEngine struct {
+	backend percore.Backend
+}
+
+// Run implements Engine.
+func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
+	rt, err := percore.New(percore.Config{
+		Backend: e.backend,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("percore engine: %w", err)
+	}
+	defer rt.Close()
+	loops := rt.Loops()
+	clients := make([]*loopClient, len(loops))
+	for i, l := range loops {
+		clients[i] = &loopClient{loop: l, wl: wl, w: rec.NewWorker(), done: make(chan struct{})}
+	}
+	for id := range wl.Conns {
+		lc := clients[id%len(clients)]
+		lc.conns = append(lc.conns, newPercoreConn(lc, id))
+	}
+	for _, lc := range clients {
+		if err := lc.loop.Post(lc.start); err != nil {
+			return fmt.Errorf("percore engine: %w", err)
+		}
+	}
+	<-ctx.Done()
+	for _, lc := range clients {
+		if err := lc.loop.Post(lc.stop); err != nil {
+			close(lc.done)
+		}
+	}
+	for _, lc := range clients {
+		<-lc.done
+	}
+	return nil
+}
+
+// loopClient is one loop's share of the connections. Everything in it is
+// touched only on that loop's thread.
+type loopClient struct {
+	loop     *percore.Loop
+	wl       Workload
+	w        *Worker
+	conns    []*percoreConn
+	stopping bool
+	open     int
+	done     chan struct{}
+}
+
+func (lc *loopClient) start() {
+	for _, pc := range lc.conns {
+		pc.dial()
+	}
+}
+
+// stop ends the run on this loop: no new requests, every connection closed.
+func (lc *loopClient) stop() {
+	lc.stopping = true
+	for _, pc := range lc.conns {
+		if pc.c != nil {
+			pc.c.Abort()
+		}
+	}
+	lc.maybeDone()
+}
+
+func (lc *loopClient) maybeDone() {
+	if lc.stopping && lc.open == 0 {
+		select {
+		case <-lc.done:
+		default:
+			close(lc.done)
+		}
+	}
+}
+
+// percoreConn drives one connection: it keeps Pipeline requests in flight
+// and verifies every reply byte for byte as it arrives, across reads.
+type percoreConn struct {
+	lc      *loopClient
+	p       payload
+	n       int
+	c       *percore.Conn
+	reqs    []byte
+	reply   []byte // the reply being assembled
+	have    int
+	sent    []time.Time // send time of request seq, at seq%n
+	nextSeq uint64      // next sequence number to send
+	ackSeq  uint64      // next sequence number expected back
+	dialing bool
+	dialAt  time.Time // when the current connection's dial began (churn latency includes it)
+	failed  bool      // this connection already counted a failure
+}
+
+func newPercoreConn(lc *loopClient, id int) *percoreConn {
+	n := max(lc.wl.Pipeline, 1)
+	if lc.wl.Reconnect {
+		n = 1
+	}
+	p := newPayload(lc.wl.Bytes, id)
+	return &percoreConn{
+		lc: lc, p: p, n: n,
+		reqs:    p.newBuffer(n),
+		reply:   make([]byte, p.size()),
+		sent:    make([]time.Time, n),
+		nextSeq: 1, ackSeq: 1,
+	}
+}
+
+func (pc *percoreConn) dial() {
+	lc := pc.lc
+	if lc.stopping || pc.dialing {
+		return
+	}
+	pc.dialing = true
+	pc.dialAt = time.Now()
+	lc.open++
+	err := lc.loop.Dial(lc.wl.Addr, pc, func(c *percore.Conn, err error) {
+		pc.dialing = false
+		if err != nil {
+			lc.open--
+			if !lc.stopping {
+				lc.w.Error()
+				lc.loop.AfterFunc(retryDelay, pc.dial)
+			}
+			lc.maybeDone()
+			return
+		}
+		pc.c = c
+		if lc.stopping {
+			c.Abort() // the run ended while it connected
+			return
+		}
+		pc.have = 0
+		pc.failed = false
+		pc.ackSeq = pc.nextSeq
+		pc.send(pc.n)
+	})
+	if err != nil {
+		pc.dialing = false
+		lc.open--
+		lc.w.Error()
+		lc.loop.AfterFunc(retryDelay, pc.dial)
+	}
+}
+
+// send sends k new requests in one write.
+func (pc *percoreConn) send(k int) {
+	if pc.lc.stopping || k == 0 {
+		return
+	}
+	size := pc.p.size()
+	now := time.Now()
+	if pc.lc.wl.Reconnect {
+		now = pc.dialAt
+	}
+	for i := range k {
+		seq := pc.nextSeq + uint64(i)
+		req := pc.reqs[i*size : (i+1)*size]
+		pc.p.stamp(req, seq)
+		pc.sent[seq%uint64(pc.n)] = now
+	}
+	pc.nextSeq += uint64(k)
+	pc.c.Write(pc.reqs[:k*size])
+}
+
+// OnData verifies replies as their bytes arrive and answers each complete
+// one with a new request.
+func (pc *percoreConn) OnData(c *percore.Conn, data []byte) {
+	size := pc.p.size()
+	done := 0
+	for len(data) > 0 {
+		k := copy(pc.reply[pc.have:], data)
+		pc.have += k
+		data = data[k:]
+		if pc.have < size {
+			break
+		}
+		pc.have = 0
+		seq := pc.ackSeq
+		pc.ackSeq++
+		if !pc.p.check(pc.reply, seq) {
+			// The stream is out of step: count the mismatch (not also
+			// an error) and start over on a new connection.
+			pc.lc.w.Mismatch()
+			pc.failed = true
+			c.Abort()
+			return
+		}
+		pc.lc.w.Done(time.Since(pc.sent[seq%uint64(pc.n)]))
+		done++
+	}
+	if done == 0 {
+		return
+	}
+	if pc.lc.wl.Reconnect {
+		// Close with a reset, so the client's ports do not pile up in
+		// TIME_WAIT, and open the next connection.
+		_ = unix.SetsockoptLinger(c.Fd(), unix.SOL_SOCKET, unix.SO_LINGER, &unix.Linger{Onoff: 1})
+		c.Abort()
+		return
+	}
+	pc.send(done)
+}
+
+// OnClose counts an unexpected close and reconnects.
+func (pc *percoreConn) OnClose(c *percore.Conn, err error) {
+	lc := pc.lc
+	pc.c = nil
+	lc.open--
+	if lc.stopping {
+		lc.maybeDone()
+		return
+	}
+	// A close the engine did not ask for, or one with requests still
+	// unanswered, is a connection failure.
+	if !pc.failed && (err != nil || pc.ackSeq != pc.nextSeq) {
+		lc.w.Error()
+	}
+	pc.nextSeq = pc.ackSeq // unanswered requests are not resent
+	pc.dial()
+}

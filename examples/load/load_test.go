@@ -1,0 +1,586 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/internal/leakcheck"
+	percore "github.com/percore/percore/runtime"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// testDeadline bounds every wait for a condition.
+const testDeadline = 20 * time.Second
+
+// startServer listens on a loopback port and runs handle for every
+// connection on its own goroutine; the cleanup closes the listener and the
+// connections and waits for the handlers.
+func startServer(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				defer c.Close()
+				handle(c)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return ln.Addr().String()
+}
+
+// echoHandler writes back everything it reads.
+func echoHandler(c net.Conn) {
+	_, _ = io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 4096))
+}
+
+// corruptingHandler echoes requests of size bytes, but flips one bit of the
+// third reply on every connection.
+func corruptingHandler(size int) func(net.Conn) {
+	return func(c net.Conn) {
+		buf := make([]byte, size)
+		for n := 1; ; n++ {
+			if _, err := io.ReadFull(c, buf); err != nil {
+				return
+			}
+			if n == 3 {
+				buf[size/2] ^= 0x10
+			}
+			if _, err := c.Write(buf); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// engines are the engines the behaviour tests run under.
+var engines = []struct {
+	name string
+	eng  Engine
+}{
+	{"std", stdEngine{}},
+	{"percore", percoreEngine{}},
+	{"percore-epoll", percoreEngine{backend: percore.Epoll}},
+}
+
+// eachEngine runs f once per engine, as a named subtest.
+func eachEngine(t *testing.T, f func(t *testing.T, eng Engine)) {
+	t.Helper()
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { f(t, e.eng) })
+	}
+}
+
+// runEngine runs eng until cond holds for rec's totals (or the deadline
+// passes, which fails the test), then stops it and waits for it to return.
+func runEngine(t *testing.T, eng Engine, wl Workload, cond func(Totals) bool) *Recorder {
+	t.Helper()
+	rec := &Recorder{}
+	rec.setMeasuring(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- eng.Run(ctx, wl, rec) }()
+	deadline := time.Now().Add(testDeadline)
+	for !cond(rec.Totals()) {
+		if time.Now().After(deadline) {
+			cancel()
+			<-done
+			t.Fatalf("condition not reached within %v; totals %+v", testDeadline, rec.Totals())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronising
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(testDeadline):
+		t.Fatalf("engine did not stop within %v of its context ending", testDeadline)
+	}
+	return rec
+}
+
+func TestPayloadCheck(t *testing.T) {
+	const size = 64
+	p := newPayload(size, 3)
+	good := p.newBuffer(1)
+	p.stamp(good, 42)
+	tests := []struct {
+		name   string
+		mutate func([]byte) []byte
+		seq    uint64
+		want   bool
+	}{
+		{"exact reply", func(b []byte) []byte { return b }, 42, true},
+		{"stale reply", func(b []byte) []byte { return b }, 43, false},
+		{"flipped sequence byte", func(b []byte) []byte { b[0] ^= 1; return b }, 42, false},
+		{"flipped last byte", func(b []byte) []byte { b[size-1] ^= 0x80; return b }, 42, false},
+		{"truncated", func(b []byte) []byte { return b[:size-1] }, 42, false},
+		{"another connection's", func(_ []byte) []byte {
+			o := newPayload(size, 4)
+			b := o.newBuffer(1)
+			o.stamp(b, 42)
+			return b
+		}, 42, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reply := tt.mutate(bytes.Clone(good))
+			if got := p.check(reply, tt.seq); got != tt.want {
+				t.Errorf("check = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	t.Run("every corrupted position is caught", func(t *testing.T) {
+		for i := range size {
+			reply := bytes.Clone(good)
+			reply[i] ^= 0x04
+			if p.check(reply, 42) {
+				t.Fatalf("a flipped bit at byte %d went unnoticed", i)
+			}
+		}
+	})
+	t.Run("one-byte requests", func(t *testing.T) {
+		p := newPayload(1, 0)
+		b := p.newBuffer(1)
+		p.stamp(b, 7)
+		if !p.check(b, 7) || p.check(b, 8) {
+			t.Errorf("one-byte payload: check(7)=%v check(8)=%v, want true, false", p.check(b, 7), p.check(b, 8))
+		}
+	})
+}
+
+func TestCorruptedEchoIsDetected(t *testing.T) {
+	tests := []struct {
+		name string
+		wl   Workload
+	}{
+		{"closed loop", Workload{Conns: 2, Bytes: 64, Pipeline: 1}},
+		{"pipelined", Workload{Conns: 2, Bytes: 64, Pipeline: 4}},
+		{"churn", Workload{Conns: 1, Bytes: 64, Pipeline: 1, Reconnect: true}},
+		{"large requests", Workload{Conns: 1, Bytes: 16 << 10, Pipeline: 1}},
+	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				handler := corruptingHandler(tt.wl.Bytes)
+				if tt.wl.Reconnect {
+					// One request per connection: corrupt every third connection's reply.
+					var n atomic.Int64
+					handler = func(c net.Conn) {
+						buf := make([]byte, tt.wl.Bytes)
+						if _, err := io.ReadFull(c, buf); err != nil {
+							return
+						}
+						if n.Add(1)%3 == 0 {
+							buf[0] ^= 0x01
+						}
+						_, _ = c.Write(buf)
+						_, _ = c.Read(buf) // until the client closes
+					}
+				}
+				tt.wl.Addr = startServer(t, handler)
+				rec := runEngine(t, eng, tt.wl, func(tot Totals) bool { return tot.Mismatches >= 3 })
+				tot := rec.Totals()
+				if tot.Requests == 0 {
+					t.Errorf("no request verified: the intact replies must pass")
+				}
+				if got := rec.Latency().Count(); got != tot.Requests {
+					t.Errorf("histogram counted %d requests, want the %d verified ones (mismatches are not requests)", got, tot.Requests)
+				}
+			})
+		}
+	})
+}
+
+func TestRunReportsMismatchInExitStatus(t *testing.T) {
+	addr := startServer(t, corruptingHandler(64))
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-addr", addr, "-conns", "2", "-warmup", "0", "-seconds", "0.3", "-json"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit status %d, want 1; stderr:\n%s", code, stderr.String())
+	}
+	var res Result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		t.Fatalf("stdout is not one JSON result: %v\n%s", err, stdout.String())
+	}
+	if res.Mismatches == 0 {
+		t.Errorf("mismatches = 0 in %s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "differed") {
+		t.Errorf("stderr does not say replies differed:\n%s", stderr.String())
+	}
+}
+
+// inflightHandler answers requests of size bytes one at a time, and only
+// when exactly want of them are outstanding (received, not answered), so
+// a client that keeps fewer in flight stalls; it records the largest
+// number ever outstanding, and closes enough once it has answered answers.
+func inflightHandler(size, want, answers int, maxSeen *atomic.Int64, enough func()) func(net.Conn) {
+	return func(c net.Conn) {
+		var pending []byte
+		buf := make([]byte, 64<<10)
+		answered := 0
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			pending = append(pending, buf[:n]...)
+			for {
+				outstanding := len(pending) / size
+				for {
+					old := maxSeen.Load()
+					if int64(outstanding) <= old || maxSeen.CompareAndSwap(old, int64(outstanding)) {
+						break
+					}
+				}
+				if outstanding < want {
+					break
+				}
+				if _, err := c.Write(pending[:size]); err != nil {
+					return
+				}
+				pending = pending[size:]
+				if answered++; answered == answers {
+					enough()
+				}
+			}
+		}
+	}
+}
+
+func TestPipelineKeepsExactlyNInFlight(t *testing.T) {
+	tests := []struct {
+		name     string
+		pipeline int
+		bytes    int
+	}{
+		{"one", 1, 64},
+		{"four", 4, 64},
+		{"sixteen", 16, 64},
+		{"sixteen of 16 KiB", 16, 16 << 10},
+		{"odd sizes", 5, 3},
+	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				const conns, answers = 2, 200
+				var maxSeen atomic.Int64
+				var satisfied atomic.Int64
+				addr := startServer(t, inflightHandler(tt.bytes, tt.pipeline, answers, &maxSeen, func() { satisfied.Add(1) }))
+				wl := Workload{Addr: addr, Conns: conns, Bytes: tt.bytes, Pipeline: tt.pipeline}
+				rec := runEngine(t, eng, wl, func(Totals) bool { return satisfied.Load() == conns })
+				if got := maxSeen.Load(); got != int64(tt.pipeline) {
+					t.Errorf("at most %d requests were outstanding, want exactly %d", got, tt.pipeline)
+				}
+				tot := rec.Totals()
+				if tot.Errors != 0 || tot.Mismatches != 0 {
+					t.Errorf("errors %d, mismatches %d, want none", tot.Errors, tot.Mismatches)
+				}
+				if tot.Requests < conns*answers {
+					t.Errorf("%d requests verified, want at least %d", tot.Requests, conns*answers)
+				}
+			})
+		}
+	})
+}
+
+func TestChurnOpensAConnectionPerRequest(t *testing.T) {
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		var accepted atomic.Int64
+		addr := startServer(t, func(c net.Conn) {
+			accepted.Add(1)
+			echoHandler(c)
+		})
+		wl := Workload{Addr: addr, Conns: 2, Bytes: 64, Pipeline: 1, Reconnect: true}
+		rec := runEngine(t, eng, wl, func(tot Totals) bool { return tot.Requests >= 50 })
+		tot := rec.Totals()
+		if got := accepted.Load(); got < int64(tot.Requests) {
+			t.Errorf("%d connections for %d requests, want one per request", got, tot.Requests)
+		}
+		if tot.Errors != 0 || tot.Mismatches != 0 {
+			t.Errorf("errors %d, mismatches %d, want none", tot.Errors, tot.Mismatches)
+		}
+	})
+}
+
+func TestRecorderCountsOnlyTheWindow(t *testing.T) {
+	rec := &Recorder{}
+	w := rec.NewWorker()
+	w.Done(time.Millisecond) // warm-up
+	rec.setMeasuring(true)
+	w.Done(2 * time.Millisecond)
+	w.Done(3 * time.Millisecond)
+	rec.setMeasuring(false)
+	w.Done(time.Second) // after the window
+	w.Error()
+	rec.NewWorker().Mismatch()
+	if got, want := rec.Totals(), (Totals{Requests: 4, Errors: 1, Mismatches: 1}); got != want {
+		t.Errorf("Totals() = %+v, want %+v", got, want)
+	}
+	h := rec.Latency()
+	if h.Count() != 2 || h.Max() != int64(3*time.Millisecond) {
+		t.Errorf("window histogram has %d values up to %d ns, want 2 up to 3ms", h.Count(), h.Max())
+	}
+}
+
+func TestMeasureAgainstEchoServer(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  config
+	}{
+		{"closed loop with server sampling", config{Workload: Workload{Conns: 4, Bytes: 64, Pipeline: 1}, serverPID: os.Getpid()}},
+		{"pipelined", config{Workload: Workload{Conns: 2, Bytes: 512, Pipeline: 8}}},
+		{"churn", config{Workload: Workload{Conns: 2, Bytes: 64, Pipeline: 1, Reconnect: true}}},
+		{"idle connections", config{Workload: Workload{Conns: 2, Bytes: 64, Pipeline: 1}, idle: 100}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var accepted atomic.Int64
+			tt.cfg.Addr = startServer(t, func(c net.Conn) {
+				accepted.Add(1)
+				echoHandler(c)
+			})
+			tt.cfg.engine = "std"
+			tt.cfg.warmup = 50 * time.Millisecond
+			tt.cfg.window = 300 * time.Millisecond
+			var progress bytes.Buffer
+			res, err := measure(context.Background(), tt.cfg, stdEngine{}, &progress)
+			if err != nil {
+				t.Fatalf("measure: %v", err)
+			}
+			if p := res.problem(); p != "" {
+				t.Fatalf("run failed: %s", p)
+			}
+			if res.RPS <= 0 || res.P50us <= 0 || res.P99us < res.P50us || res.MaxUs < res.P999us {
+				t.Errorf("implausible figures: rps %v p50 %v p99 %v p99.9 %v max %v",
+					res.RPS, res.P50us, res.P99us, res.P999us, res.MaxUs)
+			}
+			if res.IdleOpen != tt.cfg.idle {
+				t.Errorf("%d idle connections open, want %d", res.IdleOpen, tt.cfg.idle)
+			}
+			if got := accepted.Load(); got < int64(tt.cfg.Conns+tt.cfg.idle) {
+				t.Errorf("server accepted %d connections, want at least %d", got, tt.cfg.Conns+tt.cfg.idle)
+			}
+			if tt.cfg.serverPID != 0 && (res.ServerCPUs < 1 || res.ServerVmHWMKiB == 0 || res.ServerThreads == 0) {
+				t.Errorf("server sampling missing: cpus %d, VmHWM %d KiB, threads %d",
+					res.ServerCPUs, res.ServerVmHWMKiB, res.ServerThreads)
+			}
+		})
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"defaults", nil, ""},
+		{"everything", []string{"-conns", "10", "-bytes", "512", "-pipeline", "16", "-idle", "5", "-warmup", "0", "-seconds", "0.5", "-json", "-server-pid", "1", "-perf"}, ""},
+		{"no connections", []string{"-conns", "0"}, "-conns"},
+		{"empty requests", []string{"-bytes", "0"}, "-bytes"},
+		{"pipeline zero", []string{"-pipeline", "0"}, "-pipeline"},
+		{"churn with pipeline", []string{"-reconnect", "-pipeline", "2"}, "-reconnect"},
+		{"empty window", []string{"-seconds", "0"}, "-seconds"},
+		{"perf without pid", []string{"-perf"}, "-server-pid"},
+		{"stray argument", []string{"x"}, "unexpected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseFlags(tt.args, io.Discard)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("parseFlags: %v", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("parseFlags error %v, want one mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+	if _, err := engineByName("nope"); err == nil {
+		t.Errorf("engineByName(\"nope\") succeeded")
+	}
+}
+
+func TestRunExitStatusForBadFlags(t *testing.T) {
+	var stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-conns", "-1"}, io.Discard, &stderr); code != 2 {
+		t.Errorf("exit status %d, want 2; stderr:\n%s", code, stderr.String())
+	}
+}
+
+func TestResultProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		res  Result
+		want string
+	}{
+		{"clean", Result{Requests: 10}, ""},
+		{"mismatch", Result{Requests: 10, Mismatches: 1}, "differed"},
+		{"errors", Result{Requests: 10, Errors: 2}, "connection errors"},
+		{"nothing completed", Result{}, "no request"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.res.problem()
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("problem() = %q, want one containing %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseProcFiles(t *testing.T) {
+	t.Run("stat with a tricky command name", func(t *testing.T) {
+		stat := []byte("1234 (a b) c)) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 7 0 1000 100000 200 18446744073709551615\n")
+		got, err := parseStatCPU(stat)
+		if err != nil || got != 3*time.Second {
+			t.Errorf("parseStatCPU = %v, %v, want 3s (300 ticks)", got, err)
+		}
+		if _, err := parseStatCPU([]byte("1234 (x) S 1")); err == nil {
+			t.Errorf("parseStatCPU accepted a short line")
+		}
+	})
+	t.Run("status", func(t *testing.T) {
+		f := parseStatus([]byte("Name:\tx\nVmHWM:\t  5000 kB\nThreads:\t7\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n"))
+		if f["VmHWM"] != 5000 || f["Threads"] != 7 || f["voluntary_ctxt_switches"]+f["nonvoluntary_ctxt_switches"] != 15 {
+			t.Errorf("parseStatus = %v", f)
+		}
+	})
+	t.Run("steal and other processes", func(t *testing.T) {
+		a := parseProcStat([]byte("cpu  100 0 100 700 0 0 0 100 0 0\ncpu0 1 2 3\n"))
+		b := parseProcStat([]byte("cpu  200 0 200 1400 0 50 50 200 0 0\n"))
+		if got := stealPct(a, b); got != 100.0*100/1100 {
+			t.Errorf("stealPct = %v, want %v", got, 100.0*100/1100)
+		}
+		// 200 ticks of user+system is 2s; ours was 1.5s.
+		if got := otherCPU(a, b, 1500*time.Millisecond); got != 500*time.Millisecond {
+			t.Errorf("otherCPU = %v, want 500ms", got)
+		}
+		if got := otherCPU(a, b, 3*time.Second); got != 0 {
+			t.Errorf("otherCPU = %v when ours exceeds the machine's, want 0", got)
+		}
+	})
+	t.Run("this process", func(t *testing.T) {
+		s, err := sampleProc(os.Getpid())
+		if err != nil || s.ctxsw == 0 {
+			t.Errorf("sampleProc(self) = %+v, %v", s, err)
+		}
+		if m, err := readMemory(os.Getpid()); err != nil || m.hwm == 0 || m.rss == 0 {
+			t.Errorf("readMemory(self) = %+v, %v", m, err)
+		}
+		if _, err := sampleProc(-5); err == nil {
+			t.Errorf("sampleProc(-5) succeeded")
+		}
+	})
+}
+
+func TestParsePerf(t *testing.T) {
+	tests := []struct {
+		name    string
+		out     string
+		want    uint64
+		wantErr bool
+	}{
+		{"counted", "123456,,raw_syscalls:sys_enter,5001234567,100.00,,\n", 123456, false},
+		{"among other lines", "# started\n15,,context-switches,500,100.00,,\n99,,raw_syscalls:sys_enter,500,100.00,,\n", 99, false},
+		{"not counted", "<not counted>,,raw_syscalls:sys_enter,0,100.00,,\n", 0, true},
+		{"missing", "perf: permission denied\n", 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePerf(tt.out, syscallEvent)
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("parsePerf = %d, %v, want %d (error %v)", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestOpenIdleCountsFailures(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // nothing listens there now
+	conns, failed := openIdle(context.Background(), addr, 5)
+	closeAll(conns)
+	if len(conns) != 0 || failed != 5 {
+		t.Errorf("openIdle to a closed port: %d open, %d failed, want 0 and 5", len(conns), failed)
+	}
+}
+
+func TestHotPathAllocatesNothingPerRequest(t *testing.T) {
+	tests := []struct {
+		name string
+		wl   Workload
+	}{
+		{"closed loop", Workload{Conns: 2, Bytes: 64, Pipeline: 1}},
+		{"pipelined", Workload{Conns: 2, Bytes: 64, Pipeline: 8}},
+	}
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				tt.wl.Addr = startServer(t, echoHandler)
+				var before, after runtime.MemStats
+				var from uint64
+				rec := runEngine(t, eng, tt.wl, func(tot Totals) bool {
+					switch {
+					case from == 0 && tot.Requests >= 500: // connected and warm
+						runtime.ReadMemStats(&before)
+						from = tot.Requests
+					case from != 0 && tot.Requests >= from+20_000:
+						runtime.ReadMemStats(&after)
+						return true
+					}
+					return false
+				})
+				n := rec.Totals().Requests - from
+				perReq := float64(after.Mallocs-before.Mallocs) / float64(n)
+				// The process-wide count includes the test's own polling and the
+				// server; a per-request allocation would show as >= 1.
+				if perReq > 0.1 {
+					t.Errorf("%.2f allocations per request (%d over %d requests), want none", perReq, after.Mallocs-before.Mallocs, n)
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,283 @@
+// Command load is a closed-loop load generator for echo servers: each
+// connection keeps a fixed number of requests in flight, verifies every reply
+// byte for byte, and records its latency.
+//
+// It reports requests per second over a measurement window that follows a
+// warm-up, latency percentiles from a log-linear histogram (error under
+// 1.6%), errors, mismatched replies, and its own CPU time per request. Given
+// -server-pid it also samples the server process over the same window: CPU
+// per request, context switches per request, busy share of its CPUs, peak
+// and current resident memory, and with -perf its system calls per request.
+//
+//	load -addr 127.0.0.1:7000 -conns 50 -bytes 64 -warmup 1 -seconds 5
+//	load -addr 127.0.0.1:7000 -conns 1000 -json -server-pid 1234
+//	load -conns 50 -idle 10000        # 10,000 extra connections, held silent
+//	load -conns 50 -pipeline 16       # 16 requests in flight per connection
+//	load -conns 50 -reconnect         # a new connection per request
+//
+// A progress line goes to stderr every second; the result goes to stdout, as
+// one JSON object with -json. The exit status is 0 for a clean run, 1 when
+// any request failed, any reply differed from its request, or no request
+// completed in the window, and 2 when the run could not start.
+//
+// The generator is as cheap per request as the engine it runs on: -engine
+// std (one goroutine per connection over the standard library's net) costs
+// about as much CPU per request as a fast server, so on a small machine the
+// fastest servers make it the bottleneck; the Client busy figure says when.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+)
+
+// config is the parsed command line.
+type config struct {
+	Workload
+	engine    string
+	warmup    time.Duration
+	window    time.Duration
+	idle      int
+	cores     string
+	json      bool
+	serverPID int
+	perf      bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is main with its inputs and outputs passed in; a signal ends ctx. It
+// returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "load: %v\n", err)
+		return 2
+	}
+	if cfg.cores != "" {
+		if err := pinProcess(cfg.cores); err != nil {
+			fmt.Fprintf(stderr, "load: %v\n", err)
+			return 2
+		}
+	}
+	eng, err := engineByName(cfg.engine)
+	if err != nil {
+		fmt.Fprintf(stderr, "load: %v\n", err)
+		return 2
+	}
+	res, err := measure(ctx, cfg, eng, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "load: %v\n", err)
+		return 2
+	}
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintf(stderr, "load: %v\n", err)
+			return 2
+		}
+	} else {
+		res.writeText(stdout)
+	}
+	if problem := res.problem(); problem != "" {
+		fmt.Fprintf(stderr, "load: %s\n", problem)
+		return 1
+	}
+	return 0
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "server address")
+	fs.IntVar(&cfg.Conns, "conns", 50, "connections sending requests")
+	fs.IntVar(&cfg.Bytes, "bytes", 64, "request (and reply) size in bytes")
+	fs.IntVar(&cfg.Pipeline, "pipeline", 1, "requests in flight per connection")
+	fs.BoolVar(&cfg.Reconnect, "reconnect", false, "open a new connection for every request (churn)")
+	fs.StringVar(&cfg.engine, "engine", "percore", "engine that generates the traffic: "+engineNames)
+	warmup := fs.Float64("warmup", 1, "seconds of traffic before the measurement window")
+	window := fs.Float64("seconds", 5, "seconds in the measurement window")
+	fs.IntVar(&cfg.idle, "idle", 0, "extra connections opened first and held silent for the whole run")
+	fs.StringVar(&cfg.cores, "cores", "", "pin the generator to these CPUs (\"1\", \"2-3\"); bench.sh uses taskset instead")
+	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object")
+	fs.IntVar(&cfg.serverPID, "server-pid", 0, "sample this server process over the window")
+	fs.BoolVar(&cfg.perf, "perf", false, "count the server's system calls with perf stat (needs -server-pid)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	cfg.warmup = time.Duration(*warmup * float64(time.Second))
+	cfg.window = time.Duration(*window * float64(time.Second))
+	switch {
+	case cfg.Conns < 1:
+		return cfg, errors.New("-conns must be at least 1")
+	case cfg.Bytes < 1:
+		return cfg, errors.New("-bytes must be at least 1")
+	case cfg.Pipeline < 1:
+		return cfg, errors.New("-pipeline must be at least 1")
+	case cfg.Reconnect && cfg.Pipeline > 1:
+		return cfg, errors.New("-reconnect sends one request per connection: it cannot be combined with -pipeline")
+	case cfg.warmup < 0 || cfg.window <= 0:
+		return cfg, errors.New("-warmup must be >= 0 and -seconds > 0")
+	case cfg.idle < 0:
+		return cfg, errors.New("-idle must be >= 0")
+	case cfg.perf && cfg.serverPID == 0:
+		return cfg, errors.New("-perf needs -server-pid")
+	}
+	return cfg, nil
+}
+
+// measure runs one load test: it opens the idle connections, starts the
+// engine, waits out the warm-up, measures over the window, then stops the
+// engine and closes everything. Progress lines go to progress.
+func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*Result, error) {
+	res := &Result{
+		Engine: cfg.engine, Addr: cfg.Addr, Conns: cfg.Conns, Bytes: cfg.Bytes,
+		Pipeline: cfg.Pipeline, Reconnect: cfg.Reconnect, Idle: cfg.idle,
+		WarmupS: cfg.warmup.Seconds(), ClientCPUs: cpuCount(0), GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}
+	if cfg.serverPID != 0 {
+		if _, err := sampleProc(cfg.serverPID); err != nil {
+			return nil, fmt.Errorf("server process: %w", err)
+		}
+		res.ServerPID = cfg.serverPID
+		res.ServerCPUs = cpuCount(cfg.serverPID)
+	}
+
+	idle, idleErrors := openIdle(ctx, cfg.Addr, cfg.idle)
+	defer closeAll(idle)
+	res.IdleOpen = len(idle)
+
+	rec := &Recorder{}
+	runCtx, stopEngine := context.WithCancel(ctx)
+	defer stopEngine()
+	engineDone := make(chan error, 1)
+	go func() { engineDone <- eng.Run(runCtx, cfg.Workload, rec) }()
+
+	start := time.Now()
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	var last Totals
+	lastAt := start
+	tick := func(phase string) {
+		now := time.Now()
+		t := rec.Totals()
+		rate := float64(t.Requests-last.Requests) / now.Sub(lastAt).Seconds()
+		fmt.Fprintf(progress, "load: %5.1fs %-7s %9.0f req/s  errors %d  mismatches %d\n",
+			now.Sub(start).Seconds(), phase, rate, t.Errors+idleErrors, t.Mismatches)
+		last, lastAt = t, now
+	}
+	// sleep waits d, printing progress, and reports whether the run may go on.
+	sleep := func(d time.Duration, phase string) (bool, error) {
+		end := time.NewTimer(d)
+		defer end.Stop()
+		for {
+			select {
+			case <-end.C:
+				return true, nil
+			case <-ticker.C:
+				tick(phase)
+			case err := <-engineDone:
+				if err == nil {
+					err = errors.New("engine stopped before the run ended")
+				}
+				return false, err
+			case <-ctx.Done():
+				return false, nil
+			}
+		}
+	}
+
+	if ok, err := sleep(cfg.warmup, "warmup"); !ok {
+		return nil, errors.Join(err, ctx.Err())
+	}
+
+	// The window: sample everything, then open it; close it, then sample.
+	w0 := sampleWindow(cfg.serverPID)
+	var perf *perfCounter
+	if cfg.perf {
+		var err error
+		if perf, err = startPerf(cfg.serverPID); err != nil {
+			return nil, err
+		}
+	}
+	on := time.Now()
+	rec.setMeasuring(true)
+	ok, err := sleep(cfg.window, "measure")
+	rec.setMeasuring(false)
+	res.WindowS = time.Since(on).Seconds()
+	w1 := sampleWindow(cfg.serverPID)
+	var syscalls uint64
+	var perfErr error
+	if perf != nil {
+		syscalls, perfErr = perf.stop()
+	}
+	if !ok {
+		return nil, errors.Join(err, ctx.Err())
+	}
+	if cfg.serverPID != 0 {
+		mem, err := readMemory(cfg.serverPID)
+		if err != nil {
+			return nil, fmt.Errorf("server process: %w", err)
+		}
+		res.ServerVmHWMKiB, res.ServerVmRSSKiB, res.ServerThreads = mem.hwm, mem.rss, mem.threads
+	}
+
+	stopEngine()
+	select {
+	case err := <-engineDone:
+		if err != nil {
+			return nil, fmt.Errorf("engine: %w", err)
+		}
+	case <-time.After(10 * time.Second):
+		return nil, errors.New("engine did not stop within 10s")
+	}
+
+	totals := rec.Totals()
+	res.fill(rec.Latency(), totals, idleErrors, w0, w1)
+	if perf != nil {
+		if perfErr != nil {
+			fmt.Fprintf(progress, "load: %v\n", perfErr)
+		} else if res.Requests > 0 {
+			v := float64(syscalls) / float64(res.Requests)
+			res.ServerSyscallsPerReq = &v
+		}
+	}
+	return res, nil
+}
+
+// windowSample is everything sampled at one edge of the measurement window.
+type windowSample struct {
+	self   time.Duration
+	mach   machineSample
+	server procSample
+	err    error
+}
+
+func sampleWindow(serverPID int) windowSample {
+	s := windowSample{self: selfCPU(), mach: sampleMachine()}
+	if serverPID != 0 {
+		s.server, s.err = sampleProc(serverPID)
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/percore/percore/internal/hist"
+)
+
+// Result is one run's outcome; -json prints it as one object. Figures "per
+// request" divide by Requests, the requests completed inside the window.
+// CPU percentages count one fully busy CPU as 100; Busy percentages divide
+// by the CPUs the process may run on. OtherCPUPct is the CPU that processes
+// other than the generator and the server used meanwhile: a benchmark
+// sharing its machine. The server_ fields are zero unless
+// -server-pid was given; server_syscalls_per_req is present only with -perf.
+type Result struct {
+	Engine    string  `json:"engine"`
+	Addr      string  `json:"addr"`
+	Conns     int     `json:"conns"`
+	Bytes     int     `json:"bytes"`
+	Pipeline  int     `json:"pipeline"`
+	Reconnect bool    `json:"reconnect"`
+	Idle      int     `json:"idle"`
+	IdleOpen  int     `json:"idle_open"`
+	WarmupS   float64 `json:"warmup_s"`
+	WindowS   float64 `json:"window_s"`
+
+	Requests    uint64  `json:"requests"`
+	RPS         float64 `json:"rps"`
+	Errors      uint64  `json:"errors"`
+	Mismatches  uint64  `json:"mismatches"`
+	AllRequests uint64  `json:"all_requests"` // warm-up and window
+	P50us       float64 `json:"p50_us"`
+	P90us       float64 `json:"p90_us"`
+	P99us       float64 `json:"p99_us"`
+	P999us      float64 `json:"p999_us"`
+	MaxUs       float64 `json:"max_us"`
+	MeanUs      float64 `json:"mean_us"`
+
+	ClientCPUs           int      `json:"client_cpus"`
+	GOMAXPROCS           int      `json:"client_gomaxprocs"`
+	ClientCPUPct         float64  `json:"client_cpu_pct"`
+	ClientBusyPct        float64  `json:"client_busy_pct"`
+	ClientCPUusPerReq    float64  `json:"client_cpu_us_per_req"`
+	StealPct             float64  `json:"steal_pct"`
+	OtherCPUPct          float64  `json:"other_cpu_pct"`
+	ServerPID            int      `json:"server_pid"`
+	ServerCPUs           int      `json:"server_cpus"`
+	ServerCPUPct         float64  `json:"server_cpu_pct"`
+	ServerBusyPct        float64  `json:"server_busy_pct"`
+	ServerCPUusPerReq    float64  `json:"server_cpu_us_per_req"`
+	ServerCtxswPerReq    float64  `json:"server_ctxsw_per_req"`
+	ServerThreads        uint64   `json:"server_threads"`
+	ServerVmHWMKiB       uint64   `json:"server_vmhwm_kib"`
+	ServerVmRSSKiB       uint64   `json:"server_vmrss_kib"`
+	ServerSyscallsPerReq *float64 `json:"server_syscalls_per_req,omitempty"`
+}
+
+// fill computes the figures from the merged latency histogram, the totals,
+// and the samples taken at the window's edges.
+func (r *Result) fill(h *hist.Histogram, t Totals, idleErrors uint64, w0, w1 windowSample) {
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	r.Requests = h.Count()
+	r.AllRequests = t.Requests
+	r.Errors = t.Errors + idleErrors
+	r.Mismatches = t.Mismatches
+	r.P50us, r.P90us = us(h.Quantile(0.5)), us(h.Quantile(0.9))
+	r.P99us, r.P999us = us(h.Quantile(0.99)), us(h.Quantile(0.999))
+	r.MaxUs, r.MeanUs = us(h.Max()), h.Mean()/1e3
+	r.StealPct = stealPct(w0.mach, w1.mach)
+	if r.WindowS <= 0 {
+		return
+	}
+	r.RPS = float64(r.Requests) / r.WindowS
+	pct := func(d time.Duration) float64 { return 100 * d.Seconds() / r.WindowS }
+	perReq := func(d time.Duration) float64 {
+		if r.Requests == 0 {
+			return 0
+		}
+		return d.Seconds() * 1e6 / float64(r.Requests)
+	}
+	self := w1.self - w0.self
+	r.ClientCPUPct = pct(self)
+	r.ClientBusyPct = r.ClientCPUPct / float64(max(r.ClientCPUs, 1))
+	r.ClientCPUusPerReq = perReq(self)
+	var srv time.Duration
+	if r.ServerPID != 0 && w0.err == nil && w1.err == nil {
+		srv = w1.server.cpu - w0.server.cpu
+	}
+	r.OtherCPUPct = pct(otherCPU(w0.mach, w1.mach, self+srv))
+	if r.ServerPID == 0 || w0.err != nil || w1.err != nil {
+		return
+	}
+	r.ServerCPUPct = pct(srv)
+	r.ServerBusyPct = r.ServerCPUPct / float64(max(r.ServerCPUs, 1))
+	r.ServerCPUusPerReq = perReq(srv)
+	if r.Requests > 0 {
+		r.ServerCtxswPerReq = float64(w1.server.ctxsw-w0.server.ctxsw) / float64(r.Requests)
+	}
+}
+
+// problem says what makes the run a failure, or "" for a clean run.
+func (r *Result) problem() string {
+	switch {
+	case r.Mismatches > 0:
+		return fmt.Sprintf("%d replies differed from their requests", r.Mismatches)
+	case r.Errors > 0:
+		return fmt.Sprintf("%d connection errors", r.Errors)
+	case r.Requests == 0:
+		return "no request completed in the measurement window"
+	}
+	return ""
+}
+
+// writeText prints the result for a person.
+func (r *Result) writeText(w io.Writer) {
+	mode := fmt.Sprintf("%d in flight per connection", r.Pipeline)
+	if r.Reconnect {
+		mode = "a new connection per request"
+	}
+	fmt.Fprintf(w, "engine %s, %s, %d connections (+%d idle), %d B, %s\n",
+		r.Engine, r.Addr, r.Conns, r.IdleOpen, r.Bytes, mode)
+	fmt.Fprintf(w, "requests   %d in %.2fs: %.0f req/s  (errors %d, mismatches %d)\n",
+		r.Requests, r.WindowS, r.RPS, r.Errors, r.Mismatches)
+	fmt.Fprintf(w, "latency us p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean %.1f\n",
+		r.P50us, r.P90us, r.P99us, r.P999us, r.MaxUs, r.MeanUs)
+	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",
+		r.ClientCPUusPerReq, r.ClientBusyPct, r.ClientCPUs)
+	fmt.Fprintf(w, "machine    other processes %.0f%% of a CPU, steal %.1f%%\n", r.OtherCPUPct, r.StealPct)
+	if r.ServerPID != 0 {
+		fmt.Fprintf(w, "server     %.2f us CPU/req, %.0f%% busy of %d CPUs, %.3f ctxsw/req, %d threads, VmHWM %d KiB, VmRSS %d KiB\n",
+			r.ServerCPUusPerReq, r.ServerBusyPct, r.ServerCPUs, r.ServerCtxswPerReq,
+			r.ServerThreads, r.ServerVmHWMKiB, r.ServerVmRSSKiB)
+	}
+	if r.ServerSyscallsPerReq != nil {
+		fmt.Fprintf(w, "server     %.3f syscalls/req\n", *r.ServerSyscallsPerReq)
+	}
+}
