@@ -285,7 +285,7 @@ func (g *graceful) OnData(c *percore.Conn, data []byte) {
 	}
 	g.started <- struct{}{}
 }
-func (g *graceful) OnShutdown(c *percore.Conn)          { c.Write([]byte("goodbye;")) }
+func (g *graceful) OnShutdown(c *percore.Conn)         { c.Write([]byte("goodbye;")) }
 func (g *graceful) OnClose(c *percore.Conn, err error) { g.closed <- err }
 
 func TestGracefulShutdown(t *testing.T) {

@@ -267,4 +267,3 @@ func (l *Loop) notifyShutdown(sh ShutdownHandler, c *Conn) {
 	defer l.recoverConn(c)
 	sh.OnShutdown(c)
 }
-

@@ -466,3 +466,21 @@ func TestCloseReleasesEverything(t *testing.T) {
 		}
 	})
 }
+
+// TestWaitBatch runs echo traffic with batched waits: a lone request must
+// still be answered (after at most WaitMin more), and many must be.
+func TestWaitBatch(t *testing.T) {
+	rt := start(t, percore.Config{Backend: percore.IOURing, WaitBatch: 16, WaitMin: 50 * time.Microsecond}, echoHandler{})
+	c := dial(t, rt)
+	for i := range 100 {
+		msg := []byte{byte(i)}
+		if got, err := roundTrip(c, msg); err != nil || got[0] != msg[0] {
+			t.Fatalf("round trip %d: %v %v", i, got, err)
+		}
+	}
+	// Epoll has no batched wait and ignores the setting.
+	rt2 := start(t, percore.Config{Backend: percore.Epoll, WaitBatch: 16}, echoHandler{})
+	if _, err := roundTrip(dial(t, rt2), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -91,6 +91,10 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		r.Close()
 		return nil, err
 	}
+	if err := r.SetBatchWait(cfg.WaitBatch, cfg.WaitMin); err != nil {
+		r.Close()
+		return nil, err
+	}
 	br, err := r.NewBufRing(0, cfg.BufferCount, cfg.BufferSize)
 	if err != nil {
 		r.Close()
@@ -488,7 +492,6 @@ func (d *uringDriver) deliverDeferred() {
 	}
 	d.spare = held[:0]
 }
-
 
 func (d *uringDriver) sent(c *Conn, res int32) {
 	l := d.l
