@@ -200,3 +200,17 @@ func (r *Ring) PrepareAccept(fd int, userData uint64) error {
 	e.UserData = userData
 	return nil
 }
+
+// PrepareRecvSelect queues a single receive on fd into one buffer picked
+// from the provided-buffer ring b.
+func (r *Ring) PrepareRecvSelect(fd int, b *BufRing, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.PrepareRecv(fd, 0, 0, 0)
+	e.Flags |= giouring.SqeBufferSelect
+	e.BufIG = b.group
+	e.UserData = userData
+	return nil
+}

@@ -65,6 +65,8 @@ const (
 	stPaused                           // reading paused for outbound backpressure
 	stOverCap                          // the queue reached the cap and has not drained yet
 	stRecvEOF                          // io_uring: the kernel reported end of stream
+	stBudgetHeld                       // io_uring: receiving stopped while over the turn budget
+	stThrottled                        // io_uring: receiving one buffer at a time after the budget
 )
 
 // Loop returns the loop that owns c.

@@ -62,17 +62,20 @@ type uringDriver struct {
 	rearm []*Conn // connections whose multishot receive ended early
 
 	// Receives held back by the turn budget, in arrival order, and the
-	// spare list they are moved to while being handled.
+	// spare list they are moved to while being handled; held counts those
+	// that still hold a provided buffer.
 	deferred, spare []deferredRecv
+	held            int
 }
 
 // deferredRecv is a receive completion whose delivery waits for a later
 // turn; its buffer stays out of the kernel's ring until then. n == 0 is the
 // end of the stream.
 type deferredRecv struct {
-	c  *Conn
-	id uint16
-	n  int32
+	c    *Conn
+	id   uint16
+	n    int32
+	copy []byte // the data, copied out of the provided buffer when they run short
 }
 
 // openRing is swapped by tests to simulate a host without io_uring.
@@ -191,7 +194,16 @@ func (d *uringDriver) resumeRead(c *Conn) {
 }
 
 func (d *uringDriver) start(c *Conn) error {
-	if err := d.r.PrepareRecvMultishot(c.fd, d.br, userData(kindRecv, c.slot, c.gen)); err != nil {
+	var err error
+	if c.state&stThrottled != 0 {
+		// A connection that recently went over its turn budget receives
+		// one buffer at a time, so that it cannot take every provided
+		// buffer from the others.
+		err = d.r.PrepareRecvSelect(c.fd, d.br, userData(kindRecv, c.slot, c.gen))
+	} else {
+		err = d.r.PrepareRecvMultishot(c.fd, d.br, userData(kindRecv, c.slot, c.gen))
+	}
+	if err != nil {
 		return err
 	}
 	c.ops++
@@ -308,7 +320,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	}
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
-		if c.state&(stClosed|stClosing|stEOF|stRecvEOF|stPaused|stRecvArmed) == 0 {
+		if c.state&(stClosed|stClosing|stEOF|stRecvEOF|stPaused|stBudgetHeld|stRecvArmed) == 0 {
 			if err := d.start(c); err != nil {
 				d.l.fail(c, "read", err)
 			}
@@ -411,6 +423,9 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 	switch {
 	case e.Res > 0:
 		id, _ := e.Buffer()
+		if c.state&stThrottled != 0 && int(e.Res) < d.br.Size() {
+			c.state &^= stThrottled // it drained its socket: multishot again
+		}
 		if c.deferred > 0 || d.overBudget(c) {
 			d.deferRecv(c, id, e.Res)
 		} else {
@@ -461,8 +476,36 @@ func (d *uringDriver) deliver(c *Conn, id uint16, n int32) {
 func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 	c.deferred++
 	d.l.cnt.deferrals++
-	d.deferred = append(d.deferred, deferredRecv{c: c, id: id, n: n})
+	r := deferredRecv{c: c, id: id, n: n}
+	if n > 0 {
+		if d.held < d.maxHeld() {
+			d.held++
+		} else {
+			// Held data would starve other connections of buffers:
+			// copy it out (into a pooled buffer) and give the
+			// provided buffer back to the kernel now.
+			r.copy = append(d.l.getBuf(int(n)), d.br.Bytes(id, int(n))...)
+			d.br.Recycle(id)
+		}
+	}
+	d.deferred = append(d.deferred, r)
+	if c.deferred == 1 && c.state&stBudgetHeld == 0 {
+		// Stop receiving until the held data is delivered, and then
+		// receive one buffer at a time: otherwise the kernel keeps
+		// filling provided buffers for this connection, and once it
+		// holds them all, the others get none.
+		c.state |= stBudgetHeld | stThrottled
+		if c.state&stRecvArmed != 0 {
+			if d.r.PrepareCancel(userData(kindRecv, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) == nil {
+				c.ops++
+			}
+		}
+	}
 }
+
+// maxHeld is how many provided buffers deferred receives may keep out of
+// the kernel's ring: a quarter of them.
+func (d *uringDriver) maxHeld() int { return d.l.cfg.BufferCount / 4 }
 
 // deliverDeferred hands over, in order, the receives earlier turns held
 // back, as far as each connection's budget for this turn allows.
@@ -475,19 +518,31 @@ func (d *uringDriver) deliverDeferred() {
 		c := r.c
 		c.deferred--
 		switch {
-		case c.state&stClosed != 0:
-			if r.n > 0 {
-				d.br.Recycle(r.id)
-			}
 		case d.overBudget(c):
 			// Still over budget: wait another turn, and keep every
 			// later receive of c behind this one.
-			d.deferRecv(c, r.id, r.n)
-			d.l.cnt.deferrals--
-		case r.n == 0:
+			c.deferred++
+			d.deferred = append(d.deferred, r)
+			continue
+		case r.copy != nil:
+			if c.state&stClosed == 0 {
+				c.turnBytes += len(r.copy)
+				d.l.received(c, r.copy)
+			}
+			d.l.putBuf(r.copy)
+		case r.n > 0:
+			d.held--
+			if c.state&stClosed != 0 {
+				d.br.Recycle(r.id)
+			} else {
+				d.deliver(c, r.id, r.n)
+			}
+		case c.state&stClosed == 0:
 			d.l.eof(c)
-		default:
-			d.deliver(c, r.id, r.n)
+		}
+		if c.deferred == 0 && c.state&stBudgetHeld != 0 {
+			c.state &^= stBudgetHeld
+			d.rearm = append(d.rearm, c)
 		}
 	}
 	d.spare = held[:0]
