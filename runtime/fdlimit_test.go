@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -34,7 +35,7 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 		fdChild(b)
 		return
 	}
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAcceptBackoffOnFdExhaustion$")
 		cmd.Env = append(os.Environ(), fdChildEnv+"="+b.String())
 		stdin, err := cmd.StdinPipe()

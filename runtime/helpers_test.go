@@ -1,7 +1,6 @@
 package runtime_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -11,31 +10,9 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
-
-// backends are the backends every runtime test runs under.
-var backends = []percore.Backend{percore.IOURing, percore.Epoll}
-
-// eachBackend runs f once per backend, as a named subtest.
-func eachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
-	t.Helper()
-	for _, b := range backends {
-		t.Run(b.String(), func(t *testing.T) { f(t, b) })
-	}
-}
-
-// quietLogger discards lifecycle logs unless the test fails.
-func quietLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
 
 // allCores returns the CPUs this test may use.
 func allCores(t *testing.T) []int {
@@ -57,7 +34,7 @@ func start(t *testing.T, cfg percore.Config, h percore.Handler) *percore.Runtime
 		cfg.Cores = allCores(t)[:1]
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = quietLogger(t)
+		cfg.Logger = pctest.QuietLogger(t)
 	}
 	rt, err := percore.New(cfg, h)
 	if err != nil {
@@ -100,32 +77,6 @@ func roundTrip(c net.Conn, p []byte) ([]byte, error) {
 		return got, werr
 	}
 	return got, rerr
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-// onLoop runs f on l's thread and waits for it.
-func onLoop(t *testing.T, l *percore.Loop, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	if err := l.Post(func() { f(); close(done) }); err != nil {
-		t.Fatalf("post: %v", err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("posted function did not run within 10s")
-	}
 }
 
 var discard = slog.New(slog.DiscardHandler)

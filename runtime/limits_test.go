@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"golang.org/x/sys/unix"
 )
@@ -52,7 +53,7 @@ func (s *slowServer) OnClose(c *percore.Conn, err error) {
 
 func TestConnectionCap(t *testing.T) {
 	const clients, limit = 5, 2
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		s := &slowServer{}
 		rt := start(t, percore.Config{Backend: b, MaxConns: limit}, s)
 		// Every connect succeeds at once: the kernel completes the
@@ -111,7 +112,7 @@ func (h *closeRecorder) OnClose(c *percore.Conn, err error) { h.closed <- err }
 
 func TestIdleTimeout(t *testing.T) {
 	const idle = 300 * time.Millisecond
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &closeRecorder{closed: make(chan error, 2)}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: idle}, h)
 
@@ -136,9 +137,8 @@ func TestIdleTimeout(t *testing.T) {
 		if !errors.Is(err, percore.ErrIdleTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("OnClose: %v, want ErrIdleTimeout", err)
 		}
-		if st := rt.Stats(); st.IdleTimeouts != 1 {
-			t.Fatalf("idle timeouts %d, want 1", st.IdleTimeouts)
-		}
+		// Stats are published once per loop turn.
+		pctest.WaitFor(t, "the idle timeout counted", func() bool { return rt.Stats().IdleTimeouts == 1 })
 	})
 }
 
@@ -152,7 +152,7 @@ func (h *lifetimeSetter) OnOpen(c *percore.Conn) {
 }
 
 func TestMaxLifetimeSetByHandler(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &lifetimeSetter{closeRecorder{closed: make(chan error, 1)}}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: 50 * time.Millisecond}, h)
 		c := dial(t, rt)
@@ -165,8 +165,9 @@ func TestMaxLifetimeSetByHandler(t *testing.T) {
 		if !errors.Is(err, percore.ErrMaxLifetime) {
 			t.Fatalf("OnClose: %v, want ErrMaxLifetime", err)
 		}
-		if st := rt.Stats(); st.LifetimeCloses != 1 || st.IdleTimeouts != 0 {
-			t.Fatalf("stats %+v", st)
+		pctest.WaitFor(t, "the lifetime close counted", func() bool { return rt.Stats().LifetimeCloses == 1 })
+		if st := rt.Stats(); st.IdleTimeouts != 0 {
+			t.Fatalf("stats %+v: an idle timeout fired", st)
 		}
 	})
 }
@@ -213,7 +214,7 @@ func TestSlowConsumerPaused(t *testing.T) {
 	// 2000 replies of 16 KiB: 32 MB, far more than the kernel's socket
 	// buffers hold, so the queue reaches the cap on either backend.
 	const maxOut, requests = 256 << 10, 2000
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		p := &producer{reply: bytes.Repeat([]byte("r"), 16<<10), closed: make(chan error, 4)}
 		rt := start(t, percore.Config{Backend: b, MaxOutbound: maxOut}, p)
 		slow := dial(t, rt)
@@ -221,7 +222,7 @@ func TestSlowConsumerPaused(t *testing.T) {
 		if _, err := slow.Write(bytes.Repeat([]byte("q"), requests)); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "reading paused", func() bool { return rt.Stats().Paused == 1 })
+		pctest.WaitFor(t, "reading paused", func() bool { return rt.Stats().Paused == 1 })
 		// Others on the same loop are served normally meanwhile.
 		other := dial(t, rt)
 		if _, err := roundTrip(other, []byte("x")); err != nil {
@@ -240,12 +241,12 @@ func TestSlowConsumerPaused(t *testing.T) {
 		if st.Pauses == 0 || p.drains.Load() == 0 {
 			t.Fatalf("pauses %d drains %d, want both > 0", st.Pauses, p.drains.Load())
 		}
-		waitFor(t, "no connection paused", func() bool { return rt.Stats().Paused == 0 })
+		pctest.WaitFor(t, "no connection paused", func() bool { return rt.Stats().Paused == 0 })
 	})
 }
 
 func TestSlowConsumerClosed(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		p := &producer{reply: bytes.Repeat([]byte("r"), 16<<10), closed: make(chan error, 4)}
 		rt := start(t, percore.Config{Backend: b, MaxOutbound: 128 << 10, OutboundPolicy: percore.CloseSlowConsumer}, p)
 		slow := dial(t, rt)
@@ -256,9 +257,7 @@ func TestSlowConsumerClosed(t *testing.T) {
 		if !errors.Is(err, percore.ErrSlowConsumer) {
 			t.Fatalf("OnClose: %v, want ErrSlowConsumer", err)
 		}
-		if st := rt.Stats(); st.SlowConsumers != 1 {
-			t.Fatalf("slow consumers %d, want 1", st.SlowConsumers)
-		}
+		pctest.WaitFor(t, "the slow consumer counted", func() bool { return rt.Stats().SlowConsumers == 1 })
 		other := dial(t, rt)
 		if _, err := roundTrip(other, []byte("x")); err != nil {
 			t.Fatalf("other client: %v", err)
@@ -289,9 +288,9 @@ func (g *graceful) OnShutdown(c *percore.Conn)         { c.Write([]byte("goodbye
 func (g *graceful) OnClose(c *percore.Conn, err error) { g.closed <- err }
 
 func TestGracefulShutdown(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		g := &graceful{started: make(chan struct{}, 4), closed: make(chan error, 4)}
-		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t)[:1], Logger: quietLogger(t)}, g)
+		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t)[:1], Logger: pctest.QuietLogger(t)}, g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +304,7 @@ func TestGracefulShutdown(t *testing.T) {
 		go func() { done <- rt.Shutdown(shutdownCtx(t, 10*time.Second)) }()
 
 		// New clients are refused once the listener is closed.
-		waitFor(t, "new connections refused", func() bool {
+		pctest.WaitFor(t, "new connections refused", func() bool {
 			c, err := net.DialTimeout("tcp", rt.Addr().String(), time.Second)
 			if err == nil {
 				c.Close()
@@ -333,9 +332,9 @@ func TestGracefulShutdown(t *testing.T) {
 }
 
 func TestShutdownDeadline(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		g := &graceful{started: make(chan struct{}, 4), closed: make(chan error, 4)}
-		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t)[:1], Logger: quietLogger(t)}, g)
+		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t)[:1], Logger: pctest.QuietLogger(t)}, g)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +369,7 @@ func (p *panicky) OnData(c *percore.Conn, data []byte) {
 func (p *panicky) OnClose(c *percore.Conn, err error) { p.closed <- err }
 
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		p := &panicky{closed: make(chan error, 2)}
 		rt := start(t, percore.Config{Backend: b, Logger: discard}, p)
 		good, bad := dial(t, rt), dial(t, rt)
@@ -389,9 +388,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		if got, err := roundTrip(good, []byte("after")); err != nil || string(got) != "after" {
 			t.Fatalf("the other connection after the panic: %q %v", got, err)
 		}
-		if st := rt.Stats(); st.Panics != 1 {
-			t.Fatalf("panics %d, want 1", st.Panics)
-		}
+		pctest.WaitFor(t, "the panic counted", func() bool { return rt.Stats().Panics == 1 })
 	})
 }
 
@@ -426,13 +423,13 @@ func (h *lineCounter) OnOpen(c *percore.Conn) {
 // 4 KiB turn budget the light line is answered before the heavy pipeline is.
 func TestFairnessBudget(t *testing.T) {
 	const lines, lineLen = 1024, 64
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &lineCounter{atLight: make(chan int, 1)}
 		rt := start(t, percore.Config{Backend: b, TurnBudget: 4 << 10}, h)
 		heavy := dial(t, rt)
-		waitFor(t, "heavy connection open", func() bool { return h.heavy.Load() != nil })
+		pctest.WaitFor(t, "heavy connection open", func() bool { return h.heavy.Load() != nil })
 		light := dial(t, rt)
-		waitFor(t, "light connection open", func() bool { return h.light.Load() != nil })
+		pctest.WaitFor(t, "light connection open", func() bool { return h.light.Load() != nil })
 
 		release := make(chan struct{})
 		held := make(chan struct{})
@@ -448,7 +445,7 @@ func TestFairnessBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		hfd, lfd := h.heavy.Load().Fd(), h.light.Load().Fd()
-		waitFor(t, "both requests queued in the server's sockets", func() bool {
+		pctest.WaitFor(t, "both requests queued in the server's sockets", func() bool {
 			hq, _ := unix.IoctlGetInt(hfd, unix.SIOCINQ)
 			lq, _ := unix.IoctlGetInt(lfd, unix.SIOCINQ)
 			return hq == lines*lineLen && lq == 5

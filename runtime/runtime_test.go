@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/ring"
 	percore "github.com/percore/percore/runtime"
 	"golang.org/x/sys/unix"
@@ -30,7 +31,7 @@ func TestEchoPayloadSizes(t *testing.T) {
 		{"1B", 1}, {"64B", 64}, {"4KiB", 4 << 10}, {"64KiB", 64 << 10},
 		{"1MiB", 1 << 20}, // spans many completions and the socket buffers
 	}
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := start(t, percore.Config{Backend: b}, echoHandler{})
 		c := dial(t, rt)
 		// A zero-byte write sends nothing and must not disturb what follows.
@@ -66,7 +67,7 @@ func firstDiff(a, b []byte) int {
 
 func TestThousandConnections(t *testing.T) {
 	const conns, trips = 1000, 100
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		cores := allCores(t)
 		rt := start(t, percore.Config{Backend: b, Cores: cores}, echoHandler{})
 		var wg sync.WaitGroup
@@ -107,7 +108,7 @@ func TestThousandConnections(t *testing.T) {
 		for err := range errs {
 			t.Fatal(err)
 		}
-		waitFor(t, "every connection closed", func() bool { return rt.Stats().Closes == conns })
+		pctest.WaitFor(t, "every connection closed", func() bool { return rt.Stats().Closes == conns })
 		s := rt.Stats()
 		if s.Accepts != conns || s.BytesIn != s.BytesOut || s.BytesIn != conns*trips*25 {
 			t.Fatalf("stats: %+v", s)
@@ -142,7 +143,7 @@ func (h *halfCloser) OnEOF(c *percore.Conn) {
 func (h *halfCloser) OnClose(c *percore.Conn, err error) { h.closed <- err }
 
 func TestHalfClose(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &halfCloser{eof: make(chan struct{}), closed: make(chan error, 1)}
 		rt := start(t, percore.Config{Backend: b}, h)
 		c := dial(t, rt).(*net.TCPConn)
@@ -182,7 +183,7 @@ func (f *flooder) OnData(c *percore.Conn, data []byte) {
 func (f *flooder) OnClose(c *percore.Conn, err error) { f.closed <- err }
 
 func TestPeerResetMidWrite(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		f := &flooder{reply: make([]byte, 32<<20), closed: make(chan error, 2)}
 		rt := start(t, percore.Config{Backend: b}, f)
 		c := dial(t, rt).(*net.TCPConn)
@@ -221,13 +222,13 @@ func TestPeerResetMidWrite(t *testing.T) {
 
 func TestPostFromManyGoroutines(t *testing.T) {
 	const posters, each = 16, 500
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := start(t, percore.Config{Backend: b, Cores: allCores(t)}, nil)
 		loops := rt.Loops()
 		tids := make([]int, len(loops))
 		counts := make([]int, len(loops)) // each written only by its loop
 		for i, l := range loops {
-			onLoop(t, l, func() { tids[i] = unix.Gettid() })
+			pctest.OnLoop(t, l, func() { tids[i] = unix.Gettid() })
 		}
 		var wrong atomic.Int64
 		var wg sync.WaitGroup
@@ -254,7 +255,7 @@ func TestPostFromManyGoroutines(t *testing.T) {
 		wg.Wait()
 		for i, l := range loops {
 			var n int
-			onLoop(t, l, func() { n = counts[i] })
+			pctest.OnLoop(t, l, func() { n = counts[i] })
 			if n != posters*each {
 				t.Errorf("loop %d ran %d posted functions, want %d", i, n, posters*each)
 			}
@@ -266,7 +267,7 @@ func TestPostFromManyGoroutines(t *testing.T) {
 }
 
 func TestLoopsArePinned(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		cores := allCores(t)
 		rt := start(t, percore.Config{Backend: b, Cores: cores}, echoHandler{})
 		if len(rt.Loops()) != len(cores) {
@@ -278,7 +279,7 @@ func TestLoopsArePinned(t *testing.T) {
 			}
 			var got []int
 			var err error
-			onLoop(t, l, func() { got, err = cpu.Thread() })
+			pctest.OnLoop(t, l, func() { got, err = cpu.Thread() })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -290,7 +291,7 @@ func TestLoopsArePinned(t *testing.T) {
 }
 
 func TestCoreOutsideAffinityFails(t *testing.T) {
-	_, err := percore.New(percore.Config{Cores: []int{4095}, Logger: quietLogger(t)}, nil)
+	_, err := percore.New(percore.Config{Cores: []int{4095}, Logger: pctest.QuietLogger(t)}, nil)
 	if !errors.Is(err, cpu.ErrNotAllowed) {
 		t.Fatalf("New on cpu 4095: %v, want cpu.ErrNotAllowed", err)
 	}
@@ -358,14 +359,14 @@ func (h *collector) OnData(c *percore.Conn, data []byte) { h.got <- bytes.Clone(
 func (h *collector) OnClose(c *percore.Conn, err error)  { h.closed <- err }
 
 func TestDial(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		server := start(t, percore.Config{Backend: b}, echoHandler{})
 		client := start(t, percore.Config{Backend: b}, nil)
 		l := client.Loops()[0]
 
 		h := &collector{got: make(chan []byte, 16), closed: make(chan error, 1)}
 		res := make(chan dialResult, 1)
-		onLoop(t, l, func() {
+		pctest.OnLoop(t, l, func() {
 			err := l.Dial(server.Addr().String(), h, func(c *percore.Conn, err error) {
 				if err == nil {
 					c.Write([]byte("hello over dial"))
@@ -392,14 +393,14 @@ func TestDial(t *testing.T) {
 		if string(got) != "hello over dial" {
 			t.Fatalf("got %q", got)
 		}
-		onLoop(t, l, func() { r.c.Close() })
+		pctest.OnLoop(t, l, func() { r.c.Close() })
 		if err := <-h.closed; err != nil {
 			t.Fatalf("close: %v", err)
 		}
 
 		// A refused dial is reported, not hung.
 		refused := freePort(t)
-		onLoop(t, l, func() {
+		pctest.OnLoop(t, l, func() {
 			if err := l.Dial(refused, h, func(c *percore.Conn, err error) { res <- dialResult{c, err} }); err != nil {
 				res <- dialResult{nil, err}
 			}
@@ -414,7 +415,7 @@ func TestDial(t *testing.T) {
 		}
 
 		// An address the loop cannot use fails at once.
-		onLoop(t, l, func() {
+		pctest.OnLoop(t, l, func() {
 			if err := l.Dial("localhost:80", h, func(*percore.Conn, error) {}); err == nil {
 				t.Error("dial of a host name: no error (the loop must not resolve names)")
 			}
@@ -434,8 +435,8 @@ func freePort(t *testing.T) string {
 }
 
 func TestCloseReleasesEverything(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
-		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t), Logger: quietLogger(t)}, echoHandler{})
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t), Logger: pctest.QuietLogger(t)}, echoHandler{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,19 +13,10 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 )
-
-// backends are the backends every test over TCP runs under.
-var backends = []percore.Backend{percore.IOURing, percore.Epoll}
-
-func eachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
-	t.Helper()
-	for _, b := range backends {
-		t.Run(b.String(), func(t *testing.T) { f(t, b) })
-	}
-}
 
 // serve starts a one-loop runtime on 127.0.0.1:0 with h and closes it at
 // cleanup.
@@ -122,7 +113,7 @@ func TestLinesOverTCP(t *testing.T) {
 		{"end and start in one write", []string{"pi", "ng\npo", "ng\n"}, "line:ping\nline:pong\n"},
 		{"unfinished line dropped at the end", []string{"x\ny"}, "line:x\n"},
 	}
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, frame.Lines(&lineEcho{}, frame.LineConfig{MaxLine: 1024}))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -149,7 +140,7 @@ func TestLinesOverTCP(t *testing.T) {
 
 func TestLineTooLong(t *testing.T) {
 	const limit = 1024
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &lineEcho{errs: make(chan error, 1)}
 		rt := serve(t, b, frame.Lines(h, frame.LineConfig{MaxLine: limit}))
 		c := dial(t, rt)
@@ -172,7 +163,7 @@ func TestLineTooLong(t *testing.T) {
 }
 
 func TestFrameErrorWithoutHook(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
 			frame.WriteLine(c, line)
 		}), frame.LineConfig{MaxLine: 8}))
@@ -210,7 +201,7 @@ func TestLengthPrefixedOverTCP(t *testing.T) {
 		{"split everywhere", [][]byte{hello[:1], hello[1:4], hello[4:7], hello[7:]}, hello},
 		{"several frames in one write", [][]byte{several}, several},
 	}
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, frame.LengthPrefixed(&frameEcho{}, frame.LengthConfig{MaxFrame: 1024}))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -232,7 +223,7 @@ func TestLengthPrefixedOverTCP(t *testing.T) {
 // TestLengthHeaderTooLong sends only a header declaring too much: the
 // server answers and closes without waiting for (or buffering) a payload.
 func TestLengthHeaderTooLong(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &frameEcho{errs: make(chan error, 1)}
 		rt := serve(t, b, frame.LengthPrefixed(h, frame.LengthConfig{MaxFrame: 1024}))
 		c := dial(t, rt)
@@ -278,7 +269,7 @@ func (h *hooked) OnClose(c *percore.Conn, err error) {
 // TestHooksForwarded: OnOpen, OnEOF (which keeps a half-closed connection
 // open to write a goodbye) and OnClose reach the wrapped handler.
 func TestHooksForwarded(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &hooked{closed: make(chan struct{})}
 		rt := serve(t, b, frame.Lines(h, frame.LineConfig{}))
 		c := dial(t, rt)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -52,7 +53,7 @@ func TestReuse(t *testing.T) {
 		{"validate later", answerPosted, false},
 		{"no test on checkout", answerAtOnce, true},
 	}
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
@@ -80,7 +81,7 @@ func TestReuse(t *testing.T) {
 }
 
 func TestMaxSizeThenTimeout(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		m := newFakeManager()
 		m.connectMode = answerPosted
@@ -104,7 +105,7 @@ func TestMaxSizeThenTimeout(t *testing.T) {
 }
 
 func TestBrokenIsDropped(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		m := newFakeManager()
 		p := newTestPool(t, m, Config{})
@@ -112,7 +113,7 @@ func TestBrokenIsDropped(t *testing.T) {
 		g.get(1)
 		ls := g.lease()
 		broken := ls.Conn()
-		onLoop(t, loop, func() { broken.broken = true })
+		pctest.OnLoop(t, loop, func() { broken.broken = true })
 		g.put(ls)
 		st, s := g.state()
 		if st.Connections != 0 || s.ClosedBroken != 1 || !broken.closed {
@@ -126,7 +127,7 @@ func TestBrokenIsDropped(t *testing.T) {
 		}
 		// One that breaks while idle is dropped on checkout.
 		var idle *fakeConn
-		onLoop(t, loop, func() { idle = g.local.idle[0].Conn(); idle.broken = true })
+		pctest.OnLoop(t, loop, func() { idle = g.local.idle[0].Conn(); idle.broken = true })
 		g.get(1)
 		if next := g.lease(); next.Conn() == idle {
 			t.Error("a connection that broke while idle was lent")
@@ -142,7 +143,7 @@ func TestBrokenIsDropped(t *testing.T) {
 }
 
 func TestFailedValidationReplaces(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		for _, mode := range []fakeMode{answerAtOnce, answerPosted} {
 			m := newFakeManager()
@@ -153,7 +154,7 @@ func TestFailedValidationReplaces(t *testing.T) {
 			ls := g.lease()
 			old := ls.Conn()
 			g.put(ls)
-			onLoop(t, loop, func() { old.invalid = true })
+			pctest.OnLoop(t, loop, func() { old.invalid = true })
 			g.get(1)
 			ls = g.lease()
 			if ls.Conn() == old {
@@ -170,7 +171,7 @@ func TestFailedValidationReplaces(t *testing.T) {
 }
 
 func TestConnectErrorFreesSlot(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		m := newFakeManager()
 		m.connectMode, m.failConnects = answerPosted, true
@@ -195,14 +196,14 @@ func TestConnectErrorFreesSlot(t *testing.T) {
 }
 
 func TestWarm(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		m := newFakeManager()
 		m.connectMode = answerPosted
 		p := newTestPool(t, m, Config{MaxSize: 4, MinIdle: 3})
 		g := newGetter(t, p, loop) // a new Local warms
-		waitFor(t, "3 idle connections", func() bool { st, _ := g.state(); return st.Idle == 3 })
-		onLoop(t, loop, g.local.Warm) // nothing to do
+		pctest.WaitFor(t, "3 idle connections", func() bool { st, _ := g.state(); return st.Idle == 3 })
+		pctest.OnLoop(t, loop, g.local.Warm) // nothing to do
 		st, s := g.state()
 		if st.Connections != 3 || st.Connecting != 0 || s.Created != 3 {
 			t.Errorf("state %v; statistics %v", st, s)
@@ -220,7 +221,7 @@ func TestWarm(t *testing.T) {
 }
 
 func TestReapAndMaintain(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		clock := newFakeClock()
 		m := newFakeManager()
@@ -232,7 +233,7 @@ func TestReapAndMaintain(t *testing.T) {
 		g.put(a)
 		g.put(c)
 		clock.Advance(2 * time.Minute)
-		onLoop(t, loop, g.local.Maintain) // reap both idle, warm one
+		pctest.OnLoop(t, loop, g.local.Maintain) // reap both idle, warm one
 		st, s := g.state()
 		if s.ClosedIdleTimeout != 2 || st.Idle != 1 || st.Connections != 2 {
 			t.Errorf("after maintain: state %v; statistics %v", st, s)
@@ -248,7 +249,7 @@ func TestReapAndMaintain(t *testing.T) {
 }
 
 func TestMaintainTimer(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		clock := newFakeClock()
 		m := newFakeManager()
@@ -259,7 +260,7 @@ func TestMaintainTimer(t *testing.T) {
 			t.Fatalf("warm: %v", st)
 		}
 		clock.Advance(2 * time.Minute)
-		waitFor(t, "the maintenance timer to retire and refill", func() bool {
+		pctest.WaitFor(t, "the maintenance timer to retire and refill", func() bool {
 			st, s := g.state()
 			return s.ClosedIdleTimeout == 2 && st.Idle == 2
 		})
@@ -269,7 +270,7 @@ func TestMaintainTimer(t *testing.T) {
 }
 
 func TestClear(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		m := newFakeManager()
 		p := newTestPool(t, m, Config{})
@@ -279,7 +280,7 @@ func TestClear(t *testing.T) {
 		g.put(a)
 		g.put(c)
 		p.Clear()
-		waitFor(t, "Clear to close the idle connections", func() bool {
+		pctest.WaitFor(t, "Clear to close the idle connections", func() bool {
 			_, s := g.state()
 			return s.ClosedCleared == 2
 		})
@@ -293,7 +294,7 @@ func TestClear(t *testing.T) {
 }
 
 func TestCloseOnEveryLoop(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loops := startLoops(t, b, 2)
 		m := newFakeManager()
 		// A long timeout: the waiter must be woken by Close, not by it.
@@ -306,14 +307,14 @@ func TestCloseOnEveryLoop(t *testing.T) {
 		g1.none()
 
 		start := time.Now()
-		onLoop(t, loops[0], func() { p.Close() }) // closed from another loop
+		pctest.OnLoop(t, loops[0], func() { p.Close() }) // closed from another loop
 		r := g1.next()
 		if !errors.Is(r.err, ErrClosed) || !errors.Is(r.err, net.ErrClosed) {
 			t.Fatalf("waiter on the other loop: %v, %v; want ErrClosed", r.lease, r.err)
 		}
 		t.Logf("waiter woken %v after Close", time.Since(start))
 
-		waitFor(t, "loop 0 to close its idle connection", func() bool {
+		pctest.WaitFor(t, "loop 0 to close its idle connection", func() bool {
 			st, _ := g0.state()
 			return st.Idle == 0
 		})
@@ -322,8 +323,8 @@ func TestCloseOnEveryLoop(t *testing.T) {
 			t.Errorf("get after close: %v, %v", r.lease, r.err)
 		}
 		g1.put(held) // dropped
-		onLoop(t, loops[1], g1.local.Maintain)
-		onLoop(t, loops[1], g1.local.Warm)
+		pctest.OnLoop(t, loops[1], g1.local.Maintain)
+		pctest.OnLoop(t, loops[1], g1.local.Warm)
 		var st State
 		var s Statistics
 		for _, g := range []*getter{g0, g1} {
@@ -341,7 +342,7 @@ func TestCloseOnEveryLoop(t *testing.T) {
 }
 
 func TestFIFO(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		loop := startLoops(t, b, 1)[0]
 		t.Run("three waiters in arrival order", func(t *testing.T) {
 			p := newTestPool(t, newFakeManager(), Config{MaxSize: 1, ConnectionTimeout: time.Minute})
@@ -350,7 +351,7 @@ func TestFIFO(t *testing.T) {
 			ls := g.lease()
 			order := make(chan int, 3)
 			var served [3]*Lease[*fakeConn]
-			onLoop(t, loop, func() {
+			pctest.OnLoop(t, loop, func() {
 				for i := range 3 {
 					g.local.Get(func(l *Lease[*fakeConn], err error) {
 						if err != nil {
@@ -383,7 +384,7 @@ func TestFIFO(t *testing.T) {
 			ls := g.lease()
 			g.none()
 			var late bool
-			onLoop(t, loop, func() {
+			pctest.OnLoop(t, loop, func() {
 				g.local.Put(ls) // goes to the waiter...
 				g.local.Get(func(l *Lease[*fakeConn], err error) { late = true; g.got <- result{l, err} })
 			})
@@ -391,7 +392,7 @@ func TestFIFO(t *testing.T) {
 			if first != ls {
 				t.Fatal("the waiter did not get the returned connection")
 			}
-			onLoop(t, loop, func() {
+			pctest.OnLoop(t, loop, func() {
 				if late {
 					t.Error("a get that arrived behind a waiter was served first")
 				}
@@ -403,7 +404,7 @@ func TestFIFO(t *testing.T) {
 }
 
 func TestStatisticsAndStop(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := startRuntime(t, b, 2)
 		loops := rt.Loops()
 		m := newFakeManager()
@@ -418,7 +419,7 @@ func TestStatisticsAndStop(t *testing.T) {
 			g.put(a)
 			g.get(1) // direct
 			g.put(g.lease())
-			onLoop(t, l, func() { c.Conn().broken = true })
+			pctest.OnLoop(t, l, func() { c.Conn().broken = true })
 			g.put(c)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

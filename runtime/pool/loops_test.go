@@ -1,26 +1,15 @@
 package pool
 
 import (
-	"bytes"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
 
 // The pool's behaviour tests run inside real loops, once per backend.
-
-var backends = []percore.Backend{percore.IOURing, percore.Epoll}
-
-// eachBackend runs f once per backend, as a named subtest.
-func eachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
-	t.Helper()
-	for _, b := range backends {
-		t.Run(b.String(), func(t *testing.T) { f(t, b) })
-	}
-}
 
 // startLoops starts a client-only runtime with n loops and returns them.
 func startLoops(t *testing.T, b percore.Backend, n int) []*percore.Loop {
@@ -40,50 +29,12 @@ func startRuntime(t *testing.T, b percore.Backend, n int) *percore.Runtime {
 	for i := range cores {
 		cores[i] = all[i%len(all)]
 	}
-	rt, err := percore.New(percore.Config{Backend: b, Cores: cores, Logger: quietLogger(t)}, nil)
+	rt, err := percore.New(percore.Config{Backend: b, Cores: cores, Logger: pctest.QuietLogger(t)}, nil)
 	if err != nil {
 		t.Fatalf("start runtime: %v", err)
 	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
-}
-
-// quietLogger shows warnings in the test log only.
-func quietLogger(t testing.TB) *slog.Logger {
-	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
-// onLoop runs f on l's thread and waits for it.
-func onLoop(t *testing.T, l *percore.Loop, f func()) {
-	t.Helper()
-	done := make(chan struct{})
-	if err := l.Post(func() { defer close(done); f() }); err != nil {
-		t.Fatalf("post: %v", err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("posted function did not run within 10s")
-	}
-}
-
-// waitFor polls cond (on the test goroutine) until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // result is what a get's done received.
@@ -102,14 +53,14 @@ type getter struct {
 
 func newGetter(t *testing.T, p *Pool[*fakeConn], loop *percore.Loop) *getter {
 	g := &getter{t: t, loop: loop, got: make(chan result, 64)}
-	onLoop(t, loop, func() { g.local = p.Local(loop) })
+	pctest.OnLoop(t, loop, func() { g.local = p.Local(loop) })
 	return g
 }
 
 // get issues n gets on the loop.
 func (g *getter) get(n int) {
 	g.t.Helper()
-	onLoop(g.t, g.loop, func() {
+	pctest.OnLoop(g.t, g.loop, func() {
 		for range n {
 			g.local.Get(func(ls *Lease[*fakeConn], err error) { g.got <- result{ls, err} })
 		}
@@ -141,7 +92,7 @@ func (g *getter) lease() *Lease[*fakeConn] {
 // none checks that no get has ended.
 func (g *getter) none() {
 	g.t.Helper()
-	onLoop(g.t, g.loop, func() {}) // let the loop finish its turn
+	pctest.OnLoop(g.t, g.loop, func() {}) // let the loop finish its turn
 	select {
 	case r := <-g.got:
 		g.t.Fatalf("a get ended early: %v, %v", r.lease, r.err)
@@ -151,12 +102,12 @@ func (g *getter) none() {
 
 func (g *getter) put(ls *Lease[*fakeConn]) {
 	g.t.Helper()
-	onLoop(g.t, g.loop, func() { g.local.Put(ls) })
+	pctest.OnLoop(g.t, g.loop, func() { g.local.Put(ls) })
 }
 
 // state returns the Local's State and Statistics, read on the loop.
 func (g *getter) state() (st State, s Statistics) {
 	g.t.Helper()
-	onLoop(g.t, g.loop, func() { st, s = g.local.State(), g.local.Statistics() })
+	pctest.OnLoop(g.t, g.loop, func() { st, s = g.local.State(), g.local.Statistics() })
 	return st, s
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/pool"
 	"github.com/percore/percore/runtime/pool/upstream"
@@ -93,14 +94,6 @@ func (s *echoServer) stop() {
 	s.ln.Close()
 	s.each(func(c net.Conn) { c.Close() })
 	s.wg.Wait()
-}
-
-var backends = []percore.Backend{percore.IOURing, percore.Epoll}
-
-func eachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
-	for _, b := range backends {
-		t.Run(b.String(), func(t *testing.T) { f(t, b) })
-	}
 }
 
 // client runs a one-loop percore runtime with a pool of upstream
@@ -203,20 +196,8 @@ func (c *client) state() (st pool.State, s pool.Statistics) {
 	return st, s
 }
 
-// waitFor polls cond until it holds or 10 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestRoundTripAndReuse(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		up := startEcho(t)
 		c := newClient(t, b, up.addr(), pool.Config{})
 		first := c.roundTrip("hello\n", false)
@@ -244,7 +225,7 @@ func TestDroppedConnections(t *testing.T) {
 		}, false},
 		{"returned mid-exchange", nil, true},
 	}
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				up := startEcho(t)
@@ -255,7 +236,7 @@ func TestDroppedConnections(t *testing.T) {
 				}
 				if tt.before != nil {
 					tt.before(up)
-					waitFor(t, "the client to notice", func() bool {
+					pctest.WaitFor(t, "the client to notice", func() bool {
 						var closed bool
 						c.on(func() { closed = first.conn.Err() != nil })
 						return closed
@@ -278,7 +259,7 @@ func TestDroppedConnections(t *testing.T) {
 }
 
 func TestRefused(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b percore.Backend) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
