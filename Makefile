@@ -13,9 +13,10 @@ all: build
 build:
 	$(GO) build ./...
 
-## test: the whole suite: lint, go test -race over every package (the
-## script tests included), then the benchmark harness in smoke mode.
-test: lint test-go bench-smoke
+## test: the whole suite: lint, the benchmark harness in smoke mode, then
+## go test -race over every package (the script tests included), last so
+## that its summary lines end the output.
+test: lint bench-smoke test-go
 
 test-go:
 	$(GO) test -race -count=1 -timeout 15m ./...
