@@ -31,7 +31,12 @@
 //   - Handlers must not block: a blocked handler stalls every connection of
 //     its loop. Run blocking work with Loop.Go and post the result back.
 //   - Conn.Write never blocks and always queues; Conn.Buffered says how much
-//     is queued. A peer that does not read makes the queue grow (outbound
-//     limits are configurable where the runtime offers them).
+//     is queued. At Config.MaxOutbound (4 MiB by default) the loop stops
+//     reading from that connection (or closes it, with CloseSlowConsumer)
+//     until the queue drains; a handler that writes without being asked
+//     checks Conn.Paused and continues in DrainHandler.OnDrain.
+//   - A handler whose request outlives OnData (a timer, an upstream call)
+//     marks it with Conn.BeginRequest and EndRequest, so that a graceful
+//     Shutdown waits for it.
 //   - Loop.Dial takes a literal IP address: the loop never resolves names.
 package runtime
