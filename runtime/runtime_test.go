@@ -485,3 +485,35 @@ func TestWaitBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCQOverflowLosesNothing holds a loop with a tiny completion queue
+// (32 entries) while 100 clients send, so that releasing it posts far more
+// completions than the queue holds: every echo must still arrive, and the
+// overflow is counted.
+func TestCQOverflowLosesNothing(t *testing.T) {
+	const clients = 100
+	rt := start(t, percore.Config{Backend: percore.IOURing, RingEntries: 8}, echoHandler{})
+	conns := make([]net.Conn, clients)
+	for i := range conns {
+		conns[i] = dial(t, rt)
+	}
+	pctest.WaitFor(t, "every connection open", func() bool { return rt.Stats().Open == clients })
+	release, held := make(chan struct{}), make(chan struct{})
+	if err := rt.Loops()[0].Post(func() { close(held); <-release }); err != nil {
+		t.Fatal(err)
+	}
+	<-held
+	for i, c := range conns {
+		if _, err := c.Write([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(release)
+	for i, c := range conns {
+		got := make([]byte, 1)
+		if _, err := io.ReadFull(c, got); err != nil || got[0] != byte(i) {
+			t.Fatalf("client %d: %v %v", i, got, err)
+		}
+	}
+	pctest.WaitFor(t, "the overflow counted", func() bool { return rt.Stats().CQOverflows > 0 })
+}

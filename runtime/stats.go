@@ -36,6 +36,11 @@ type Stats struct {
 	Pauses, Deferrals, Panics                              uint64
 	// Paused is how many connections are paused for backpressure now.
 	Paused uint64
+	// CQOverflows counts loop turns that found the io_uring completion
+	// queue overflowed (nothing is lost: the kernel keeps the completions
+	// and the next enter delivers them); a steady count says RingEntries
+	// is too small for the load.
+	CQOverflows uint64
 
 	// Early-warning signals over the last window of about a second (the
 	// maxima when summed over loops): the loop's lag, from the kernel
@@ -69,6 +74,7 @@ func (s Stats) Add(o Stats) Stats {
 	s.Deferrals += o.Deferrals
 	s.Panics += o.Panics
 	s.Paused += o.Paused
+	s.CQOverflows += o.CQOverflows
 	s.LagP50 = max(s.LagP50, o.LagP50)
 	s.LagP99 = max(s.LagP99, o.LagP99)
 	s.LagMax = max(s.LagMax, o.LagMax)
@@ -85,6 +91,7 @@ type counters struct {
 	capPauses, idleTimeouts              uint64
 	lifetimeCloses, slowConsumers        uint64
 	pauses, deferrals, panics            uint64
+	cqOverflows                          uint64
 }
 
 // publishedStats are the counters as other goroutines read them. Only the
@@ -97,6 +104,7 @@ type publishedStats struct {
 	capPauses, idleTimeouts                    atomic.Uint64
 	lifetimeCloses, slowConsumers              atomic.Uint64
 	pauses, deferrals, panics, paused          atomic.Uint64
+	cqOverflows                                atomic.Uint64
 	lagP50, lagP99, lagMax, postedBatch        atomic.Int64
 }
 
@@ -122,6 +130,7 @@ func (l *Loop) publish() {
 	p.deferrals.Store(c.deferrals)
 	p.panics.Store(c.panics)
 	p.paused.Store(uint64(l.paused))
+	p.cqOverflows.Store(c.cqOverflows)
 	if l.now.Sub(l.lagWindow) >= signalWindow {
 		p.lagP50.Store(l.lag.Quantile(0.5))
 		p.lagP99.Store(l.lag.Quantile(0.99))
@@ -163,6 +172,7 @@ func (l *Loop) Stats() Stats {
 		Deferrals:      p.deferrals.Load(),
 		Panics:         p.panics.Load(),
 		Paused:         p.paused.Load(),
+		CQOverflows:    p.cqOverflows.Load(),
 		LagP50:         time.Duration(p.lagP50.Load()),
 		LagP99:         time.Duration(p.lagP99.Load()),
 		LagMax:         time.Duration(p.lagMax.Load()),
