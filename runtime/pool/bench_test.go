@@ -10,12 +10,14 @@ import (
 // loop method) with the wall clock.
 func BenchmarkGetPut(b *testing.B) {
 	cases := []struct {
-		name string
-		cfg  Config
+		name      string
+		cfg       Config
+		loopClock bool
 	}{
-		{"defaults", Config{}}, // validate at once, idle timeout and max lifetime on
-		{"no test on checkout", Config{SkipTestOnCheckout: true}},
-		{"no expiry, no test", Config{SkipTestOnCheckout: true, IdleTimeout: -1, MaxLifetime: -1}},
+		{"defaults, time.Now", Config{Clock: time.Now}, false}, // validate at once, idle timeout and max lifetime on
+		{"defaults, loop clock", Config{}, true},               // as inside a percore loop
+		{"no test on checkout", Config{SkipTestOnCheckout: true, Clock: time.Now}, false},
+		{"no expiry, no test", Config{SkipTestOnCheckout: true, IdleTimeout: -1, MaxLifetime: -1}, false},
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
@@ -26,7 +28,12 @@ func BenchmarkGetPut(b *testing.B) {
 				b.Fatal(err)
 			}
 			loop := newFakeLoop(newFakeClock())
-			l := p.Local(loop)
+			var l *Local[*fakeConn]
+			if c.loopClock {
+				l = p.Local(turnClockLoop{loop, time.Now()})
+			} else {
+				l = p.Local(loop)
+			}
 			var got *Lease[*fakeConn]
 			done := func(ls *Lease[*fakeConn], err error) { got = ls }
 			l.Get(done) // opens the connection
@@ -50,6 +57,15 @@ func BenchmarkGetPut(b *testing.B) {
 	}
 }
 
+// turnClockLoop is a fake loop with a Now method, like *percore.Loop's
+// clock read once per turn.
+type turnClockLoop struct {
+	*fakeLoop
+	now time.Time
+}
+
+func (t turnClockLoop) Now() time.Time { return t.now }
+
 // TestGetPutAllocatesNothing pins the fast path's allocation count.
 func TestGetPutAllocatesNothing(t *testing.T) {
 	m := newFakeManager()
@@ -66,4 +82,39 @@ func TestGetPutAllocatesNothing(t *testing.T) {
 	if n := testing.AllocsPerRun(1000, func() { l.Get(done); l.Put(got) }); n != 0 {
 		t.Errorf("get+put allocates %v times", n)
 	}
+}
+
+// movingClockLoop is a fake loop whose Now the test moves.
+type movingClockLoop struct {
+	*fakeLoop
+	now *time.Time
+}
+
+func (m movingClockLoop) Now() time.Time { return *m.now }
+
+// TestLocalUsesTheLoopClock: without Config.Clock, a Local expires
+// connections by its loop's clock when the loop has one.
+func TestLocalUsesTheLoopClock(t *testing.T) {
+	m := newFakeManager()
+	p, err := New[*fakeConn](m, Config{ReapInterval: -1, SkipTestOnCheckout: true, IdleTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1000, 0)
+	l := p.Local(movingClockLoop{newFakeLoop(newFakeClock()), &now})
+	var got *Lease[*fakeConn]
+	done := func(ls *Lease[*fakeConn], err error) { got = ls }
+	l.Get(done)
+	l.Put(got)
+	now = now.Add(2 * time.Minute) // past the idle timeout, by the loop's clock only
+	got = nil
+	l.Get(done)
+	if got == nil {
+		t.Fatal("get not served")
+	}
+	if s := l.Statistics(); s.Created != 2 || s.ClosedIdleTimeout != 1 {
+		t.Fatalf("created %d, closed for idling %d; want 2 and 1 (the loop clock expired the first)", s.Created, s.ClosedIdleTimeout)
+	}
+	l.Put(got)
+	p.Close()
 }

@@ -34,7 +34,9 @@ type Config struct {
 	// means 30 s; negative means never (call Maintain yourself).
 	ReapInterval time.Duration
 	// Clock returns the current time, for expiry and wait statistics.
-	// Nil means time.Now. Tests inject a fake clock here.
+	// Nil means the loop's own clock (read once per loop turn) when the
+	// Loop has a Now method, as *percore.Loop does, else time.Now. Tests
+	// inject a fake clock here.
 	Clock func() time.Time
 }
 
@@ -58,6 +60,7 @@ type settings struct {
 	reapInterval   time.Duration
 	clock          func() time.Time
 	expires        bool // idleTimeout or maxLifetime is set
+	clockSet       bool // Config.Clock was given
 }
 
 func (c Config) resolve() (settings, error) {
@@ -79,6 +82,7 @@ func (c Config) resolve() (settings, error) {
 		testOnCheckout: !c.SkipTestOnCheckout,
 		reapInterval:   orDefault(c.ReapInterval, defaultReapInterval),
 		clock:          c.Clock,
+		clockSet:       c.Clock != nil,
 	}
 	if s.maxSize == 0 {
 		s.maxSize = defaultMaxSize

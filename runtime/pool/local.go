@@ -9,10 +9,11 @@ import (
 // thread; nothing in it is shared with other loops, and its counters are
 // plain fields.
 type Local[C any] struct {
-	p    *Pool[C]
-	m    Manager[C]
-	cfg  *settings
-	loop Loop
+	p     *Pool[C]
+	m     Manager[C]
+	cfg   *settings
+	loop  Loop
+	clock func() time.Time
 
 	idle       []*Lease[C] // ready to lend, the newest last
 	open       int         // connections that exist: idle, lent out, validating
@@ -40,7 +41,12 @@ type Local[C any] struct {
 }
 
 func newLocal[C any](p *Pool[C], loop Loop) *Local[C] {
-	l := &Local[C]{p: p, m: p.m, cfg: &p.cfg, loop: loop}
+	l := &Local[C]{p: p, m: p.m, cfg: &p.cfg, loop: loop, clock: p.cfg.clock}
+	if lc, ok := loop.(interface{ Now() time.Time }); ok && !p.cfg.clockSet {
+		// The loop's clock, read once per turn: expiry and wait times
+		// need no finer grain, and it costs nothing to read.
+		l.clock = lc.Now
+	}
 	l.expireFn = l.expire
 	l.tickFn = l.tick
 	return l
@@ -201,7 +207,7 @@ func (l *Local[C]) serve(r *request[C], ls *Lease[C], waited bool) {
 	ls.state = leaseOut
 	if waited {
 		l.st.GetsWaited++
-		l.st.WaitTime += l.cfg.clock().Sub(r.start)
+		l.st.WaitTime += l.clock().Sub(r.start)
 	} else {
 		l.st.GetsDirect++
 	}
@@ -319,7 +325,7 @@ func (l *Local[C]) recycle(ls *Lease[C], now time.Time) {
 // now returns the time when the pool expires connections, else zero.
 func (l *Local[C]) now() time.Time {
 	if l.cfg.expires {
-		return l.cfg.clock()
+		return l.clock()
 	}
 	return time.Time{}
 }
@@ -471,7 +477,7 @@ func (l *Local[C]) Reap() {
 	if l.closed || !l.cfg.expires || len(l.idle) == 0 {
 		return
 	}
-	now := l.cfg.clock()
+	now := l.clock()
 	idle := l.idle
 	l.idle = nil
 	var kept []*Lease[C]
@@ -586,7 +592,7 @@ func (l *Local[C]) newRequest(done func(*Lease[C], error)) *request[C] {
 	} else {
 		r = new(request[C])
 	}
-	now := l.cfg.clock()
+	now := l.clock()
 	l.seq++
 	r.done, r.start, r.deadline, r.seq = done, now, now.Add(l.cfg.timeout), l.seq
 	l.active.pushBack(r)
@@ -617,7 +623,7 @@ func (l *Local[C]) expire() {
 	if l.closed {
 		return
 	}
-	now := l.cfg.clock()
+	now := l.clock()
 	for r := l.active.head; r != nil && !r.deadline.After(now); r = l.active.head {
 		l.detach(r)
 		l.fail(r, ErrTimeout)
