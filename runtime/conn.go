@@ -64,7 +64,7 @@ const (
 	stConnecting                       // a dial is in progress
 	stPaused                           // reading paused for outbound backpressure
 	stOverCap                          // the queue reached the cap and has not drained yet
-	stRecvEOF                          // io_uring: the kernel reported end of stream
+	stRecvEOF                          // the kernel reported end of stream (delivery may wait)
 	stBudgetHeld                       // io_uring: receiving stopped while over the turn budget
 	stThrottled                        // io_uring: receiving one buffer at a time after the budget
 )

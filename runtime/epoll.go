@@ -79,7 +79,7 @@ func (d *epollDriver) start(c *Conn) error {
 
 func (d *epollDriver) events(c *Conn) uint32 {
 	var ev uint32
-	if c.state&(stEOF|stPaused) == 0 {
+	if c.state&(stEOF|stRecvEOF|stPaused) == 0 {
 		ev |= poller.In | poller.RDHup
 	}
 	if c.state&stPollOut != 0 {
@@ -226,7 +226,7 @@ func (d *epollDriver) release(c *Conn) {
 
 func (d *epollDriver) connect(c *Conn, ds *dialState) error {
 	d.syscalls++
-	_, _, errno := unix.RawSyscall(unix.SYS_CONNECT, uintptr(c.fd), uintptr(ptrOf(&ds.sa)), uintptr(ds.salen))
+	_, _, errno := unix.RawSyscall(unix.SYS_CONNECT, uintptr(c.fd), uintptr(unsafe.Pointer(&ds.sa)), uintptr(ds.salen))
 	if errno != 0 && errno != unix.EINPROGRESS {
 		return errnoErr("connect", errno)
 	}
@@ -283,7 +283,7 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 		l.connected(c, nil)
 		return
 	}
-	if events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.state&(stEOF|stPaused) == 0 {
+	if events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.state&(stEOF|stRecvEOF|stPaused) == 0 {
 		d.read(c)
 	}
 	if events&poller.Out != 0 && c.state&stClosed == 0 {
@@ -299,9 +299,8 @@ func (d *epollDriver) read(c *Conn) {
 	case errno != 0:
 		d.l.fail(c, "read", errnoErr("read", errno))
 	case r == 0:
-		c.state |= stEOF
-		d.update(c) // stop polling for input
-		c.state &^= stEOF
+		c.state |= stRecvEOF
+		d.update(c) // stop polling for input, while the descriptor is still open
 		d.l.eof(c)
 	default:
 		d.l.received(c, d.buf[:r])

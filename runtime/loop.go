@@ -245,7 +245,7 @@ func (l *Loop) run() {
 // what it reported: it reads the loop's clock for the turn.
 func (l *Loop) awoke() { l.now = time.Now() }
 
-// stop begins the loop's shutdown: stop accepting, close every connection
+// forceStop begins the loop's shutdown: stop accepting, close every connection
 // with err, exit once the kernel holds nothing of the loop.
 func (l *Loop) forceStop(err error) {
 	if !l.stopping {

@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/percore/percore/cpu"
 	"golang.org/x/sys/unix"
@@ -46,5 +45,3 @@ func kernelRelease() string {
 	}
 	return unix.ByteSliceToString(u.Release[:])
 }
-
-func timeNow() time.Time { return time.Now() }

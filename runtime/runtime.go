@@ -8,6 +8,7 @@ import (
 	"os"
 	goruntime "runtime"
 	"sync"
+	"time"
 
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/listener"
@@ -147,7 +148,7 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 			rt.probe.Reason = "epoll requested"
 		}
 	}
-	l.now = timeNow()
+	l.now = time.Now()
 	if addr != "" {
 		ln, err := listener.Listen("tcp", addr, listener.Config{
 			Backlog: cfg.Backlog, IncomingCPU: cfg.IncomingCPU, CPU: l.cpu,

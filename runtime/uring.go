@@ -7,6 +7,7 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
@@ -283,7 +284,7 @@ func (d *uringDriver) release(c *Conn) {
 }
 
 func (d *uringDriver) connect(c *Conn, ds *dialState) error {
-	if err := d.r.PrepareConnect(c.fd, ptrOf(&ds.sa), ds.salen, userData(kindConnect, c.slot, c.gen)); err != nil {
+	if err := d.r.PrepareConnect(c.fd, unsafe.Pointer(&ds.sa), ds.salen, userData(kindConnect, c.slot, c.gen)); err != nil {
 		return err
 	}
 	c.ops++
