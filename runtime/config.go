@@ -213,6 +213,7 @@ const (
 	defaultBufferCount = 512
 	acceptBackoffMin   = 10 * time.Millisecond
 	acceptBackoffMax   = time.Second
+	acceptQuiet        = time.Second // without accept failures ends an episode
 )
 
 func (c Config) withDefaults() Config {

@@ -66,6 +66,7 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 		var logMu sync.Mutex
 		var logs []string
 		failing := make(chan struct{}, 1)
+		again := make(chan struct{}, 1)
 		logDone := make(chan struct{})
 		go func() {
 			defer close(logDone)
@@ -77,6 +78,12 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 				if strings.Contains(sc.Text(), "accept failing") {
 					select {
 					case failing <- struct{}{}:
+					default:
+					}
+				}
+				if strings.Contains(sc.Text(), "accepting again") {
+					select {
+					case again <- struct{}{}:
 					default:
 					}
 				}
@@ -127,8 +134,9 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 		if used > 0.25 {
 			t.Fatalf("child used %.0f%% of a CPU during the episode", used*100)
 		}
-		// Closing the first connections frees descriptors: the waiting
-		// ones are accepted and answered.
+		// Closing the first connections frees descriptors, one at a time
+		// as the loop sees each close: the waiting ones are accepted and
+		// answered, and the episode ends once accepting stops failing.
 		for _, c := range first {
 			c.Close()
 		}
@@ -137,6 +145,15 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 			if _, err := io.ReadFull(c, got); err != nil || string(got) != "2" {
 				t.Fatalf("waiting connection after recovery: %q %v", got, err)
 			}
+		}
+		select {
+		case <-again:
+		case err := <-exited:
+			t.Fatalf("child exited after the episode: %v", err)
+		case <-time.After(15 * time.Second):
+			logMu.Lock()
+			defer logMu.Unlock()
+			t.Fatalf("the episode never ended; the child said:\n%s", strings.Join(logs, "\n"))
 		}
 		logMu.Lock()
 		defer logMu.Unlock()

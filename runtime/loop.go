@@ -98,8 +98,14 @@ type Loop struct {
 	stopping bool
 	done     chan struct{}
 
-	acceptBackoff time.Duration
-	acceptErrs    int
+	// An accept-failure episode: its failures, the current back-off, when
+	// it last failed, whether an accept has succeeded since, and whether
+	// the timer that ends it after a quiet spell is pending.
+	acceptBackoff    time.Duration
+	acceptErrs       int
+	acceptLastErr    time.Time
+	acceptRecovered  bool
+	acceptQuietArmed bool
 	// Accepting is paused while the loop is at its connection cap or
 	// backing off after a resource error; it resumes when neither holds.
 	pausedCap, pausedBackoff bool
@@ -552,8 +558,8 @@ const (
 // acceptFailed handles an accept error: per-connection errors are skipped
 // silently; a shortage of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
 // ENOMEM) pauses accepting for a back-off that grows from 10 ms to 1 s, is
-// logged once per episode and counted. It reports whether accepting was
-// paused.
+// counted, and is logged once per episode. It reports whether accepting
+// was paused.
 func (l *Loop) acceptFailed(err error) bool {
 	if isTransientAcceptError(err) {
 		return false
@@ -562,6 +568,8 @@ func (l *Loop) acceptFailed(err error) bool {
 		l.log.Warn("percore: accept failing, backing off", "loop", l.id, "err", err)
 	}
 	l.acceptErrs++
+	l.acceptLastErr = l.now
+	l.acceptRecovered = false
 	l.cnt.acceptErrors++
 	if l.acceptBackoff == 0 {
 		l.acceptBackoff = acceptBackoffMin
@@ -581,13 +589,38 @@ func (l *Loop) acceptFailed(err error) bool {
 	return true
 }
 
-// acceptOK ends an accept-error episode.
+// acceptOK notes an accepted connection. During an episode, progress
+// restarts the back-off from its minimum, but the episode ends only after
+// acceptQuiet with no failure: descriptors usually come back one at a
+// time, and each would otherwise end one episode and start the next.
 func (l *Loop) acceptOK() {
-	if l.acceptErrs > 0 {
-		l.log.Info("percore: accepting again", "loop", l.id, "errors", l.acceptErrs)
-		l.acceptErrs = 0
-		l.acceptBackoff = 0
+	if l.acceptErrs == 0 {
+		return
 	}
+	l.acceptBackoff = 0
+	l.acceptRecovered = true
+	if !l.acceptQuietArmed {
+		l.acceptQuietArmed = true
+		l.AfterFunc(acceptQuiet, l.endAcceptEpisode)
+	}
+}
+
+// endAcceptEpisode ends the episode if accepts have succeeded since the
+// last failure and acceptQuiet has passed without one; if accepting is
+// still failing, the next success arms it again.
+func (l *Loop) endAcceptEpisode() {
+	l.acceptQuietArmed = false
+	if l.acceptErrs == 0 || !l.acceptRecovered {
+		return
+	}
+	if quiet := l.now.Sub(l.acceptLastErr); quiet < acceptQuiet {
+		l.acceptQuietArmed = true
+		l.AfterFunc(acceptQuiet-quiet, l.endAcceptEpisode)
+		return
+	}
+	l.log.Info("percore: accepting again", "loop", l.id, "errors", l.acceptErrs)
+	l.acceptErrs = 0
+	l.acceptBackoff = 0
 }
 
 // isTransientAcceptError reports errors that concern one connection (it
