@@ -111,23 +111,25 @@ type closeRecorder struct {
 func (h *closeRecorder) OnClose(c *percore.Conn, err error) { h.closed <- err }
 
 func TestIdleTimeout(t *testing.T) {
-	const idle = 300 * time.Millisecond
+	// Long enough that a stall of the test process on a busy machine
+	// does not look like silence between the talker's messages.
+	const idle = 500 * time.Millisecond
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &closeRecorder{closed: make(chan error, 2)}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: idle}, h)
 
-		// A client that keeps talking, for more than three idle periods,
-		// is never cut off.
+		// A client that keeps talking, for three idle periods, is never
+		// cut off.
 		talker := dial(t, rt)
 		buf := make([]byte, 1)
-		for end := time.Now().Add(4 * idle); time.Now().Before(end); {
+		for end := time.Now().Add(3 * idle); time.Now().Before(end); {
 			if _, err := talker.Write([]byte{'x'}); err != nil {
 				t.Fatalf("talking client: %v", err)
 			}
 			if _, err := io.ReadFull(talker, buf); err != nil {
 				t.Fatalf("talking client cut off: %v", err)
 			}
-			time.Sleep(idle / 10) // the workload's pace, not synchronisation
+			time.Sleep(idle / 20) // the workload's pace, not synchronisation
 		}
 		// Then it falls silent and is closed, with the reason.
 		if _, err := talker.Read(buf); err != io.EOF {
