@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	goruntime "runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -51,6 +52,8 @@ type driver interface {
 	// to timeout (negative: no limit) for events, call loop.awoke, and
 	// dispatch the events.
 	poll(timeout time.Duration) error
+	// submit hands everything prepared to the kernel without waiting.
+	submit()
 	// idle reports whether the kernel holds nothing of this loop any more
 	// (after stopListening and every release), so the loop may exit.
 	idle() bool
@@ -106,6 +109,8 @@ type Loop struct {
 	acceptLastErr    time.Time
 	acceptRecovered  bool
 	acceptQuietArmed bool
+
+	lastYield time.Time // when the loop last yielded to Go's scheduler
 	// Accepting is paused while the loop is at its connection cap or
 	// backing off after a resource error; it resumes when neither holds.
 	pausedCap, pausedBackoff bool
@@ -209,6 +214,9 @@ func (l *Loop) run() {
 		if l.stopping && l.open == 0 && l.d.idle() {
 			break
 		}
+		if l.now.Sub(l.lastYield) >= yieldInterval {
+			l.yield()
+		}
 		timeout := time.Duration(-1)
 		if t := l.timers.next(); t != nil {
 			timeout = max(time.Until(t.when), 0)
@@ -245,6 +253,24 @@ func (l *Loop) run() {
 	if err := l.d.close(); err != nil {
 		l.log.Error("percore: close loop backend", "loop", l.id, "err", err)
 	}
+}
+
+// yieldInterval is how often a loop yields its thread to Go's scheduler.
+// It is below the scheduler's 10 ms preemption slice: see yield.
+const yieldInterval = 5 * time.Millisecond
+
+// yield hands everything prepared to the kernel and lets Go's scheduler
+// run once. A loop's goroutine never blocks in the scheduler, so without
+// this sysmon sees its P on the same scheduling tick for over 10 ms, takes
+// it as a long-running goroutine, and from then on retakes the P at every
+// blocking wait, handing it to another thread and keeping itself at its
+// shortest period: thousands of futex calls, wake-ups and nanosleeps a
+// second. One yield every 5 ms (three futex calls) resets the tick.
+// Measured in docs/performance.md.
+func (l *Loop) yield() {
+	l.d.submit()
+	goruntime.Gosched()
+	l.lastYield = time.Now()
 }
 
 // awoke is called by drivers when the kernel returns, before they dispatch

@@ -291,13 +291,25 @@ func (d *uringDriver) connect(c *Conn, ds *dialState) error {
 	return nil
 }
 
-func (d *uringDriver) poll(timeout time.Duration) error {
+// sendDirty prepares the sends of every connection that wrote this turn.
+func (d *uringDriver) sendDirty() {
 	for i, c := range d.dirty {
 		d.dirty[i] = nil
 		c.state &^= stDirty
 		d.send(c)
 	}
 	d.dirty = d.dirty[:0]
+}
+
+// submit prepares this turn's sends and hands them to the kernel. An
+// error is left for the next poll, which enters again and reports it.
+func (d *uringDriver) submit() {
+	d.sendDirty()
+	_ = d.r.Submit()
+}
+
+func (d *uringDriver) poll(timeout time.Duration) error {
+	d.sendDirty()
 	var err error
 	if d.peekFirst && d.r.Ready() == 0 && len(d.deferred) == 0 && timeout != 0 {
 		// One non-blocking enter first: under load, completions that
