@@ -26,6 +26,8 @@
 # removes the file. All of the above except the irqbalance config file reverts at reboot by itself,
 # and /run is emptied then too: restore before rebooting, or remove the added --banirq=N words from
 # IRQBALANCE_ARGS by hand. IRQs that a resize frees come back with the kernel's default affinity.
+# One apply or restore runs at a time: each holds flock(1) on the state directory, and a second
+# exits 4 at once, having changed nothing.
 #
 # Test hooks (for scripts/tunenic_test.go; not a user interface, they may change at any time):
 #   TUNE_NIC_SYS, TUNE_NIC_PROC, TUNE_NIC_ETC  roots read and written instead of /sys, /proc, /etc
@@ -96,6 +98,7 @@ Exit status:
      apply does instead. Apply still works and exits 0.
   3  a step failed after changes began; what changed before it is in the state file, so
      --restore still undoes it
+  4  another apply or restore holds the lock on the state directory; nothing was changed
 
 The originals are saved in $STATE_DIR/DEV.state.
 EOF
@@ -146,6 +149,7 @@ GAPS=()    # "reason<TAB>instead"
 STATE_ADDED=0
 STATE_LAST=
 STATE_LOADED=0
+LOCK_FD=
 declare -A SAVED=() # "KIND KEY" of the records in the state file
 WRITE_ERR=
 
@@ -915,10 +919,30 @@ print_gaps() {
 	done
 }
 
+# take_lock: one apply or restore at a time. Two at once would each save as "original" what the
+# other had just written, or restore values the other is changing. The lock is flock(1) on the
+# state directory itself, held until the script exits; a dry run takes none.
+take_lock() {
+	if ((DRY)); then return 0; fi
+	if ! command -v flock >/dev/null; then
+		die_usage "needs flock(1) (util-linux) to keep two runs apart"
+	fi
+	if ! { mkdir -p "$STATE_DIR" && chmod 0700 "$STATE_DIR"; }; then
+		die_usage "cannot create the state directory $STATE_DIR"
+	fi
+	exec {LOCK_FD}<"$STATE_DIR"
+	if ! flock -n "$LOCK_FD"; then
+		printf '%s: another apply or restore is running (it holds a lock on %s); nothing was changed\n' \
+			"$PROG" "$STATE_DIR" >&2
+		exit 4
+	fi
+}
+
 apply() {
 	if ((!DRY && EUID != 0)) && [[ -z ${TUNE_NIC_SYS:-}${TUNE_NIC_PROC:-} ]]; then
 		die_usage "applying needs root (--check and --dry-run do not)"
 	fi
+	take_lock
 	gather
 	say "$PROG: $DEV ($DRIVER): $N loops on CPUs $(cpus_list)"
 	run_plan
@@ -1096,6 +1120,11 @@ restore() {
 	fi
 	if [[ ! -f $STATE_FILE ]]; then
 		printf '%s: nothing to restore for %s (no %s)\n' "$PROG" "$DEV" "$STATE_FILE"
+		exit 0
+	fi
+	take_lock
+	if [[ ! -f $STATE_FILE ]]; then
+		printf '%s: nothing to restore for %s (another run restored it)\n' "$PROG" "$DEV"
 		exit 0
 	fi
 	while IFS=$'\t' read -r kind key value; do

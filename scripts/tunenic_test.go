@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/percore/percore/internal/leakcheck"
+	"golang.org/x/sys/unix"
 )
 
 // TestMain runs the tests, or, when this binary was started as bin/fakenic of a fake host (see
@@ -28,6 +29,7 @@ const (
 	exitUsage   = 1
 	exitGaps    = 2
 	exitStepErr = 3
+	exitLocked  = 4
 )
 
 func wantCode(t *testing.T, r result, code int) {
@@ -80,7 +82,7 @@ func TestHelpDocumentsExitCodes(t *testing.T) {
 	wantCode(t, r, exitOK)
 	wantOutput(t, r, "--check", "--restore", "--dry-run", "--irqbalance", "--flow-entries", "--no-xps", "Exit status:",
 		"  0  done", "  1  usage or validation error", "  2  --check: the full hardware recipe does not apply",
-		"  3  a step failed after changes began")
+		"  3  a step failed after changes began", "  4  another apply or restore holds the lock")
 }
 
 func TestUsageErrorsChangeNothing(t *testing.T) {
@@ -869,6 +871,46 @@ func TestRestoreAfterTwoApplies(t *testing.T) {
 			wantOutput(t, r, "nothing to restore")
 		})
 	}
+}
+
+// TestConcurrentRunsAreKeptApart holds the state directory's lock, as a
+// running apply does, and checks that apply and restore refuse at once and
+// change nothing, and that they work once it is released.
+func TestConcurrentRunsAreKeptApart(t *testing.T) {
+	t.Parallel()
+	hh := hosts[0]
+	tr := newTree(t, hh.host())
+	wantCode(t, tr.run(t, "--cpus", hh.first), exitOK)
+	applied := tr.sum(t, true)
+	state, err := os.ReadFile(tr.stateFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.Open(tr.stateDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	if err := unix.Flock(int(dir.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"--cpus", hh.other}, {"--restore"}} {
+		r := tr.run(t, args...)
+		wantCode(t, r, exitLocked)
+		wantOutput(t, r, "another apply or restore is running", "nothing was changed")
+		if tr.sum(t, true) != applied {
+			t.Errorf("%q changed the tree while another run held the lock", args)
+		}
+		if again, _ := os.ReadFile(tr.stateFile()); !bytes.Equal(again, state) {
+			t.Errorf("%q changed the state file while another run held the lock", args)
+		}
+	}
+	// A dry run takes no lock.
+	wantCode(t, tr.run(t, "--cpus", hh.other, "--dry-run"), exitOK)
+	if err := unix.Flock(int(dir.Fd()), unix.LOCK_UN); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, tr.run(t, "--restore"), exitOK)
 }
 
 func TestManagedIRQIsAGap(t *testing.T) {
