@@ -134,14 +134,6 @@ type Config struct {
 	WaitBatch int
 	// WaitMin bounds the extra wait of WaitBatch. Zero means 20 µs.
 	WaitMin time.Duration
-	// PeekBeforeWait makes an io_uring loop with nothing to do enter the
-	// kernel once without blocking before it blocks: under load it then
-	// finds the completions that arrived during its turn without a
-	// blocking wait (and the Go scheduler's hand-off of the thread's P
-	// around it), at the price of one more enter when nothing arrived.
-	// Measured in docs/performance.md: less CPU per request and far fewer
-	// context switches at 50 connections, more syscalls. False means off.
-	PeekBeforeWait bool
 	// BufferSize is the size of each receive buffer: the io_uring
 	// provided-buffer ring's buffers, and the epoll loop's one read
 	// buffer. Zero means 16 KiB.

@@ -479,14 +479,6 @@ func TestWaitBatch(t *testing.T) {
 			t.Fatalf("round trip %d: %v %v", i, got, err)
 		}
 	}
-	// The same with a non-blocking look before each wait.
-	rt3 := start(t, percore.Config{Backend: percore.IOURing, PeekBeforeWait: true}, echoHandler{})
-	c3 := dial(t, rt3)
-	for i := range 100 {
-		if got, err := roundTrip(c3, []byte{byte(i)}); err != nil || got[0] != byte(i) {
-			t.Fatalf("round trip %d with peeks: %v %v", i, got, err)
-		}
-	}
 	// Epoll has no batched wait and ignores the setting.
 	rt2 := start(t, percore.Config{Backend: percore.Epoll, WaitBatch: 16}, echoHandler{})
 	if _, err := roundTrip(dial(t, rt2), []byte("x")); err != nil {

@@ -67,8 +67,6 @@ type uringDriver struct {
 	// that still hold a provided buffer.
 	deferred, spare []deferredRecv
 	held            int
-
-	peekFirst bool
 }
 
 // deferredRecv is a receive completion whose delivery waits for a later
@@ -121,7 +119,6 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		d.close()
 		return nil, err
 	}
-	d.peekFirst = cfg.PeekBeforeWait
 	return d, nil
 }
 
@@ -311,15 +308,6 @@ func (d *uringDriver) submit() {
 func (d *uringDriver) poll(timeout time.Duration) error {
 	d.sendDirty()
 	var err error
-	if d.peekFirst && d.r.Ready() == 0 && len(d.deferred) == 0 && timeout != 0 {
-		// One non-blocking enter first: under load, completions that
-		// arrived while the turn ran are collected without a blocking
-		// wait and the scheduler hand-off around it.
-		err = d.r.Submit()
-		if err != nil && !errors.Is(err, ring.ErrBusy) {
-			return err
-		}
-	}
 	if d.r.Ready() == 0 && len(d.deferred) == 0 {
 		err = d.r.SubmitAndWait(timeout)
 	} else {

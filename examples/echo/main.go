@@ -35,17 +35,16 @@ func main() {
 	ringFlags := flag.String("ring-flags", "default", "io_uring setup flags: default, none, or a list of single_issuer,defer_taskrun,coop_taskrun,sqpoll")
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
-	peek := flag.Bool("peek", false, "io_uring: one non-blocking enter before each blocking wait")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
 	flag.Parse()
-	if err := run(*addr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *peek, *budget, *incoming, *stats); err != nil {
+	if err := run(*addr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, peek bool, budget int, incoming, stats bool) error {
-	cfg := percore.Config{Addr: addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, PeekBeforeWait: peek, TurnBudget: budget,
+func run(addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
+	cfg := percore.Config{Addr: addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
 	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
