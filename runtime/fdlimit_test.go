@@ -115,15 +115,20 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 			}
 			second = append(second, c)
 		}
-		select {
-		case <-failing:
-		case err := <-exited:
-			t.Fatalf("child exited during the episode: %v", err)
-		case <-time.After(15 * time.Second):
-			logMu.Lock()
-			defer logMu.Unlock()
-			t.Fatalf("no accept-failure log line; the child said:\n%s", strings.Join(logs, "\n"))
+		// awaitLog waits for a log line the scanner signals on ch.
+		awaitLog := func(ch <-chan struct{}, what string) {
+			t.Helper()
+			select {
+			case <-ch:
+			case err := <-exited:
+				t.Fatalf("child exited waiting for %s: %v", what, err)
+			case <-time.After(15 * time.Second):
+				logMu.Lock()
+				defer logMu.Unlock()
+				t.Fatalf("no %s; the child said:\n%s", what, strings.Join(logs, "\n"))
+			}
 		}
+		awaitLog(failing, "accept-failure log line")
 		// The loop does not spin: over half a second of the episode the
 		// child uses well under a quarter of a CPU (a spinning loop uses
 		// all of one).
@@ -146,15 +151,7 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 				t.Fatalf("waiting connection after recovery: %q %v", got, err)
 			}
 		}
-		select {
-		case <-again:
-		case err := <-exited:
-			t.Fatalf("child exited after the episode: %v", err)
-		case <-time.After(15 * time.Second):
-			logMu.Lock()
-			defer logMu.Unlock()
-			t.Fatalf("the episode never ended; the child said:\n%s", strings.Join(logs, "\n"))
-		}
+		awaitLog(again, "end of the episode")
 		logMu.Lock()
 		defer logMu.Unlock()
 		if n := countContaining(logs, "accept failing"); n != 1 {
