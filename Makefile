@@ -6,7 +6,7 @@ export GOFLAGS := -ldflags=-checklinkname=0
 GO ?= go
 SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/testdata/fake-* .ci/run)
 
-.PHONY: all build test test-go test-scripts lint bench bench-smoke clean
+.PHONY: all build test test-go tools lint bench bench-smoke clean
 
 all: build
 
@@ -15,8 +15,12 @@ build:
 
 ## test: the whole suite: lint, the benchmark harness in smoke mode, then
 ## go test -race over every package (the script tests included), last so
-## that its summary lines end the output.
-test: lint bench-smoke test-go
+## that its summary lines end the output. Missing tools are installed first
+## where that is possible (scripts/ensure-tools.sh).
+test: tools lint bench-smoke test-go
+
+tools:
+	@./scripts/ensure-tools.sh
 
 test-go:
 	$(GO) test -race -count=1 -timeout 15m ./...
