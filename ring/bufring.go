@@ -25,7 +25,6 @@ import (
 type BufRing struct {
 	r       *Ring
 	group   uint16
-	entries uint16
 	mask    uint16
 	size    int
 	ringMem []byte
@@ -73,15 +72,14 @@ func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
 	if _, err := r.gr.RegisterBufferRing(&reg, 0); err != nil {
 		_ = unix.Munmap(ringMem)
 		_ = unix.Munmap(bufMem)
-		var errno unix.Errno
-		if errors.As(err, &errno) && errno == unix.EINVAL {
-			return nil, &UnavailableError{Feature: "provided buffer rings (IORING_REGISTER_PBUF_RING, 5.19+)",
-				Err: os.NewSyscallError("io_uring_register", errno)}
-		}
-		return nil, fmt.Errorf("buffer ring: %w", classify("io_uring_register(PBUF_RING)", "", err))
+		// A kernel without provided buffer rings refuses the
+		// registration with EINVAL, which classify reports as
+		// unavailable.
+		return nil, fmt.Errorf("buffer ring: %w", classify("io_uring_register(PBUF_RING)",
+			"provided buffer rings (IORING_REGISTER_PBUF_RING, 5.19+)", err))
 	}
 	b := &BufRing{
-		r: r, group: group, entries: uint16(count), mask: uint16(count - 1),
+		r: r, group: group, mask: uint16(count - 1),
 		size: size, ringMem: ringMem, bufMem: bufMem,
 	}
 	for i := range count {

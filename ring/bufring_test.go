@@ -226,3 +226,22 @@ func TestBufRingGroupReusable(t *testing.T) {
 		}
 	}
 }
+
+// TestBufRingGroupTaken checks that registering a group that is in use is a
+// real error, not "unavailable", and that it says which call failed.
+func TestBufRingGroupTaken(t *testing.T) {
+	r := mustOpen(t, Config{Entries: 4})
+	mustBufRing(t, r, 6, 2, 64)
+	b, err := r.NewBufRing(6, 2, 64)
+	if err == nil {
+		b.Close()
+		t.Fatal("a second registration of group 6 succeeded")
+	}
+	if errors.Is(err, ErrUnavailable) || !errors.Is(err, unix.EEXIST) {
+		t.Errorf("error %v is not an available EEXIST", err)
+	}
+	var se *os.SyscallError
+	if !errors.As(err, &se) || se.Syscall != "io_uring_register(PBUF_RING)" {
+		t.Errorf("error %v (%T) does not name io_uring_register(PBUF_RING)", err, err)
+	}
+}

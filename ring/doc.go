@@ -1,10 +1,16 @@
 // Package ring is percore's io_uring layer and the only package that imports
 // giouring. It sets a ring up with the flags the caller asks for, probes the
-// kernel's opcodes once per process, prepares the submissions the runtime
-// uses (multishot accept, multishot receive from a provided-buffer ring,
-// send, sendmsg, connect, close, shutdown, cancel, timeout, read and write at
-// an offset, and a read of an eventfd for cross-thread wake-ups), and enters
-// the kernel once per loop turn to submit and wait together.
+// kernel's opcodes once per process, prepares submissions, and enters the
+// kernel once per loop turn to submit and wait together.
+//
+// It prepares accept (single or multishot), receive (into a caller's buffer,
+// or selecting from a provided-buffer ring, single or multishot), send,
+// sendmsg, connect, close, shutdown, cancel (by user data or by descriptor),
+// timeout, and read and write at an offset. The runtime uses accept and
+// receive from a provided-buffer ring (multishot, or single where it limits
+// them), send, connect, close, shutdown, both cancels, and a read of an
+// eventfd for cross-thread wake-ups; receive into a caller's buffer, sendmsg,
+// timeout and write are there for other callers and the tests.
 //
 // # Ownership
 //

@@ -115,8 +115,8 @@ func TestLayout(t *testing.T) {
 		if v := viewRing(gr); v.ringFd != gr.RingFd() || r.Fd() != gr.RingFd() {
 			t.Errorf("mirror fd %d, Fd() %d, giouring RingFd() %d", v.ringFd, r.Fd(), gr.RingFd())
 		}
-		if r.setup&giouring.SetupCQSize == 0 {
-			t.Errorf("setup flags %#x lack IORING_SETUP_CQSIZE", r.setup)
+		if setup := viewRing(gr).flags; setup&giouring.SetupCQSize == 0 {
+			t.Errorf("setup flags %#x lack IORING_SETUP_CQSIZE", setup)
 		}
 		for i := range uint64(prepared) {
 			if err := r.PrepareCancel(1<<40+i, i); err != nil {

@@ -55,7 +55,9 @@ func classify(call, feature string, err error) error {
 // Op is an io_uring opcode.
 type Op uint8
 
-// The opcodes percore uses.
+// The opcodes percore prepares or reports: every opcode a Prepare method
+// submits (the runtime uses a subset, see the package documentation), and
+// MSG_RING, which nothing prepares yet but the probe reports.
 const (
 	OpRead        = Op(giouring.OpRead)
 	OpWrite       = Op(giouring.OpWrite)
@@ -104,7 +106,7 @@ func (s *Support) Require(ops ...Op) error {
 	return nil
 }
 
-// Supported lists the supported opcodes among those percore uses.
+// Supported lists the supported opcodes among the named Op constants.
 func (s *Support) Supported() []Op {
 	var ops []Op
 	for op := range 256 {

@@ -3,6 +3,7 @@ package ring
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -75,8 +76,9 @@ type Config struct {
 	CQEntries uint32
 	// Flags are the setup flags. Zero means none.
 	Flags Flags
-	// SQPollIdle is how long the SQPoll thread spins before it sleeps.
-	// Zero means the kernel's default (one second). Used only with SQPoll.
+	// SQPollIdle is how long the SQPoll thread spins before it sleeps,
+	// rounded up to whole milliseconds (the kernel's unit). Zero means the
+	// kernel's default (one second). Used only with SQPoll.
 	SQPollIdle time.Duration
 }
 
@@ -86,13 +88,13 @@ type Ring struct {
 	gr       *giouring.Ring
 	sq       *sqLayout
 	cq       *cqLayout
-	setup    uint32
 	features uint32
 	fd       int
 	flags    Flags
 
 	// The wait arguments live here, not on the stack, so that a timed
-	// wait allocates nothing.
+	// wait allocates nothing. arg.minWait (microseconds) is set by
+	// SetBatchWait and is zero unless batching is on.
 	arg getEventsArg
 	ts  unix.Timespec
 
@@ -100,9 +102,8 @@ type Ring struct {
 	closed bool
 
 	// Batched waits: wait for waitNr completions, but no longer than
-	// minWait once at least one is there (IORING_FEAT_MIN_TIMEOUT).
-	waitNr  uint32
-	minWait uint32 // microseconds
+	// arg.minWait once at least one is there (IORING_FEAT_MIN_TIMEOUT).
+	waitNr uint32
 }
 
 // featMinTimeout is IORING_FEAT_MIN_TIMEOUT (6.12+), which giouring at the
@@ -117,14 +118,14 @@ const featMinTimeout = 1 << 15
 // minWait <= 0 turns batching off.
 func (r *Ring) SetBatchWait(n int, minWait time.Duration) error {
 	if n <= 1 || minWait <= 0 {
-		r.waitNr, r.minWait = 0, 0
+		r.waitNr, r.arg.minWait = 0, 0
 		return nil
 	}
 	if r.features&featMinTimeout == 0 {
 		return fmt.Errorf("batched waits need IORING_FEAT_MIN_TIMEOUT (6.12+): %w", errors.ErrUnsupported)
 	}
 	r.waitNr = uint32(n)
-	r.minWait = uint32(max(minWait/time.Microsecond, 1))
+	r.arg.minWait = uint32(min(max(minWait/time.Microsecond, 1), math.MaxUint32))
 	return nil
 }
 
@@ -156,8 +157,8 @@ func Open(cfg Config) (*Ring, error) {
 	pv := viewParams(&p)
 	pv.flags = cfg.Flags.setup() | giouring.SetupCQSize | giouring.SetupClamp
 	pv.cqEntries = cqEntries
-	if cfg.Flags&SQPoll != 0 && cfg.SQPollIdle > 0 {
-		pv.sqThreadIdle = uint32(cfg.SQPollIdle / time.Millisecond)
+	if cfg.Flags&SQPoll != 0 {
+		pv.sqThreadIdle = sqThreadIdle(cfg.SQPollIdle)
 	}
 	gr := giouring.NewRing()
 	if err := gr.QueueInitParams(entries, &p); err != nil {
@@ -172,7 +173,6 @@ func Open(cfg Config) (*Ring, error) {
 		gr:       gr,
 		sq:       v.sq,
 		cq:       v.cq,
-		setup:    v.flags,
 		features: v.features,
 		fd:       v.ringFd,
 		flags:    cfg.Flags,
@@ -185,6 +185,16 @@ func Open(cfg Config) (*Ring, error) {
 		}
 	}
 	return r, nil
+}
+
+// sqThreadIdle converts Config.SQPollIdle to the kernel's milliseconds,
+// rounding up so that a positive idle below 1 ms does not become 0 (which
+// the kernel reads as its one-second default).
+func sqThreadIdle(d time.Duration) uint32 {
+	if d <= 0 {
+		return 0
+	}
+	return uint32(min((d+time.Millisecond-1)/time.Millisecond, math.MaxUint32))
 }
 
 var requiredFeatures = []struct {
@@ -235,7 +245,9 @@ func (r *Ring) flush() uint32 {
 
 // Submit hands every prepared entry to the kernel and collects whatever
 // completions are ready, without waiting. It uses a raw syscall: the kernel
-// never blocks it.
+// never blocks it. With SQPoll it enters the kernel only when the poller
+// thread needs a wake-up or completions wait to be flushed; otherwise
+// publishing the entries is enough.
 func (r *Ring) Submit() error {
 	return r.enter(false, -1)
 }
@@ -252,9 +264,16 @@ func (r *Ring) SubmitAndWait(timeout time.Duration) error {
 func (r *Ring) enter(wait bool, timeout time.Duration) error {
 	submit := r.flush()
 	flags := giouring.EnterGetEvents
-	if r.setup&giouring.SetupSQPoll != 0 {
-		if atomic.LoadUint32(r.sq.flags)&giouring.SQNeedWakeup != 0 {
+	if r.flags&SQPoll != 0 {
+		sqFlags := atomic.LoadUint32(r.sq.flags)
+		if sqFlags&giouring.SQNeedWakeup != 0 {
 			flags |= giouring.EnterSQWakeup
+		} else if !wait && sqFlags&(giouring.SQCQOverflow|giouring.SQTaskrun) == 0 {
+			// The poller thread is awake and will see the entries
+			// just published, and the kernel holds no completions
+			// back: the enter would do nothing (liburing skips it
+			// too).
+			return nil
 		}
 		submit = 0 // the poller thread consumes them
 	}
@@ -265,8 +284,7 @@ func (r *Ring) enter(wait bool, timeout time.Duration) error {
 		minComplete = 1
 		if r.waitNr > 1 {
 			minComplete = uintptr(r.waitNr)
-			r.arg.minWait = r.minWait
-			r.arg.ts = 0
+			r.arg.ts = 0 // no timeout unless one is set below
 			argp = unsafe.Pointer(&r.arg)
 			argSize = unsafe.Sizeof(r.arg)
 			flags |= giouring.EnterExtArg
@@ -288,6 +306,26 @@ func (r *Ring) enter(wait bool, timeout time.Duration) error {
 		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit),
 			0, uintptr(flags), 0, 0)
 	}
+	return enterError(errno)
+}
+
+// sqWait waits until the SQPoll thread has consumed entries from a full
+// submission queue (IORING_ENTER_SQ_WAIT), waking it first if it sleeps.
+// It uses the ordinary syscall path: the poller may take a moment.
+func (r *Ring) sqWait() error {
+	r.flush()
+	flags := giouring.EnterSQWait
+	if atomic.LoadUint32(r.sq.flags)&giouring.SQNeedWakeup != 0 {
+		flags |= giouring.EnterSQWakeup
+	}
+	r.enters++
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 0, 0, uintptr(flags), 0, 0)
+	return enterError(errno)
+}
+
+// enterError maps the errno of io_uring_enter to what Submit and
+// SubmitAndWait return.
+func enterError(errno syscall.Errno) error {
 	switch errno {
 	case 0, unix.ETIME, unix.EINTR:
 		return nil
@@ -358,8 +396,8 @@ func (r *Ring) Overflowed() bool {
 }
 
 // sqe returns the next free submission entry, handing the queue to the
-// kernel first when it is full. It fails only when the kernel will not take
-// entries at all.
+// kernel first when it is full (with SQPoll, waiting for the poller thread to
+// take entries). It fails only when the kernel will not take entries at all.
 func (r *Ring) sqe() (*giouring.SubmissionQueueEntry, error) {
 	sq := r.sq
 	for try := 0; ; try++ {
@@ -374,7 +412,13 @@ func (r *Ring) sqe() (*giouring.SubmissionQueueEntry, error) {
 		if try == 8 {
 			return nil, fmt.Errorf("submission queue full: the kernel took no entries after %d submits", try)
 		}
-		if err := r.Submit(); err != nil && !errors.Is(err, ErrBusy) {
+		var err error
+		if r.flags&SQPoll != 0 {
+			err = r.sqWait()
+		} else {
+			err = r.Submit()
+		}
+		if err != nil && !errors.Is(err, ErrBusy) {
 			return nil, err
 		}
 	}

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/pawelgaczynski/giouring"
 	"golang.org/x/sys/unix"
 )
 
@@ -456,6 +458,177 @@ func TestFlagSets(t *testing.T) {
 					t.Fatalf("recv read %q, want %q", got, msg)
 				}
 			}
+		})
+	}
+}
+
+// TestSQPollFullQueue prepares many times the submission queue's size on an
+// SQPOLL ring: a full queue must wait for the kernel's poller thread to
+// consume entries, whether it is spinning or asleep, rather than fail.
+func TestSQPollFullQueue(t *testing.T) {
+	const (
+		entries = 8
+		cancels = 16 * entries
+		base    = 1 << 40 // targets of the cancels; nothing in flight has them
+	)
+	tests := []struct {
+		name   string
+		idle   time.Duration
+		asleep bool
+	}{
+		{"poller spinning", time.Second, false},
+		{"poller asleep", time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Open(Config{Entries: entries, Flags: SQPoll, SQPollIdle: tt.idle})
+			if errors.Is(err, ErrUnavailable) {
+				t.Skipf("rings with %v unavailable on this host: %v", SQPoll, err)
+			}
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() { r.Close() })
+			if tt.asleep {
+				// The poller sets NEED_WAKEUP once it has idled
+				// for SQPollIdle with nothing to do.
+				deadline := time.Now().Add(waitLimit)
+				for atomic.LoadUint32(r.sq.flags)&giouring.SQNeedWakeup == 0 {
+					if time.Now().After(deadline) {
+						t.Fatalf("the SQPOLL thread did not go to sleep within %v", waitLimit)
+					}
+					time.Sleep(time.Millisecond)
+				}
+			}
+			for i := range uint64(cancels) {
+				if err := r.PrepareCancel(base+i, i); err != nil {
+					t.Fatalf("prepare cancel %d of %d with %d entries: %v", i, cancels, entries, err)
+				}
+				if p := r.Pending(); p > entries {
+					t.Fatalf("%d pending submissions in a queue of %d", p, entries)
+				}
+			}
+			got := newReaper(t, r).byData(cancels)
+			for i := range uint64(cancels) {
+				c, ok := got[i]
+				if !ok {
+					t.Fatalf("no completion for cancel %d", i)
+				}
+				wantRes(t, fmt.Sprintf("cancel %d", i), c, 0)
+			}
+		})
+	}
+}
+
+// TestSQPollSubmitWithoutEnter checks that Submit on an SQPOLL ring whose
+// poller is awake publishes the entries without entering the kernel.
+func TestSQPollSubmitWithoutEnter(t *testing.T) {
+	// A long idle keeps the poller awake for the whole test.
+	r, err := Open(Config{Entries: 8, Flags: SQPoll, SQPollIdle: 10 * time.Second})
+	if errors.Is(err, ErrUnavailable) {
+		t.Skipf("rings with %v unavailable on this host: %v", SQPoll, err)
+	}
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { r.Close() })
+	q := newReaper(t, r)
+	// A new poller may be asleep: a first round trip wakes it, and it
+	// then spins for SQPollIdle.
+	if err := r.PrepareCancel(1<<40, 0); err != nil {
+		t.Fatal(err)
+	}
+	wantRes(t, "first cancel", q.one(), 0)
+	if f := atomic.LoadUint32(r.sq.flags); f&(giouring.SQNeedWakeup|giouring.SQCQOverflow|giouring.SQTaskrun) != 0 {
+		t.Skipf("submission queue flags %#x ask for an enter: the poller went back to sleep", f)
+	}
+	before := r.Enters()
+	if err := r.PrepareCancel(1<<40, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Submit(); err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	if got := r.Enters() - before; got != 0 {
+		t.Errorf("Submit entered the kernel %d times with the poller awake", got)
+	}
+	c := q.one()
+	if c.UserData != 1 {
+		t.Fatalf("completion for user data %d, want 1", c.UserData)
+	}
+	wantRes(t, "cancel", c, 0)
+}
+
+func TestSQThreadIdle(t *testing.T) {
+	tests := []struct {
+		name string
+		idle time.Duration
+		want uint32
+	}{
+		{"zero is the kernel default", 0, 0},
+		{"negative is the kernel default", -time.Second, 0},
+		{"below a millisecond", 100 * time.Microsecond, 1},
+		{"one nanosecond", 1, 1},
+		{"whole milliseconds", 10 * time.Millisecond, 10},
+		{"rounded up", 10*time.Millisecond + 1, 11},
+		{"clamped", 1 << 62, 1<<32 - 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sqThreadIdle(tt.idle); got != tt.want {
+				t.Errorf("sqThreadIdle(%v) = %d, want %d", tt.idle, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetBatchWait(t *testing.T) {
+	r := mustOpen(t, Config{Entries: 4})
+	if err := r.SetBatchWait(8, 50*time.Microsecond); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("batched waits unavailable on this host: %v", err)
+	} else if err != nil {
+		t.Fatalf("SetBatchWait: %v", err)
+	}
+	tests := []struct {
+		name        string
+		n           int
+		minWait     time.Duration
+		wantN       uint32
+		wantMinWait uint32
+	}{
+		{"on", 8, 50 * time.Microsecond, 8, 50},
+		{"below a microsecond", 4, 100, 4, 1},
+		{"off with n 1", 1, time.Millisecond, 0, 0},
+		{"on again", 8, time.Millisecond, 8, 1000},
+		{"off with no wait", 8, 0, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := r.SetBatchWait(tt.n, tt.minWait); err != nil {
+				t.Fatalf("SetBatchWait(%d, %v): %v", tt.n, tt.minWait, err)
+			}
+			if r.waitNr != tt.wantN || r.arg.minWait != tt.wantMinWait {
+				t.Errorf("SetBatchWait(%d, %v) set %d and %dµs, want %d and %dµs",
+					tt.n, tt.minWait, r.waitNr, r.arg.minWait, tt.wantN, tt.wantMinWait)
+			}
+			// A wait with nothing in flight times out, batched or not.
+			if err := r.SubmitAndWait(time.Millisecond); err != nil {
+				t.Fatalf("SubmitAndWait: %v", err)
+			}
+			// A wait without a timeout returns once a completion
+			// is there (and, batched, minWait has passed): the
+			// cancel completes while it is submitted.
+			if err := r.PrepareCancel(1<<40, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := r.SubmitAndWait(-1); err != nil {
+				t.Fatalf("SubmitAndWait(-1): %v", err)
+			}
+			var cs [2]Completion
+			if n := r.Reap(cs[:]); n != 1 {
+				t.Fatalf("Reap after SubmitAndWait(-1) returned %d completions, want 1: %v", n, cs[:n])
+			}
+			wantRes(t, "cancel", cs[0], 0)
 		})
 	}
 }
