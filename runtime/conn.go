@@ -58,7 +58,7 @@ const (
 	stShutWrite                        // CloseWrite asked: shut down after the queue drains
 	stWriteShut                        // the write side is shut down
 	stEOF                              // the peer ended its stream
-	stRecvArmed                        // io_uring: a multishot receive is armed
+	stRecvArmed                        // io_uring: a receive is armed (multishot, or one buffer when throttled)
 	stDirty                            // io_uring: queued on the loop's send list
 	stPollOut                          // epoll: registered for writability
 	stConnecting                       // a dial is in progress
@@ -67,6 +67,7 @@ const (
 	stRecvEOF                          // the kernel reported end of stream (delivery may wait)
 	stBudgetHeld                       // io_uring: receiving stopped while over the turn budget
 	stThrottled                        // io_uring: receiving one buffer at a time after the budget
+	stUnpolled                         // epoll: out of the epoll set (nothing to wait for)
 )
 
 // Loop returns the loop that owns c.
@@ -120,14 +121,7 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if len(bufs) == 1 || len(c.out) > 0 || c.sending != nil {
-		for _, b := range bufs {
-			c.appendOut(b)
-		}
-		c.loop.d.flush(c)
-	} else {
-		c.loop.d.writev(c, bufs)
-	}
+	c.loop.d.writev(c, bufs)
 	if len(c.out) > 0 {
 		c.loop.queued(c)
 	}
@@ -204,7 +198,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 	}
 	if c.idleTimer == nil {
 		c.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
-	} else if c.idleTimer.index < 0 {
+	} else {
 		c.idleTimer.Reset(d)
 	}
 }

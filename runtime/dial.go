@@ -16,7 +16,6 @@ type dialState struct {
 	done  func(*Conn, error)
 	sa    unix.RawSockaddrAny
 	salen uint32
-	addr  netip.AddrPort
 }
 
 // Dial starts a non-blocking TCP connect from this loop to address, a
@@ -24,8 +23,9 @@ type dialState struct {
 // The connection is handled by h like an accepted one. done runs on the
 // loop exactly once: with the open connection (after h's OnOpen), or with
 // a nil Conn and the error (a refused connect is *net.OpError wrapping
-// ECONNREFUSED). Dial returns an error at once only for an address it cannot
-// use or a socket it cannot create. It must be called on the loop's thread.
+// ECONNREFUSED). Dial returns an error at once, and done does not run, for
+// an address it cannot use, a nil h or done, a stopping loop, or a socket
+// it cannot create. It must be called on the loop's thread.
 func (l *Loop) Dial(address string, h Handler, done func(*Conn, error)) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
@@ -42,7 +42,7 @@ func (l *Loop) DialAddrPort(ap netip.AddrPort, h Handler, done func(*Conn, error
 	if l.stopping {
 		return &net.OpError{Op: "dial", Net: "tcp", Err: net.ErrClosed}
 	}
-	d := &dialState{done: done, addr: ap}
+	d := &dialState{done: done}
 	family := unix.AF_INET
 	addr := ap.Addr().Unmap()
 	if addr.Is4() {
@@ -94,7 +94,7 @@ func (l *Loop) connected(c *Conn, err error) {
 	l.cnt.dials++
 	l.opened(c)
 	if d != nil && d.done != nil {
-		d.done(c, nil)
+		l.safely("dial done function", func() { d.done(c, nil) })
 	}
 }
 

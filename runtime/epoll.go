@@ -88,9 +88,28 @@ func (d *epollDriver) events(c *Conn) uint32 {
 	return ev
 }
 
+// update sets c's epoll interest from its state. A connection with nothing
+// to wait for (not reading, nothing queued) leaves the epoll set: epoll
+// reports hang-ups and errors whatever the interest, so a connection kept
+// in the set after its peer is gone would wake the loop on every wait.
+// Like the io_uring loop, it then hears of the peer at its next write.
 func (d *epollDriver) update(c *Conn) {
+	ev := d.events(c)
+	var err error
+	switch {
+	case ev == 0 && c.state&stUnpolled != 0:
+		return
+	case ev == 0:
+		c.state |= stUnpolled
+		err = d.p.Delete(c.fd)
+	case c.state&stUnpolled != 0:
+		c.state &^= stUnpolled
+		err = d.p.Add(c.fd, ev, connData(c))
+	default:
+		err = d.p.Modify(c.fd, ev, connData(c))
+	}
 	d.syscalls++
-	if err := d.p.Modify(c.fd, d.events(c), connData(c)); err != nil {
+	if err != nil {
 		d.l.fail(c, "write", err)
 	}
 }
@@ -300,8 +319,10 @@ func (d *epollDriver) read(c *Conn) {
 		d.l.fail(c, "read", errnoErr("read", errno))
 	case r == 0:
 		c.state |= stRecvEOF
-		d.update(c) // stop polling for input, while the descriptor is still open
 		d.l.eof(c)
+		if c.state&stClosed == 0 {
+			d.update(c) // stop polling for input
+		}
 	default:
 		d.l.received(c, d.buf[:r])
 	}
@@ -331,7 +352,6 @@ func (d *epollDriver) acceptAll() {
 			}
 			continue
 		}
-		l.acceptOK()
 		l.accepted(int(fd))
 	}
 }

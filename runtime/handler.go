@@ -4,7 +4,8 @@ package runtime
 // loop thread, one at a time, and must not block: a handler that waits
 // stalls every connection on its loop (offload slow work with Loop.Go).
 //
-// A Handler may also implement OpenHandler, CloseHandler and EOFHandler.
+// A Handler may also implement OpenHandler, CloseHandler, EOFHandler,
+// DrainHandler and ShutdownHandler.
 type Handler interface {
 	// OnData is called with bytes the peer sent. data is valid only
 	// during the call: the buffer goes back to the kernel when OnData

@@ -466,3 +466,56 @@ func TestFairnessBudget(t *testing.T) {
 		t.Logf("light answered after %d of %d heavy lines; deferrals %d", answered, lines, rt.Stats().Deferrals)
 	})
 }
+
+// shortIdle shortens the runtime's idle timeout for its connections.
+type shortIdle struct{ closeRecorder }
+
+func (h *shortIdle) OnOpen(c *percore.Conn) { c.SetIdleTimeout(50 * time.Millisecond) }
+
+// TestSetIdleTimeoutShortens sets a shorter idle timeout than the
+// runtime's from OnOpen: the connection is closed at the shorter one (the
+// runtime's, a minute, would outlast the test's deadline).
+func TestSetIdleTimeoutShortens(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		h := &shortIdle{closeRecorder{closed: make(chan error, 1)}}
+		rt := start(t, percore.Config{Backend: b, IdleTimeout: time.Minute}, h)
+		c := dial(t, rt)
+		if _, err := io.ReadAll(c); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-h.closed; !errors.Is(err, percore.ErrIdleTimeout) {
+			t.Fatalf("OnClose: %v, want ErrIdleTimeout", err)
+		}
+	})
+}
+
+// TestPanicInLoopCallbacks panics in a timer, a dial's done function and an
+// OnStop function: each is recovered and counted, and the loop goes on.
+func TestPanicInLoopCallbacks(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := start(t, percore.Config{Backend: b}, echoHandler{})
+		l := rt.Loops()[0]
+		fired := make(chan struct{})
+		pctest.OnLoop(t, l, func() {
+			l.AfterFunc(0, func() { close(fired); panic("timer") })
+			if err := l.Dial(freePort(t), echoHandler{}, func(*percore.Conn, error) { panic("dial done") }); err != nil {
+				t.Errorf("dial: %v", err)
+			}
+			l.OnStop(func() { panic("on stop") })
+		})
+		<-fired
+		pctest.WaitFor(t, "two panics counted", func() bool { return rt.Stats().Panics == 2 })
+		if got, err := roundTrip(dial(t, rt), []byte("still serving")); err != nil || string(got) != "still serving" {
+			t.Fatalf("after the panics: %q %v", got, err)
+		}
+		// A failed dial never opened: it is counted neither as a dial
+		// nor as a close.
+		if st := rt.Stats(); st.Dials != 0 || st.Closes != 0 {
+			t.Fatalf("stats %+v: a failed dial was counted", st)
+		}
+		rt.Close()
+		if st := rt.Stats(); st.Panics != 3 {
+			t.Fatalf("after Close, %d panics counted, want 3 (the OnStop one too)", st.Panics)
+		}
+	})
+}

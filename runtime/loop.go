@@ -39,12 +39,10 @@ type driver interface {
 	write(c *Conn, p []byte)
 	// writev is write for several buffers.
 	writev(c *Conn, bufs [][]byte)
-	// flush makes sure queued output is on its way.
-	flush(c *Conn)
 	// shutdownWrite shuts the write side down (queue already drained).
 	shutdownWrite(c *Conn)
 	// release gives the descriptor back to the kernel; the driver calls
-	// loop.free(c) once the kernel holds nothing of c any more.
+	// loop.freeSlot(c) once the kernel holds nothing of c any more.
 	release(c *Conn)
 	// connect starts a non-blocking connect of c.fd to the address.
 	connect(c *Conn, d *dialState) error
@@ -71,7 +69,6 @@ type driver interface {
 // thread (from handlers, timers or posted functions) unless their
 // documentation says otherwise.
 type Loop struct {
-	rt      *Runtime
 	cfg     Config
 	id      int
 	cpu     int
@@ -137,7 +134,8 @@ func (l *Loop) CPU() int { return l.cpu }
 // Backend returns the backend the loop runs (never Auto).
 func (l *Loop) Backend() Backend { return l.backend }
 
-// Now returns the loop's clock, read once per turn.
+// Now returns the loop's clock, read when the kernel returns and again
+// after the turn's events are handled.
 func (l *Loop) Now() time.Time { return l.now }
 
 // Post queues f to run on the loop's thread and wakes the loop. It is safe
@@ -243,7 +241,7 @@ func (l *Loop) run() {
 		l.runTimers()
 	}
 	for _, f := range l.onStop {
-		f()
+		l.safely("OnStop function", f)
 	}
 	l.postMu.Lock()
 	l.postClosed = true
@@ -346,6 +344,7 @@ func (l *Loop) freeSlot(c *Conn) {
 
 // accepted is called by drivers with a new connection's descriptor.
 func (l *Loop) accepted(fd int) {
+	l.acceptOK()
 	l.cnt.accepts++
 	c := l.newConn(fd, l.h)
 	if err := l.d.start(c); err != nil {
@@ -507,7 +506,9 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	c.state |= stClosed | stClosing
 	c.state &^= stPaused
 	l.open--
-	l.cnt.closes++
+	if c.dial == nil { // a dial that never connected was never counted open
+		l.cnt.closes++
+	}
 	c.stopTimers()
 	l.d.release(c)
 	l.putBuf(c.out)
@@ -520,7 +521,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 		}
 		done := d.done
 		d.done = nil
-		done(nil, err)
+		l.safely("dial done function", func() { done(nil, err) })
 		return
 	}
 	if !wasOpen {

@@ -25,7 +25,6 @@ type Runtime struct {
 	probe Probe
 
 	closeOnce sync.Once
-	closeErr  error
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask). Each
@@ -57,7 +56,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	addr := cfg.Addr
 	for i, core := range cores {
 		l := &Loop{
-			rt: rt, cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger,
+			cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger,
 			done: make(chan struct{}),
 		}
 		chosen, err := rt.start(l, backend, addr)
@@ -233,7 +232,7 @@ func (rt *Runtime) Close() error {
 		}
 		rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
 	})
-	return rt.closeErr
+	return nil
 }
 
 // ShutdownHandler is implemented by handlers that want to know when a

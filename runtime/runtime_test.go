@@ -167,6 +167,76 @@ func TestHalfClose(t *testing.T) {
 	})
 }
 
+// writeShutter answers end of stream by shutting its own write side, and
+// keeps the connection.
+type writeShutter struct {
+	echoHandler
+	eof chan struct{}
+}
+
+func (h writeShutter) OnEOF(c *percore.Conn) {
+	c.CloseWrite()
+	h.eof <- struct{}{}
+}
+
+// keeper keeps a connection past the peer's end of stream.
+type keeper struct {
+	echoHandler
+	eof chan struct{}
+}
+
+func (h keeper) OnEOF(*percore.Conn) { h.eof <- struct{}{} }
+
+// TestLoopRestsAfterPeerIsGone keeps a connection open after both sides
+// are done with it (half-closed both ways, or reset by the peer) and checks
+// that the loop does not spin on it: a loop with nothing to do turns only
+// for its timers. A socket left in an epoll set after its peer is gone is
+// reported ready on every wait (epoll always reports hang-ups and errors).
+func TestLoopRestsAfterPeerIsGone(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		for _, tc := range []struct {
+			name string
+			h    func(eof chan struct{}) percore.Handler
+			end  func(t *testing.T, c *net.TCPConn)
+		}{
+			{"both halves closed", func(eof chan struct{}) percore.Handler { return writeShutter{eof: eof} },
+				func(t *testing.T, c *net.TCPConn) {
+					c.CloseWrite()
+					if _, err := io.ReadAll(c); err != nil {
+						t.Fatalf("read to the server's end of stream: %v", err)
+					}
+				}},
+			{"reset after end of stream", func(eof chan struct{}) percore.Handler { return keeper{eof: eof} },
+				func(t *testing.T, c *net.TCPConn) {
+					c.CloseWrite()
+				}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				eof := make(chan struct{}, 1)
+				rt := start(t, percore.Config{Backend: b}, tc.h(eof))
+				c := dial(t, rt).(*net.TCPConn)
+				if got, err := roundTrip(c, []byte("x")); err != nil || string(got) != "x" {
+					t.Fatalf("round trip: %q %v", got, err)
+				}
+				tc.end(t, c)
+				<-eof
+				if tc.name == "reset after end of stream" {
+					c.SetLinger(0)
+					c.Close()
+				}
+				pctest.WaitFor(t, "the connection counted open", func() bool { return rt.Stats().Open == 1 })
+				// A spinning loop turns about a million times a second;
+				// a resting one a few times. The window only measures.
+				before := rt.Stats().Turns
+				time.Sleep(200 * time.Millisecond)
+				if turns := rt.Stats().Turns - before; turns > 1000 {
+					t.Fatalf("the loop turned %d times in 200 ms with nothing to do", turns)
+				}
+			})
+		}
+	})
+}
+
 // flooder answers any input with a large reply and reports close errors.
 type flooder struct {
 	reply  []byte

@@ -12,7 +12,8 @@ type Stats struct {
 	// Loops is the number of loops summed (1 for one loop).
 	Loops int
 	// Accepts and Dials count connections opened each way; Closes counts
-	// connections closed; Open is how many are open now.
+	// those closed (a dial that fails is in neither); Open is how many are
+	// open now, dials in progress included.
 	Accepts, Dials, Closes, Open uint64
 	// AcceptErrors counts accepts that failed for lack of resources
 	// (EMFILE, ENFILE, ENOBUFS, ENOMEM) and were retried after a back-off.

@@ -12,7 +12,8 @@ type Timer struct {
 }
 
 // AfterFunc runs f on the loop's thread once d has passed (at the end of the
-// loop turn in which it expires). It must be called on the loop's thread; to
+// loop turn in which it expires). A panic in f is recovered, logged and
+// counted in Stats.Panics. It must be called on the loop's thread; to
 // schedule from elsewhere, Post a function that calls it.
 func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
 	t := &Timer{loop: l, f: f, index: -1}
@@ -47,7 +48,7 @@ func (l *Loop) runTimers() {
 		}
 		l.timers.remove(t)
 		l.cnt.timers++
-		t.f()
+		l.safely("timer", t.f)
 	}
 }
 

@@ -51,7 +51,6 @@ type uringDriver struct {
 
 	lnfd       int
 	accepting  bool // an accept is armed
-	multishot  bool // the armed accept is multishot
 	acceptHeld bool // accepting is paused (cap or back-off)
 	loopOps    int  // accept and accept-cancel operations in flight
 
@@ -60,7 +59,7 @@ type uringDriver struct {
 	woken   atomic.Bool
 
 	dirty []*Conn // connections with output to submit this turn
-	rearm []*Conn // connections whose multishot receive ended early
+	rearm []*Conn // connections to start receiving again after this batch
 
 	// Receives held back by the turn budget, in arrival order, and the
 	// spare list they are moved to while being handled; held counts those
@@ -138,9 +137,8 @@ func (d *uringDriver) armAccept() error {
 	if d.lnfd < 0 || d.accepting || d.acceptHeld {
 		return nil
 	}
-	d.multishot = d.l.cfg.MaxConns == 0
 	var err error
-	if d.multishot {
+	if d.multishotAccept() {
 		err = d.r.PrepareAcceptMultishot(d.lnfd, userData(kindAccept, 0, 0))
 	} else {
 		err = d.r.PrepareAccept(d.lnfd, userData(kindAccept, 0, 0))
@@ -168,17 +166,24 @@ func (d *uringDriver) stopListening() {
 
 func (d *uringDriver) pauseAccept() {
 	d.acceptHeld = true
-	if d.multishot {
+	if d.multishotAccept() {
 		d.cancelAccept()
 	}
 }
+
+// multishotAccept reports whether accepts are multishot: only without a
+// connection cap.
+func (d *uringDriver) multishotAccept() bool { return d.l.cfg.MaxConns == 0 }
 
 func (d *uringDriver) resumeAccept() {
 	d.acceptHeld = false
 	d.rearmAccept()
 }
 
-func (d *uringDriver) pauseRead(c *Conn) {
+func (d *uringDriver) pauseRead(c *Conn) { d.cancelRecv(c) }
+
+// cancelRecv cancels c's armed receive, if any.
+func (d *uringDriver) cancelRecv(c *Conn) {
 	if c.state&stRecvArmed != 0 {
 		if d.r.PrepareCancel(userData(kindRecv, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) == nil {
 			c.ops++
@@ -302,7 +307,9 @@ func (d *uringDriver) sendDirty() {
 // error is left for the next poll, which enters again and reports it.
 func (d *uringDriver) submit() {
 	d.sendDirty()
-	_ = d.r.Submit()
+	if d.r.Pending() > 0 {
+		_ = d.r.Submit()
+	}
 }
 
 func (d *uringDriver) poll(timeout time.Duration) error {
@@ -411,7 +418,6 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 			unix.Close(int(e.Res))
 			break
 		}
-		l.acceptOK()
 		l.accepted(int(e.Res))
 	case e.Res == -int32(unix.ECANCELED):
 	default:
@@ -475,19 +481,20 @@ func (d *uringDriver) overBudget(c *Conn) bool {
 	if budget == 0 {
 		return false
 	}
-	if c.turnStamp != d.l.cnt.turns {
-		c.turnStamp = d.l.cnt.turns
-		c.turnBytes = 0
-		return false
-	}
+	d.stampTurn(c)
 	return c.turnBytes >= budget
 }
 
-func (d *uringDriver) deliver(c *Conn, id uint16, n int32) {
+// stampTurn starts c's count of bytes delivered at a new turn.
+func (d *uringDriver) stampTurn(c *Conn) {
 	if c.turnStamp != d.l.cnt.turns {
 		c.turnStamp = d.l.cnt.turns
 		c.turnBytes = 0
 	}
+}
+
+func (d *uringDriver) deliver(c *Conn, id uint16, n int32) {
+	d.stampTurn(c)
 	c.turnBytes += int(n)
 	d.l.received(c, d.br.Bytes(id, int(n)))
 	d.br.Recycle(id)
@@ -515,11 +522,7 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 		// filling provided buffers for this connection, and once it
 		// holds them all, the others get none.
 		c.state |= stBudgetHeld | stThrottled
-		if c.state&stRecvArmed != 0 {
-			if d.r.PrepareCancel(userData(kindRecv, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) == nil {
-				c.ops++
-			}
-		}
+		d.cancelRecv(c)
 	}
 }
 
