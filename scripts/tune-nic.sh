@@ -97,7 +97,8 @@ Exit status:
   2  --check: the full hardware recipe does not apply; each "gap:" line says why and what
      apply does instead. Apply still works and exits 0.
   3  a step failed after changes began; what changed before it is in the state file, so
-     --restore still undoes it
+     --restore still undoes it. --restore: some values could not be put back; the state file
+     is kept, so --restore can be run again
   4  another apply or restore holds the lock on the state directory; nothing was changed
 
 The originals are saved in $STATE_DIR/DEV.state.
@@ -282,7 +283,8 @@ same_value() {
 
 # state_save KIND KEY VALUE: records VALUE as the original of KEY in the state file unless KEY
 # already has one there (the first original is the one to restore). STATE_ADDED says whether it
-# was recorded, for state_unsave. A dry run records nothing.
+# was recorded, for state_unsave. A dry run records nothing. take_lock has created the state
+# directory by then: only apply, after take_lock, saves anything.
 state_save() {
 	local kind key
 	STATE_ADDED=0
@@ -290,9 +292,6 @@ state_save() {
 	if ((!STATE_LOADED)); then
 		if [[ -f $STATE_FILE ]]; then
 			while IFS=$'\t' read -r kind key _; do SAVED["$kind $key"]=1; done <"$STATE_FILE"
-		fi
-		if ! { mkdir -p "$STATE_DIR" && chmod 0700 "$STATE_DIR"; }; then
-			die_step "create the state directory $STATE_DIR"
 		fi
 		STATE_LOADED=1
 	fi
@@ -938,10 +937,16 @@ take_lock() {
 	fi
 }
 
-apply() {
+# need_root MESSAGE: exits with MESSAGE unless this is a dry run, the script runs as root, or a
+# test hook replaces /sys or /proc.
+need_root() {
 	if ((!DRY && EUID != 0)) && [[ -z ${TUNE_NIC_SYS:-}${TUNE_NIC_PROC:-} ]]; then
-		die_usage "applying needs root (--check and --dry-run do not)"
+		die_usage "$1"
 	fi
+}
+
+apply() {
+	need_root "applying needs root (--check and --dry-run do not)"
 	take_lock
 	gather
 	say "$PROG: $DEV ($DRIVER): $N loops on CPUs $(cpus_list)"
@@ -1115,9 +1120,7 @@ restore() {
 	check_dev_name
 	NETDIR=$SYS/class/net/$DEV
 	STATE_FILE=$STATE_DIR/$DEV.state
-	if ((!DRY && EUID != 0)) && [[ -z ${TUNE_NIC_SYS:-}${TUNE_NIC_PROC:-} ]]; then
-		die_usage "restoring needs root (--dry-run does not)"
-	fi
+	need_root "restoring needs root (--dry-run does not)"
 	if [[ ! -f $STATE_FILE ]]; then
 		printf '%s: nothing to restore for %s (no %s)\n' "$PROG" "$DEV" "$STATE_FILE"
 		exit 0

@@ -82,7 +82,8 @@ func TestHelpDocumentsExitCodes(t *testing.T) {
 	wantCode(t, r, exitOK)
 	wantOutput(t, r, "--check", "--restore", "--dry-run", "--irqbalance", "--flow-entries", "--no-xps", "Exit status:",
 		"  0  done", "  1  usage or validation error", "  2  --check: the full hardware recipe does not apply",
-		"  3  a step failed after changes began", "  4  another apply or restore holds the lock")
+		"  3  a step failed after changes began", "--restore: some values could not be put back",
+		"  4  another apply or restore holds the lock")
 }
 
 func TestUsageErrorsChangeNothing(t *testing.T) {

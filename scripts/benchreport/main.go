@@ -41,17 +41,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "benchreport: -in is required and no arguments are taken")
 		return 2
 	}
-	if err := report(*in, *base, *md, *tsv, *title, *command, *about, stdout); err != nil {
+	runs, err := readFile(*in)
+	if err != nil {
+		fmt.Fprintf(stderr, "benchreport: %v\n", err)
+		return 2
+	}
+	if err := report(runs, *base, *md, *tsv, *title, *command, *about, stdout); err != nil {
 		fmt.Fprintf(stderr, "benchreport: %v\n", err)
 		return 2
 	}
 	if !*check {
 		return 0
-	}
-	runs, err := readFile(*in)
-	if err != nil {
-		fmt.Fprintf(stderr, "benchreport: %v\n", err)
-		return 2
 	}
 	problems := benchstat.Problems(runs)
 	for _, p := range problems {
@@ -76,11 +76,7 @@ func readFile(path string) ([]benchstat.Run, error) {
 	return runs, nil
 }
 
-func report(in, base, md, tsv, title, command, about string, stdout io.Writer) error {
-	runs, err := readFile(in)
-	if err != nil {
-		return err
-	}
+func report(runs []benchstat.Run, base, md, tsv, title, command, about string, stdout io.Writer) error {
 	rows := benchstat.Summarize(runs, base)
 	if err := benchstat.WriteText(stdout, rows, base); err != nil {
 		return err

@@ -95,3 +95,42 @@ func TestBenchScriptPlans(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchScriptRecordsAServerThatDoesNotListen runs scripts/bench.sh in
+// smoke mode with the server pinned to a CPU that does not exist, so that it
+// never listens: the run must go on to the report, which records the run
+// without requests and fails it, instead of aborting without a table.
+func TestBenchScriptRecordsAServerThatDoesNotListen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the load generator and a server")
+	}
+	for _, tool := range []string{"bash", "go", "taskset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
+	const badCPU = "8191"
+	if _, err := os.Stat("/sys/devices/system/cpu/cpu" + badCPU); err == nil {
+		t.Skipf("this machine has a cpu %s: no CPU to pin the server to that it cannot use", badCPU)
+	}
+	out := t.TempDir()
+	cmd := exec.Command("bash", "../bench.sh")
+	cmd.Env = append(os.Environ(), "BENCH=smoke", "SERVERS=stdnet", "SERVER_CPUS="+badCPU, "OUT="+out)
+	b, err := cmd.CombinedOutput()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("bench.sh: %v, want exit status 1; output:\n%s", err, b)
+	}
+	for _, want := range []string{"stdnet did not start listening", "FAILED run smoke-c50-64B stdnet #1: no request completed", "bench.sh: FAILED"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("output lacks %q:\n%s", want, b)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "runs-smoke.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `"server":"stdnet","scenario":"smoke-c50-64B","repeat":1,`; !strings.Contains(string(raw), want) || !strings.Contains(string(raw), `"load":{}`) {
+		t.Errorf("runs-smoke.jsonl lacks the run (%s ... \"load\":{}):\n%s", want, raw)
+	}
+}
