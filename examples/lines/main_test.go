@@ -15,6 +15,7 @@ import (
 
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -35,7 +36,7 @@ func start(t *testing.T, backend string, idle time.Duration) (addr string, stop 
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	log := pctest.QuietLogger(t)
 	go func() { done <- run(ctx, o, log, func(a net.Addr) { ready <- a }) }()
 	select {
 	case a := <-ready:
@@ -64,28 +65,10 @@ func start(t *testing.T, backend string, idle time.Duration) (addr string, stop 
 	return addr, stop
 }
 
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
 func eachBackend(t *testing.T, f func(t *testing.T, backend string)) {
 	for _, b := range []string{"uring", "epoll"} {
 		t.Run(b, func(t *testing.T) { f(t, b) })
 	}
-}
-
-func dial(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 // closedBy reads until the server closes c and returns what it read. A
@@ -116,7 +99,7 @@ func TestProtocol(t *testing.T) {
 	}
 	eachBackend(t, func(t *testing.T, backend string) {
 		addr, _ := start(t, backend, 0)
-		c := dial(t, addr)
+		c := pctest.Dial(t, addr)
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				if _, err := io.WriteString(c, tt.send); err != nil {
@@ -137,7 +120,7 @@ func TestProtocol(t *testing.T) {
 func TestLineTooLong(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		addr, _ := start(t, backend, 0)
-		c := dial(t, addr)
+		c := pctest.Dial(t, addr)
 		io.WriteString(c, "ping\n"+strings.Repeat("a", maxLine+1)+"\n")
 		if got, want := closedBy(t, c), "pong\nerror: line too long\n"; got != want {
 			t.Fatalf("got %q, want %q and a close", got, want)
@@ -150,8 +133,8 @@ func TestLineTooLong(t *testing.T) {
 func TestIdleTimeout(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		addr, _ := start(t, backend, 100*time.Millisecond)
-		silent := dial(t, addr)
-		talked := dial(t, addr)
+		silent := pctest.Dial(t, addr)
+		talked := pctest.Dial(t, addr)
 		io.WriteString(talked, "ping\n")
 		if got := closedBy(t, silent); got != "" {
 			t.Fatalf("the silent connection read %q before its close", got)
@@ -167,7 +150,7 @@ func TestIdleTimeout(t *testing.T) {
 func TestShutdown(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
 		addr, stop := start(t, backend, 0)
-		c := dial(t, addr)
+		c := pctest.Dial(t, addr)
 		io.WriteString(c, "ping\n")
 		r := bufio.NewReader(c)
 		if line, err := r.ReadString('\n'); err != nil || line != "pong\n" {
@@ -197,7 +180,7 @@ func TestHandlerOnRuntime(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	c := dial(t, rt.Addr().String())
+	c := pctest.Dial(t, rt.Addr().String())
 	io.WriteString(c, "echo embedded\n")
 	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "embedded\n" {
 		t.Fatalf("read %q, %v", line, err)

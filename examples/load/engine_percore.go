@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
 	"time"
 
 	percore "github.com/percore/percore/runtime"
@@ -21,8 +23,13 @@ type percoreEngine struct {
 	backend percore.Backend
 }
 
-// Run implements Engine.
+// Run implements Engine. It resolves wl.Addr once, here: a loop dials only
+// literal addresses (it never blocks on a name lookup).
 func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
+	addr, err := resolve(wl.Addr)
+	if err != nil {
+		return fmt.Errorf("percore engine: %w", err)
+	}
 	rt, err := percore.New(percore.Config{
 		Backend: e.backend,
 		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -34,7 +41,7 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 	loops := rt.Loops()
 	clients := make([]*loopClient, len(loops))
 	for i, l := range loops {
-		clients[i] = &loopClient{loop: l, wl: wl, w: rec.NewWorker(), done: make(chan struct{})}
+		clients[i] = &loopClient{loop: l, wl: wl, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
 	}
 	for id := range wl.Conns {
 		lc := clients[id%len(clients)]
@@ -57,11 +64,27 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 	return nil
 }
 
+// resolve turns addr, "host:port", into the address to dial. A name is
+// looked up once and its first address taken (IPv4 preferred); an empty or
+// unspecified host means the local system, 127.0.0.1, as for net.Dial.
+func resolve(addr string) (netip.AddrPort, error) {
+	ta, err := net.ResolveTCPAddr("tcp", addr)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("resolve %q: %w", addr, err)
+	}
+	ap := ta.AddrPort()
+	if ip := ap.Addr(); !ip.IsValid() || ip.IsUnspecified() {
+		ap = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port())
+	}
+	return ap, nil
+}
+
 // loopClient is one loop's share of the connections. Everything in it is
 // touched only on that loop's thread.
 type loopClient struct {
 	loop     *percore.Loop
 	wl       Workload
+	addr     netip.AddrPort // wl.Addr, resolved
 	w        *Worker
 	conns    []*percoreConn
 	stopping bool
@@ -137,7 +160,7 @@ func (pc *percoreConn) dial() {
 	pc.dialing = true
 	pc.dialAt = time.Now()
 	lc.open++
-	err := lc.loop.Dial(lc.wl.Addr, pc, func(c *percore.Conn, err error) {
+	err := lc.loop.DialAddrPort(lc.addr, pc, func(c *percore.Conn, err error) {
 		pc.dialing = false
 		if err != nil {
 			lc.open--

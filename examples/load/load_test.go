@@ -341,6 +341,48 @@ func TestChurnOpensAConnectionPerRequest(t *testing.T) {
 	})
 }
 
+// TestEngineDialsAHostName: -addr may name the host; the percore engine
+// resolves it once, as a loop dials only literal addresses.
+func TestEngineDialsAHostName(t *testing.T) {
+	eachEngine(t, func(t *testing.T, eng Engine) {
+		_, port, err := net.SplitHostPort(startServer(t, echoHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wl := Workload{Addr: net.JoinHostPort("localhost", port), Conns: 2, Bytes: 64, Pipeline: 1}
+		rec := runEngine(t, eng, wl, func(tot Totals) bool { return tot.Requests >= 50 })
+		if tot := rec.Totals(); tot.Errors != 0 || tot.Mismatches != 0 {
+			t.Errorf("errors %d, mismatches %d, want none", tot.Errors, tot.Mismatches)
+		}
+	})
+}
+
+// TestPercoreEngineRejectsABadAddress: an address the engine cannot resolve
+// ends Run at once with an error that names it, instead of a dial retried
+// for ever.
+func TestPercoreEngineRejectsABadAddress(t *testing.T) {
+	tests := []struct {
+		name, addr string
+	}{
+		{"no port", "127.0.0.1"},
+		{"port out of range", "127.0.0.1:70000"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
+			defer cancel()
+			wl := Workload{Addr: tt.addr, Conns: 1, Bytes: 64, Pipeline: 1}
+			err := percoreEngine{}.Run(ctx, wl, &Recorder{})
+			if err == nil || !strings.Contains(err.Error(), tt.addr) {
+				t.Fatalf("Run with -addr %s: %v, want an error naming the address", tt.addr, err)
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("Run with -addr %s returned only when its context ended", tt.addr)
+			}
+		})
+	}
+}
+
 func TestRecorderCountsOnlyTheWindow(t *testing.T) {
 	rec := &Recorder{}
 	w := rec.NewWorker()

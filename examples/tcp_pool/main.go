@@ -229,6 +229,7 @@ func (cl *client) next() {
 			break
 		}
 		cl.busy = true
+		cl.c.BeginRequest() // a graceful shutdown waits for its answer
 		cl.local.Get(cl.gotFn)
 	}
 	cl.looping = false
@@ -316,6 +317,9 @@ func (cl *client) answerError(err error) {
 }
 
 // answer writes the reply to the request at the head of in and moves on.
+// The answered request ends only after the next one, if any, began, so
+// that a graceful shutdown does not close the client between two of its
+// pipelined requests.
 func (cl *client) answer(p []byte) {
 	cl.c.Write(p)
 	i := bytes.IndexByte(cl.in, '\n')
@@ -323,6 +327,7 @@ func (cl *client) answer(p []byte) {
 	cl.reply = cl.reply[:0]
 	cl.busy = false
 	cl.next()
+	cl.c.EndRequest()
 }
 
 // fatal answers with a protocol error and closes the client.

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strings"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -246,4 +249,118 @@ func TestProtocolLimits(t *testing.T) {
 	if err != nil || got[0] != "ERR request line too long\n" {
 		t.Fatalf("a line over -max-line: %q, %v", got, err)
 	}
+}
+
+// heldEcho is a line echo upstream that tells got every line it receives
+// and holds its reply until release is closed.
+type heldEcho struct {
+	addr    string
+	got     chan string
+	release chan struct{}
+}
+
+func startHeldEcho(t *testing.T) *heldEcho {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &heldEcho{addr: ln.Addr().String(), got: make(chan string, 16), release: make(chan struct{})}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+		wg    sync.WaitGroup
+	)
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() {
+				r := bufio.NewReader(c)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil {
+						return
+					}
+					e.got <- line
+					<-e.release
+					if _, err := c.Write([]byte(line)); err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		select {
+		case <-e.release:
+		default:
+			close(e.release)
+		}
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return e
+}
+
+// TestShutdownAnswersAPendingRequest: a request waiting for its upstream
+// reply when a graceful Shutdown begins still gets its answer, before the
+// shutdown's deadline; only then do the client and upstream connections
+// close.
+func TestShutdownAnswersAPendingRequest(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := startHeldEcho(t)
+		s := startFront(t, b, up.addr, 1)
+		addr := s.rt.Addr().String()
+		lc := dialFront(t, s)
+		lc.c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := lc.c.Write([]byte("pending\n")); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-up.got:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the request did not reach the upstream within 10s")
+		}
+
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		shut := make(chan error, 1)
+		go func() { shut <- s.rt.Shutdown(ctx) }()
+		// The shutdown has begun on every loop once none accepts.
+		pctest.WaitFor(t, "the listeners to close", func() bool {
+			c, err := net.DialTimeout("tcp", addr, time.Second)
+			if err != nil {
+				return true
+			}
+			c.Close()
+			return false
+		})
+		close(up.release)
+
+		if got, err := lc.r.ReadString('\n'); got != "pending\n" || err != nil {
+			t.Fatalf("answer %q, %v; want the upstream's reply", got, err)
+		}
+		if _, err := lc.r.ReadByte(); err != io.EOF {
+			t.Errorf("after the answer: %v, want the front's close (EOF)", err)
+		}
+		select {
+		case err := <-shut:
+			if err != nil {
+				t.Errorf("Shutdown: %v, want nil (done before its deadline)", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("Shutdown did not return")
+		}
+	})
 }

@@ -82,7 +82,7 @@ func run(w io.Writer, cfg config) error {
 	}
 	defer rt.Close()
 
-	wt := &walk{w: w, loop: rt.Loops()[0], p: p, got: make(chan result, 16)}
+	wt := &walk{w: w, loop: rt.Loops()[0], got: make(chan result, 16)}
 	c := p.Config()
 	fmt.Fprintf(w, "pool: max size %d, min idle %d, connection timeout %v, idle timeout %v, maintenance every %v; upstream %s\n",
 		c.MaxSize, c.MinIdle, c.ConnectionTimeout, c.IdleTimeout, c.ReapInterval, cfg.upstream)
@@ -150,7 +150,6 @@ func run(w io.Writer, cfg config) error {
 type walk struct {
 	w     io.Writer
 	loop  *percore.Loop
-	p     *pool.Pool[*upstream.Conn]
 	local *pool.Local[*upstream.Conn]
 	got   chan result
 }

@@ -55,8 +55,8 @@ type Load struct {
 	Bytes      int     `json:"bytes"`
 	Pipeline   int     `json:"pipeline"`
 	Reconnect  bool    `json:"reconnect"`
-	Idle       int     `json:"idle"`
-	IdleOpen   int     `json:"idle_open"`
+	Idle       int     `json:"idle"`      // idle connections asked for
+	IdleOpen   int     `json:"idle_open"` // of them, opened; 0 in older raw files
 	Requests   uint64  `json:"requests"`
 	RPS        float64 `json:"rps"`
 	Errors     uint64  `json:"errors"`
@@ -168,7 +168,7 @@ type Row struct {
 	ClientBusyPct    float64
 	Errors           uint64 // summed over all runs, perf runs included
 	Mismatches       uint64
-	IdleConns        int      // idle connections held during the runs
+	IdleConns        int      // idle connections held open during the runs
 	IdleBytesPerConn *float64 // (RSS with IdleConns - RSS without) / IdleConns
 
 	// RPSRatio and CPURatio compare with the baseline server in the same
@@ -262,7 +262,10 @@ func summarizeOne(scenario, server string, runs []Run) (Row, shape) {
 			}
 		case KindRun:
 			sh = shape{r.Load.Conns, r.Load.Bytes, r.Load.Pipeline, r.Load.Reconnect}
-			row.IdleConns = r.Load.Idle
+			row.IdleConns = r.Load.IdleOpen
+			if row.IdleConns == 0 {
+				row.IdleConns = r.Load.Idle // a raw file from before idle_open
+			}
 			switch {
 			case r.Load.StealPct > MaxStealPct:
 				stolen = true

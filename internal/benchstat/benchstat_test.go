@@ -165,6 +165,36 @@ func TestSummarize(t *testing.T) {
 	}
 }
 
+// TestIdleBytesPerConnection: the memory of the idle connections is shared
+// among those that were opened, not those asked for; a raw file from before
+// idle_open was recorded falls back to the number asked for.
+func TestIdleBytesPerConnection(t *testing.T) {
+	tests := []struct {
+		name       string
+		idle, open int
+		wantConns  int
+	}{
+		{"all opened", 10_000, 10_000, 10_000},
+		{"some failed to open", 10_000, 4_000, 4_000},
+		{"older raw file without idle_open", 10_000, 0, 10_000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			idle := run("idle", "x", 1, 60_000, 10)
+			idle.Load.Idle, idle.Load.IdleOpen = tt.idle, tt.open
+			idle.Load.ServerVmRSSKiB = uint64(8192 + tt.wantConns*2) // 2 KiB per open idle connection
+			rows := Summarize([]Run{run("busy", "x", 1, 60_000, 10), idle}, "x")
+			r := find(t, rows, "idle", "x")
+			if r.IdleConns != tt.wantConns {
+				t.Errorf("%d idle connections, want %d", r.IdleConns, tt.wantConns)
+			}
+			if r.IdleBytesPerConn == nil || !near(*r.IdleBytesPerConn, 2048) {
+				t.Errorf("idle bytes per connection %v, want 2048", r.IdleBytesPerConn)
+			}
+		})
+	}
+}
+
 func TestSaturationFlags(t *testing.T) {
 	tests := []struct {
 		name         string

@@ -1,12 +1,13 @@
 // Package pctest holds the helpers that percore's runtime tests share:
 // running a test once per backend, waiting for a condition with a
-// deadline, running a function on a loop, and a logger that writes to the
-// test log.
+// deadline, running a function on a loop, dialing a test server, and a
+// logger that writes to the test log.
 package pctest
 
 import (
 	"bytes"
 	"log/slog"
+	"net"
 	"testing"
 	"time"
 
@@ -50,6 +51,20 @@ func OnLoop(t *testing.T, l *percore.Loop, f func()) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("posted function did not run within 10s")
 	}
+}
+
+// Dial connects to addr over TCP, within 5 seconds, and sets a deadline 30
+// seconds ahead on every read and write, so that a test that waits for a
+// reply fails instead of hanging. The connection is closed at cleanup.
+func Dial(t testing.TB, addr string) *net.TCPConn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("dial %s: %v", addr, err)
+	}
+	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	return c.(*net.TCPConn)
 }
 
 // QuietLogger writes warnings and errors to the test log (shown when the

@@ -23,10 +23,10 @@ type LengthDecoder struct {
 	// DefaultMaxFrame. Set it before the first Feed.
 	MaxFrame int
 
-	hdr  [HeaderLen]byte
-	nhdr int    // header bytes held; HeaderLen once need is known
-	need int    // the pending frame's payload length
-	buf  []byte // the pending frame's payload so far
+	hdr  [HeaderLen]byte // a header in pieces; read only while nhdr < HeaderLen
+	nhdr int             // header bytes held; HeaderLen once need is known
+	need int             // the pending frame's payload length
+	buf  []byte          // the pending frame's payload so far
 	err  error
 }
 
@@ -74,7 +74,6 @@ func (d *LengthDecoder) Feed(data []byte, emit func(payload []byte) bool) (int, 
 		}
 		end := HeaderLen + int(size)
 		if end > len(rest) {
-			copy(d.hdr[:], rest)
 			d.nhdr, d.need = HeaderLen, int(size)
 			d.buf = appendBounded(d.buf, rest[HeaderLen:], d.need)
 			return len(data), nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"log/slog"
 	"net"
 	"strings"
 	"sync"
@@ -28,32 +27,13 @@ func serve(t *testing.T, b percore.Backend, h percore.Handler) *percore.Runtime 
 	}
 	rt, err := percore.New(percore.Config{
 		Addr: "127.0.0.1:0", Backend: b, Cores: cores[:1],
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Logger: pctest.QuietLogger(t),
 	}, h)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
-}
-
-type testWriter struct{ t testing.TB }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(string(bytes.TrimRight(p, "\n")))
-	return len(p), nil
-}
-
-// dial connects to rt with a deadline on every read and write.
-func dial(t *testing.T, rt *percore.Runtime) *net.TCPConn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", rt.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	t.Cleanup(func() { c.Close() })
-	return c.(*net.TCPConn)
 }
 
 // send writes the pieces in order, pausing between them so that the server
@@ -117,7 +97,7 @@ func TestLinesOverTCP(t *testing.T) {
 		rt := serve(t, b, frame.Lines(&lineEcho{}, frame.LineConfig{MaxLine: 1024}))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				c := dial(t, rt)
+				c := pctest.Dial(t, rt.Addr().String())
 				var pieces [][]byte
 				for _, p := range tt.pieces {
 					pieces = append(pieces, []byte(p))
@@ -143,7 +123,7 @@ func TestLineTooLong(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &lineEcho{errs: make(chan error, 1)}
 		rt := serve(t, b, frame.Lines(h, frame.LineConfig{MaxLine: limit}))
-		c := dial(t, rt)
+		c := pctest.Dial(t, rt.Addr().String())
 		send(t, c, 0, []byte("ok\n"), bytes.Repeat([]byte("a"), 10000))
 		if got, want := readToEnd(t, c), "line:ok\nerror: line too long\n"; got != want {
 			t.Fatalf("replies %q, want %q", got, want)
@@ -167,7 +147,7 @@ func TestFrameErrorWithoutHook(t *testing.T) {
 		rt := serve(t, b, frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
 			frame.WriteLine(c, line)
 		}), frame.LineConfig{MaxLine: 8}))
-		c := dial(t, rt)
+		c := pctest.Dial(t, rt.Addr().String())
 		send(t, c, 0, []byte("short\nmuch too long\n"))
 		if got := readToEnd(t, c); got != "short\n" {
 			t.Fatalf("replies %q, want only the short line's", got)
@@ -205,7 +185,7 @@ func TestLengthPrefixedOverTCP(t *testing.T) {
 		rt := serve(t, b, frame.LengthPrefixed(&frameEcho{}, frame.LengthConfig{MaxFrame: 1024}))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				c := dial(t, rt)
+				c := pctest.Dial(t, rt.Addr().String())
 				send(t, c, 50*time.Millisecond, tt.pieces...)
 				got := make([]byte, len(tt.want))
 				if _, err := io.ReadFull(c, got); err != nil {
@@ -226,7 +206,7 @@ func TestLengthHeaderTooLong(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &frameEcho{errs: make(chan error, 1)}
 		rt := serve(t, b, frame.LengthPrefixed(h, frame.LengthConfig{MaxFrame: 1024}))
-		c := dial(t, rt)
+		c := pctest.Dial(t, rt.Addr().String())
 		send(t, c, 0, []byte{0, 0x10, 0, 0}) // 1 MiB
 		want := frame.AppendFrame(nil, []byte("error: frame too long"))
 		if got := readToEnd(t, c); got != string(want) {
@@ -272,7 +252,7 @@ func TestHooksForwarded(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &hooked{closed: make(chan struct{})}
 		rt := serve(t, b, frame.Lines(h, frame.LineConfig{}))
-		c := dial(t, rt)
+		c := pctest.Dial(t, rt.Addr().String())
 		send(t, c, 0, []byte("hi\n"))
 		c.CloseWrite()
 		if got := readToEnd(t, c); got != "bye\n" {

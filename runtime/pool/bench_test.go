@@ -118,3 +118,59 @@ func TestLocalUsesTheLoopClock(t *testing.T) {
 	l.Put(got)
 	p.Close()
 }
+
+// TestLoopClockChoice: a pool made from another pool's Config (whose Clock
+// stays nil) still expires by its loops' clock; a Config.Clock wins over
+// the loop's.
+func TestLoopClockChoice(t *testing.T) {
+	base := Config{ReapInterval: -1, SkipTestOnCheckout: true, IdleTimeout: time.Minute}
+	start := time.Unix(1000, 0)
+	tests := []struct {
+		name                      string
+		cfg                       func(t *testing.T) Config
+		wantCreated, wantIdleGone uint64
+	}{
+		{"config of a pool given back", func(t *testing.T) Config {
+			p, err := New[*fakeConn](newFakeManager(), base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			c := p.Config()
+			if c.Clock != nil {
+				t.Error("Config().Clock is set, want nil (each loop's clock)")
+			}
+			return c
+		}, 2, 1},
+		{"config clock over the loop's", func(*testing.T) Config {
+			c := base
+			c.Clock = func() time.Time { return start }
+			return c
+		}, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := New[*fakeConn](newFakeManager(), tt.cfg(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			now := start
+			l := p.Local(movingClockLoop{newFakeLoop(newFakeClock()), &now})
+			var got *Lease[*fakeConn]
+			done := func(ls *Lease[*fakeConn], err error) { got = ls }
+			l.Get(done)
+			l.Put(got)
+			now = now.Add(2 * time.Minute) // past the idle timeout by the loop's clock
+			got = nil
+			l.Get(done)
+			if got == nil {
+				t.Fatal("get not served")
+			}
+			if s := l.Statistics(); s.Created != tt.wantCreated || s.ClosedIdleTimeout != tt.wantIdleGone {
+				t.Errorf("created %d, closed for idling %d; want %d and %d", s.Created, s.ClosedIdleTimeout, tt.wantCreated, tt.wantIdleGone)
+			}
+			l.Put(got)
+		})
+	}
+}

@@ -58,9 +58,8 @@ type settings struct {
 	maxLifetime    time.Duration
 	testOnCheckout bool
 	reapInterval   time.Duration
-	clock          func() time.Time
-	expires        bool // idleTimeout or maxLifetime is set
-	clockSet       bool // Config.Clock was given
+	clock          func() time.Time // Config.Clock: nil means each Local picks (see newLocal)
+	expires        bool             // idleTimeout or maxLifetime is set
 }
 
 func (c Config) resolve() (settings, error) {
@@ -82,7 +81,6 @@ func (c Config) resolve() (settings, error) {
 		testOnCheckout: !c.SkipTestOnCheckout,
 		reapInterval:   orDefault(c.ReapInterval, defaultReapInterval),
 		clock:          c.Clock,
-		clockSet:       c.Clock != nil,
 	}
 	if s.maxSize == 0 {
 		s.maxSize = defaultMaxSize
@@ -90,9 +88,6 @@ func (c Config) resolve() (settings, error) {
 	s.minIdle = min(s.minIdle, s.maxSize)
 	if s.timeout == 0 {
 		s.timeout = defaultConnectionTimeout
-	}
-	if s.clock == nil {
-		s.clock = time.Now
 	}
 	s.expires = s.idleTimeout > 0 || s.maxLifetime > 0
 	return s, nil
@@ -110,7 +105,8 @@ func orDefault(d, def time.Duration) time.Duration {
 }
 
 // config returns the settings as a Config with every default filled in
-// (never as -1).
+// (never as -1), except Clock: nil stays nil, so that the Config given to
+// New again keeps each loop's own clock.
 func (s settings) config() Config {
 	never := func(d time.Duration) time.Duration {
 		if d == 0 {

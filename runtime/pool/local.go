@@ -26,8 +26,7 @@ type Local[C any] struct {
 	freeReqs []*request[C]
 	seq      uint64
 
-	deadlineArmed  bool
-	cancelDeadline func() bool
+	cancelDeadline func() bool // the armed deadline timer, nil when none
 	expireFn       func()
 	cancelMaintain func() bool
 	tickFn         func()
@@ -42,10 +41,13 @@ type Local[C any] struct {
 
 func newLocal[C any](p *Pool[C], loop Loop) *Local[C] {
 	l := &Local[C]{p: p, m: p.m, cfg: &p.cfg, loop: loop, clock: p.cfg.clock}
-	if lc, ok := loop.(interface{ Now() time.Time }); ok && !p.cfg.clockSet {
-		// The loop's clock, read once per turn: expiry and wait times
-		// need no finer grain, and it costs nothing to read.
-		l.clock = lc.Now
+	if l.clock == nil {
+		l.clock = time.Now
+		if lc, ok := loop.(interface{ Now() time.Time }); ok {
+			// The loop's clock, read once per turn: expiry and wait
+			// times need no finer grain, and it costs nothing to read.
+			l.clock = lc.Now
+		}
 	}
 	l.expireFn = l.expire
 	l.tickFn = l.tick
@@ -539,7 +541,6 @@ func (l *Local[C]) close() {
 	if l.cancelDeadline != nil {
 		l.cancelDeadline()
 		l.cancelDeadline = nil
-		l.deadlineArmed = false
 	}
 	idle := l.idle
 	l.idle = nil
@@ -596,7 +597,7 @@ func (l *Local[C]) newRequest(done func(*Lease[C], error)) *request[C] {
 	l.seq++
 	r.done, r.start, r.deadline, r.seq = done, now, now.Add(l.cfg.timeout), l.seq
 	l.active.pushBack(r)
-	if !l.deadlineArmed {
+	if l.cancelDeadline == nil {
 		l.armDeadline(r.deadline, now)
 	}
 	return r
@@ -612,13 +613,11 @@ func (l *Local[C]) freeRequest(r *request[C]) {
 // earliest deadline: the timer is armed for it, and re-armed for the next
 // when it fires (a get served before its deadline costs no timer work).
 func (l *Local[C]) armDeadline(at, now time.Time) {
-	l.deadlineArmed = true
 	l.cancelDeadline = l.loop.Schedule(max(at.Sub(now), 0), l.expireFn)
 }
 
 // expire ends the gets whose deadline has passed with ErrTimeout.
 func (l *Local[C]) expire() {
-	l.deadlineArmed = false
 	l.cancelDeadline = nil
 	if l.closed {
 		return
@@ -628,7 +627,7 @@ func (l *Local[C]) expire() {
 		l.detach(r)
 		l.fail(r, ErrTimeout)
 	}
-	if r := l.active.head; r != nil && !l.deadlineArmed && !l.closed {
+	if r := l.active.head; r != nil && l.cancelDeadline == nil && !l.closed {
 		l.armDeadline(r.deadline, now)
 	}
 }

@@ -86,7 +86,8 @@ func New[C any](m Manager[C], cfg Config) (*Pool[C], error) {
 }
 
 // Config returns the pool's configuration with every default filled in
-// ("never" as -1).
+// ("never" as -1), except Clock, which stays nil unless New was given one:
+// given to New again, it makes a pool that behaves the same.
 func (p *Pool[C]) Config() Config { return p.cfg.config() }
 
 // Local returns loop's own pool, creating it on first use: it then warms

@@ -119,9 +119,19 @@ func (c *Conn) Write(p []byte) (int, error) { return c.pc.Write(p) }
 // Receive attaches the lessee's callbacks: onData gets the bytes the
 // upstream sends (valid only during the call), onClose the reason if the
 // connection closes while they are attached. Receive(nil, nil) detaches
-// them once the reply is complete.
+// them once the reply is complete. While they are attached, a reply is on
+// the way: the connection counts a request in flight
+// (percore.Conn.BeginRequest), so that a graceful Shutdown of the runtime
+// waits for the reply instead of closing the connection as idle.
 func (c *Conn) Receive(onData func(data []byte), onClose func(err error)) {
+	was := c.onData != nil || c.onClose != nil
 	c.onData, c.onClose = onData, onClose
+	switch now := onData != nil || onClose != nil; {
+	case now && !was:
+		c.pc.BeginRequest()
+	case was && !now:
+		c.pc.EndRequest() // may close the connection, if the runtime is shutting down
+	}
 }
 
 // MarkBroken makes Broken report c, so that Put closes it: call it when an
