@@ -99,7 +99,7 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 		// Phase 1: as many connections as the limit allows, all served.
 		var first []net.Conn
 		for range fdChildConns {
-			c := dialAddr(t, addr)
+			c := pctest.Dial(t, addr)
 			if got, err := roundTrip(c, []byte("1")); err != nil || string(got) != "1" {
 				t.Fatalf("connection within the limit: %q %v", got, err)
 			}
@@ -109,7 +109,7 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 		// and wait there while accept fails with EMFILE.
 		var second []net.Conn
 		for range fdChildConns {
-			c := dialAddr(t, addr)
+			c := pctest.Dial(t, addr)
 			if _, err := c.Write([]byte("2")); err != nil {
 				t.Fatal(err)
 			}
@@ -158,17 +158,6 @@ func TestAcceptBackoffOnFdExhaustion(t *testing.T) {
 			t.Fatalf("%d accept-failure log lines, want one per episode:\n%s", n, strings.Join(logs, "\n"))
 		}
 	})
-}
-
-func dialAddr(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 func countContaining(lines []string, s string) int {

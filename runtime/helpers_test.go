@@ -51,13 +51,7 @@ func (echoHandler) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 // dial connects to rt with a deadline on every read and write.
 func dial(t *testing.T, rt *percore.Runtime) net.Conn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", rt.Addr().String(), 5*time.Second)
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	c.SetDeadline(time.Now().Add(30 * time.Second))
-	t.Cleanup(func() { c.Close() })
-	return c
+	return pctest.Dial(t, rt.Addr().String())
 }
 
 // roundTrip writes p and reads len(p) bytes back, concurrently so that a
