@@ -6,10 +6,11 @@
 // It prepares accept (single or multishot), receive (into a caller's buffer,
 // or selecting from a provided-buffer ring, single or multishot), send,
 // sendmsg, connect, close, shutdown, cancel (by user data or by descriptor),
-// timeout, and read and write at an offset. The runtime uses accept and
-// receive from a provided-buffer ring (multishot, or single where it limits
-// them), send, connect, close, shutdown, both cancels, and a read of an
-// eventfd for cross-thread wake-ups; receive into a caller's buffer, sendmsg,
+// timeout, a one-shot poll for input, and read and write at an offset. The
+// runtime uses accept and receive from a provided-buffer ring (multishot, or
+// single where it limits them), send, connect, close, shutdown, both
+// cancels, a poll of the listener while the descriptor table is full, and a
+// read of an eventfd for cross-thread wake-ups; receive into a caller's buffer, sendmsg,
 // timeout and write are there for other callers and the tests.
 //
 // # Ownership

@@ -201,6 +201,18 @@ func (r *Ring) PrepareAccept(fd int, userData uint64) error {
 	return nil
 }
 
+// PreparePollIn queues a one-shot poll of fd for input: it completes with
+// the ready event mask (POLLIN, or POLLERR/POLLHUP) once fd is readable.
+func (r *Ring) PreparePollIn(fd int, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.PreparePollAdd(fd, unix.POLLIN)
+	e.UserData = userData
+	return nil
+}
+
 // PrepareRecvSelect queues a single receive on fd into one buffer picked
 // from the provided-buffer ring b.
 func (r *Ring) PrepareRecvSelect(fd int, b *BufRing, userData uint64) error {

@@ -329,3 +329,28 @@ func TestCancel(t *testing.T) {
 		wantRes(t, "cancel with nothing in flight", newReaper(t, r).one(), 0)
 	})
 }
+
+func TestPollIn(t *testing.T) {
+	r := mustOpen(t, Config{Entries: 4})
+	p := socketpair(t)
+	if err := r.PreparePollIn(p[0], 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is readable yet: the poll stays armed.
+	if n := r.Ready(); n != 0 {
+		t.Fatalf("%d completions before any input, want the poll still armed", n)
+	}
+	if _, err := unix.Write(p[1], []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	c := newReaper(t, r).one()
+	if c.UserData != 5 {
+		t.Fatalf("completion for user data %d, want 5", c.UserData)
+	}
+	if c.Res < 0 || c.Res&unix.POLLIN == 0 {
+		t.Fatalf("poll: result %s, want a mask with POLLIN", res(c.Res))
+	}
+}

@@ -70,13 +70,15 @@ const (
 	OpSend        = Op(giouring.OpSend)
 	OpRecv        = Op(giouring.OpRecv)
 	OpShutdown    = Op(giouring.OpShutdown)
+	OpPollAdd     = Op(giouring.OpPollAdd)
 	OpMsgRing     = Op(giouring.OpMsgRing)
 )
 
 var opNames = map[Op]string{
 	OpRead: "READ", OpWrite: "WRITE", OpSendmsg: "SENDMSG", OpTimeout: "TIMEOUT",
 	OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL", OpConnect: "CONNECT", OpClose: "CLOSE",
-	OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN", OpMsgRing: "MSG_RING",
+	OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN", OpPollAdd: "POLL_ADD",
+	OpMsgRing: "MSG_RING",
 }
 
 // String returns the kernel's name of the opcode without its IORING_OP_ prefix.

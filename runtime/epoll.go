@@ -344,13 +344,15 @@ func (d *epollDriver) acceptAll() {
 			return
 		}
 		if errno != 0 {
-			// Out of descriptors or memory pauses accepting for a
-			// back-off (connections wait in the kernel's backlog);
-			// per-connection errors are skipped.
-			if l.acceptFailed(errnoErr("accept", errno)) {
-				return
+			// Per-connection errors are skipped. Out of descriptors or
+			// memory with a connection waiting pauses accepting for a
+			// back-off (connections wait in the kernel's backlog); with
+			// none waiting, the listener's next readiness says when to
+			// try again.
+			if l.acceptFailed(errnoErr("accept", errno), d.lnfd) == acceptSkip {
+				continue
 			}
-			continue
+			return
 		}
 		l.accepted(int(fd))
 	}

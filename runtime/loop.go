@@ -582,14 +582,29 @@ const (
 	maxPooledBytes = 4 << 20
 )
 
-// acceptFailed handles an accept error: per-connection errors are skipped
-// silently; a shortage of descriptors or memory (EMFILE, ENFILE, ENOBUFS,
-// ENOMEM) pauses accepting for a back-off that grows from 10 ms to 1 s, is
-// counted, and is logged once per episode. It reports whether accepting
-// was paused.
-func (l *Loop) acceptFailed(err error) bool {
+// acceptOutcome is what an accept error means for the listener.
+type acceptOutcome uint8
+
+const (
+	acceptSkip   acceptOutcome = iota // one connection's error: accept the next
+	acceptIdle                        // out of resources, none waiting: wait for one
+	acceptPaused                      // out of resources, one waiting: back off
+)
+
+// acceptFailed handles an accept error on the listening socket lnfd.
+// Per-connection errors are skipped silently. A shortage of descriptors or
+// memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is only a failure when a
+// connection is waiting: the kernel checks for a free descriptor before it
+// looks at the backlog, so a loop at its descriptor limit fails every
+// accept, also with nobody to refuse. With one waiting, accepting pauses
+// for a back-off that grows from 10 ms to 1 s, is counted, and is logged
+// once per episode.
+func (l *Loop) acceptFailed(err error, lnfd int) acceptOutcome {
 	if isTransientAcceptError(err) {
-		return false
+		return acceptSkip
+	}
+	if !connWaiting(lnfd) {
+		return acceptIdle
 	}
 	if l.acceptErrs == 0 {
 		l.log.Warn("percore: accept failing, backing off", "loop", l.id, "err", err)
@@ -613,7 +628,16 @@ func (l *Loop) acceptFailed(err error) bool {
 			}
 		})
 	}
-	return true
+	return acceptPaused
+}
+
+// connWaiting reports whether a connection waits in the listening socket
+// lnfd's backlog. When it cannot tell, it says yes: backing off is the safe
+// answer.
+func connWaiting(lnfd int) bool {
+	fds := [1]unix.PollFd{{Fd: int32(lnfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds[:], 0)
+	return err != nil || n > 0
 }
 
 // acceptOK notes an accepted connection. During an episode, progress

@@ -16,7 +16,9 @@ type Stats struct {
 	// open now, dials in progress included.
 	Accepts, Dials, Closes, Open uint64
 	// AcceptErrors counts accepts that failed for lack of resources
-	// (EMFILE, ENFILE, ENOBUFS, ENOMEM) and were retried after a back-off.
+	// (EMFILE, ENFILE, ENOBUFS, ENOMEM) while a connection was waiting,
+	// and were retried after a back-off. A loop at its descriptor limit
+	// with nobody waiting counts nothing.
 	AcceptErrors uint64
 	// BytesIn and BytesOut count payload bytes received and sent.
 	BytesIn, BytesOut uint64

@@ -17,6 +17,7 @@ import (
 // It never holds a Go pointer.
 const (
 	kindAccept uint8 = iota + 1
+	kindAcceptPoll
 	kindAcceptCancel
 	kindRecv
 	kindSend
@@ -50,9 +51,10 @@ type uringDriver struct {
 	cqes []ring.Completion
 
 	lnfd       int
-	accepting  bool // an accept is armed
-	acceptHeld bool // accepting is paused (cap or back-off)
-	loopOps    int  // accept and accept-cancel operations in flight
+	acceptOp   uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
+	awaitConn  bool  // the descriptor table was full with none waiting: poll first
+	acceptHeld bool  // accepting is paused (cap or back-off)
+	loopOps    int   // listener and cancel operations in flight
 
 	wakefd  int
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
@@ -133,27 +135,36 @@ func (d *uringDriver) listen(fd int) error {
 // armAccept arms an accept on the listener: multishot without a
 // connection cap; with a cap, one accept at a time, so that the loop never
 // takes a connection past its cap (the rest wait in the kernel's backlog).
+// After an accept failed for want of a descriptor with no connection
+// waiting, it arms a poll for the next connection instead: the kernel
+// fails an accept at once while the descriptor table is full, so an accept
+// armed then would fail again with nobody to refuse.
 func (d *uringDriver) armAccept() error {
-	if d.lnfd < 0 || d.accepting || d.acceptHeld {
+	if d.lnfd < 0 || d.acceptOp != 0 || d.acceptHeld {
 		return nil
 	}
 	var err error
-	if d.multishotAccept() {
-		err = d.r.PrepareAcceptMultishot(d.lnfd, userData(kindAccept, 0, 0))
-	} else {
-		err = d.r.PrepareAccept(d.lnfd, userData(kindAccept, 0, 0))
+	op := kindAccept
+	switch {
+	case d.awaitConn:
+		op = kindAcceptPoll
+		err = d.r.PreparePollIn(d.lnfd, userData(op, 0, 0))
+	case d.multishotAccept():
+		err = d.r.PrepareAcceptMultishot(d.lnfd, userData(op, 0, 0))
+	default:
+		err = d.r.PrepareAccept(d.lnfd, userData(op, 0, 0))
 	}
 	if err != nil {
 		return fmt.Errorf("arm accept: %w", err)
 	}
-	d.accepting = true
+	d.acceptOp = op
 	d.loopOps++
 	return nil
 }
 
 func (d *uringDriver) cancelAccept() {
-	if d.accepting {
-		if d.r.PrepareCancel(userData(kindAccept, 0, 0), userData(kindAcceptCancel, 0, 0)) == nil {
+	if d.acceptOp != 0 {
+		if d.r.PrepareCancel(userData(d.acceptOp, 0, 0), userData(kindAcceptCancel, 0, 0)) == nil {
 			d.loopOps++
 		}
 	}
@@ -373,6 +384,9 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	case kindAccept:
 		d.accepted(e)
 		return
+	case kindAcceptPoll:
+		d.connWaiting(e)
+		return
 	case kindAcceptCancel:
 		d.loopOps--
 		return
@@ -409,7 +423,7 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 	l := d.l
 	more := e.More()
 	if !more {
-		d.accepting = false
+		d.acceptOp = 0
 		d.loopOps--
 	}
 	switch {
@@ -421,13 +435,36 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 		l.accepted(int(e.Res))
 	case e.Res == -int32(unix.ECANCELED):
 	default:
-		l.acceptFailed(errnoErr("accept", unix.Errno(-e.Res)))
+		if l.acceptFailed(errnoErr("accept", unix.Errno(-e.Res)), d.lnfd) == acceptIdle {
+			d.awaitConn = true
+		}
 	}
-	if more || d.lnfd < 0 {
+	if !more {
+		d.nextAccept()
+	}
+}
+
+// connWaiting handles the poll armed while the descriptor table was full:
+// a connection is waiting, so accept again (and fail, and back off, if the
+// table is still full).
+func (d *uringDriver) connWaiting(e *ring.Completion) {
+	d.acceptOp = 0
+	d.loopOps--
+	if e.Res == -int32(unix.ECANCELED) {
 		return
 	}
-	if !l.canAccept() {
-		l.capReached()
+	d.awaitConn = false
+	d.nextAccept()
+}
+
+// nextAccept arms the listener's next operation unless the listener is
+// gone or the connection cap is reached.
+func (d *uringDriver) nextAccept() {
+	if d.lnfd < 0 {
+		return
+	}
+	if !d.l.canAccept() {
+		d.l.capReached()
 		return
 	}
 	d.rearmAccept()
