@@ -272,9 +272,12 @@ func (c *Conn) EndRequest() {
 // queue reached the cap.
 func (c *Conn) Paused() bool { return c.state&stPaused != 0 }
 
+// appendOut queues p. Past the loop's largest pooled size the queue at
+// least doubles when it grows, so that a long burst of writes costs
+// amortised constant time per byte.
 func (c *Conn) appendOut(p []byte) {
 	if n := len(c.out) + len(p); n > cap(c.out) {
-		b := append(c.loop.getBuf(n), c.out...)
+		b := append(c.loop.getBuf(max(n, 2*cap(c.out))), c.out...)
 		c.loop.putBuf(c.out)
 		c.out = b
 	}
