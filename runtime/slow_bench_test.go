@@ -80,4 +80,3 @@ func BenchmarkSlowConsumer(b *testing.B) {
 		})
 	}
 }
-
