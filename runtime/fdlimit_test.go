@@ -70,12 +70,18 @@ func testAcceptBackoff(t *testing.T, child string) {
 		t.Fatal(err)
 	}
 	exited := make(chan error, 1)
+	// Closing stdin makes the child close its runtime (with whatever is
+	// armed on the listener then) and exit 0.
 	t.Cleanup(func() {
 		stdin.Close()
 		select {
-		case <-exited:
+		case err := <-exited:
+			if err != nil && !t.Failed() {
+				t.Errorf("child: %v", err)
+			}
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
+			t.Error("child did not close its runtime and exit within 10 s")
 		}
 	})
 
@@ -159,6 +165,7 @@ func testAcceptBackoff(t *testing.T, child string) {
 		select {
 		case <-ch:
 		case err := <-exited:
+			exited <- err // for the cleanup
 			t.Fatalf("child exited waiting for %s: %v", what, err)
 		case <-time.After(15 * time.Second):
 			logMu.Lock()
