@@ -277,10 +277,6 @@ func fdChild(config string) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		if in.Text() == "stats" {
-			if f, err := os.OpenFile("/tmp/fddebug", os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
-				fmt.Fprintln(f, "DEBUG", b, rt.Stats(), leakcheck.OpenFDs(), "limit", limit)
-				f.Close()
-			}
 			fmt.Println(rt.Stats().AcceptErrors)
 		}
 	}

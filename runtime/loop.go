@@ -596,14 +596,14 @@ const (
 // memory (EMFILE, ENFILE, ENOBUFS, ENOMEM) is only a failure when a
 // connection is waiting: the kernel checks for a free descriptor before it
 // looks at the backlog, so a loop at its descriptor limit fails every
-// accept, also with nobody to refuse. With one waiting, accepting pauses
-// for a back-off that grows from 10 ms to 1 s, is counted, and is logged
-// once per episode.
+// accept, also with nobody to refuse. A failure (that, or any other error
+// on the listener) pauses accepting for a back-off that grows from 10 ms
+// to 1 s, is counted, and is logged once per episode.
 func (l *Loop) acceptFailed(err error, lnfd int) acceptOutcome {
 	if isTransientAcceptError(err) {
 		return acceptSkip
 	}
-	if !connWaiting(lnfd) {
+	if isResourceError(err) && !backlogWaiting(lnfd) {
 		return acceptIdle
 	}
 	if l.acceptErrs == 0 {
@@ -631,10 +631,17 @@ func (l *Loop) acceptFailed(err error, lnfd int) acceptOutcome {
 	return acceptPaused
 }
 
-// connWaiting reports whether a connection waits in the listening socket
-// lnfd's backlog. When it cannot tell, it says yes: backing off is the safe
-// answer.
-func connWaiting(lnfd int) bool {
+// isResourceError reports an accept error that says the process or the
+// system is short of descriptors or memory.
+func isResourceError(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) ||
+		errors.Is(err, unix.ENOBUFS) || errors.Is(err, unix.ENOMEM)
+}
+
+// backlogWaiting reports whether a connection waits in the listening
+// socket lnfd's backlog. When it cannot tell, it says yes: backing off is
+// the safe answer.
+func backlogWaiting(lnfd int) bool {
 	fds := [1]unix.PollFd{{Fd: int32(lnfd), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds[:], 0)
 	return err != nil || n > 0

@@ -15,10 +15,11 @@ type Stats struct {
 	// those closed (a dial that fails is in neither); Open is how many are
 	// open now, dials in progress included.
 	Accepts, Dials, Closes, Open uint64
-	// AcceptErrors counts accepts that failed for lack of resources
-	// (EMFILE, ENFILE, ENOBUFS, ENOMEM) while a connection was waiting,
-	// and were retried after a back-off. A loop at its descriptor limit
-	// with nobody waiting counts nothing.
+	// AcceptErrors counts accepts that failed and were retried after a
+	// back-off: for lack of resources (EMFILE, ENFILE, ENOBUFS, ENOMEM)
+	// while a connection was waiting, or with any other error that is not
+	// one connection's own. A loop at its descriptor limit with nobody
+	// waiting counts nothing.
 	AcceptErrors uint64
 	// BytesIn and BytesOut count payload bytes received and sent.
 	BytesIn, BytesOut uint64

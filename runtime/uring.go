@@ -37,7 +37,7 @@ func userData(kind uint8, slot, gen uint32) uint64 {
 // uringOps are the opcodes the io_uring loop needs.
 var uringOps = []ring.Op{
 	ring.OpAccept, ring.OpRecv, ring.OpSend, ring.OpClose, ring.OpAsyncCancel,
-	ring.OpConnect, ring.OpShutdown, ring.OpRead,
+	ring.OpConnect, ring.OpShutdown, ring.OpRead, ring.OpPollAdd,
 }
 
 // uringDriver runs a loop on io_uring: multishot accept, multishot receive
@@ -385,7 +385,7 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 		d.accepted(e)
 		return
 	case kindAcceptPoll:
-		d.connWaiting(e)
+		d.listenerReady(e)
 		return
 	case kindAcceptCancel:
 		d.loopOps--
@@ -444,16 +444,27 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 	}
 }
 
-// connWaiting handles the poll armed while the descriptor table was full:
-// a connection is waiting, so accept again (and fail, and back off, if the
-// table is still full).
-func (d *uringDriver) connWaiting(e *ring.Completion) {
+// listenerReady handles the poll armed while the descriptor table was
+// full. When it fires a connection is waiting, so accept again (and fail,
+// and back off, if the table is still full). Cancelled (to pause or stop),
+// it arms what is due next. Should the poll itself fail, accepting is
+// retried after the longest back-off rather than at once.
+func (d *uringDriver) listenerReady(e *ring.Completion) {
 	d.acceptOp = 0
 	d.loopOps--
-	if e.Res == -int32(unix.ECANCELED) {
+	switch {
+	case e.Res == -int32(unix.ECANCELED):
+	case e.Res < 0:
+		if d.lnfd < 0 {
+			return
+		}
+		d.awaitConn = false
+		d.l.log.Error("percore: poll listener", "loop", d.l.id, "err", errnoErr("poll", unix.Errno(-e.Res)))
+		d.l.AfterFunc(acceptBackoffMax, d.nextAccept)
 		return
+	default:
+		d.awaitConn = false
 	}
-	d.awaitConn = false
 	d.nextAccept()
 }
 
