@@ -498,7 +498,7 @@ func TestPanicInLoopCallbacks(t *testing.T) {
 		fired := make(chan struct{})
 		pctest.OnLoop(t, l, func() {
 			l.AfterFunc(0, func() { close(fired); panic("timer") })
-			if err := l.Dial(freePort(t), echoHandler{}, func(*percore.Conn, error) { panic("dial done") }); err != nil {
+			if err := l.Dial(pctest.DeadAddr(t), echoHandler{}, func(*percore.Conn, error) { panic("dial done") }); err != nil {
 				t.Errorf("dial: %v", err)
 			}
 			l.OnStop(func() { panic("on stop") })

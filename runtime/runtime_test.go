@@ -469,7 +469,7 @@ func TestDial(t *testing.T) {
 		}
 
 		// A refused dial is reported, not hung.
-		refused := freePort(t)
+		refused := pctest.DeadAddr(t)
 		pctest.OnLoop(t, l, func() {
 			if err := l.Dial(refused, h, func(c *percore.Conn, err error) { res <- dialResult{c, err} }); err != nil {
 				res <- dialResult{nil, err}
@@ -491,17 +491,6 @@ func TestDial(t *testing.T) {
 			}
 		})
 	})
-}
-
-// freePort returns a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 func TestCloseReleasesEverything(t *testing.T) {

@@ -9,12 +9,12 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -22,47 +22,6 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 // testDeadline bounds every wait for a condition.
 const testDeadline = 20 * time.Second
-
-// startServer listens on a loopback port and runs handle for every
-// connection on its own goroutine; the cleanup closes the listener and the
-// connections and waits for the handlers.
-func startServer(t *testing.T, handle func(net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				defer c.Close()
-				handle(c)
-			})
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return ln.Addr().String()
-}
 
 // echoHandler writes back everything it reads.
 func echoHandler(c net.Conn) {
@@ -215,7 +174,7 @@ func TestCorruptedEchoIsDetected(t *testing.T) {
 						_, _ = c.Read(buf) // until the client closes
 					}
 				}
-				tt.wl.Addr = startServer(t, handler)
+				tt.wl.Addr = pctest.Serve(t, handler).Addr()
 				rec := runEngine(t, eng, tt.wl, func(tot Totals) bool { return tot.Mismatches >= 3 })
 				tot := rec.Totals()
 				if tot.Requests == 0 {
@@ -230,7 +189,7 @@ func TestCorruptedEchoIsDetected(t *testing.T) {
 }
 
 func TestRunReportsMismatchInExitStatus(t *testing.T) {
-	addr := startServer(t, corruptingHandler(64))
+	addr := pctest.Serve(t, corruptingHandler(64)).Addr()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), []string{"-addr", addr, "-conns", "2", "-warmup", "0", "-seconds", "0.3", "-json"}, &stdout, &stderr)
 	if code != 1 {
@@ -304,7 +263,7 @@ func TestPipelineKeepsExactlyNInFlight(t *testing.T) {
 				const conns, answers = 2, 200
 				var maxSeen atomic.Int64
 				var satisfied atomic.Int64
-				addr := startServer(t, inflightHandler(tt.bytes, tt.pipeline, answers, &maxSeen, func() { satisfied.Add(1) }))
+				addr := pctest.Serve(t, inflightHandler(tt.bytes, tt.pipeline, answers, &maxSeen, func() { satisfied.Add(1) })).Addr()
 				wl := Workload{Addr: addr, Conns: conns, Bytes: tt.bytes, Pipeline: tt.pipeline}
 				rec := runEngine(t, eng, wl, func(Totals) bool { return satisfied.Load() == conns })
 				if got := maxSeen.Load(); got != int64(tt.pipeline) {
@@ -325,10 +284,10 @@ func TestPipelineKeepsExactlyNInFlight(t *testing.T) {
 func TestChurnOpensAConnectionPerRequest(t *testing.T) {
 	eachEngine(t, func(t *testing.T, eng Engine) {
 		var accepted atomic.Int64
-		addr := startServer(t, func(c net.Conn) {
+		addr := pctest.Serve(t, func(c net.Conn) {
 			accepted.Add(1)
 			echoHandler(c)
-		})
+		}).Addr()
 		wl := Workload{Addr: addr, Conns: 2, Bytes: 64, Pipeline: 1, Reconnect: true}
 		rec := runEngine(t, eng, wl, func(tot Totals) bool { return tot.Requests >= 50 })
 		tot := rec.Totals()
@@ -345,7 +304,7 @@ func TestChurnOpensAConnectionPerRequest(t *testing.T) {
 // resolves it once, as a loop dials only literal addresses.
 func TestEngineDialsAHostName(t *testing.T) {
 	eachEngine(t, func(t *testing.T, eng Engine) {
-		_, port, err := net.SplitHostPort(startServer(t, echoHandler))
+		_, port, err := net.SplitHostPort(pctest.Serve(t, echoHandler).Addr())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,10 +375,10 @@ func TestMeasureAgainstEchoServer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var accepted atomic.Int64
-			tt.cfg.Addr = startServer(t, func(c net.Conn) {
+			tt.cfg.Addr = pctest.Serve(t, func(c net.Conn) {
 				accepted.Add(1)
 				echoHandler(c)
-			})
+			}).Addr()
 			tt.cfg.engine = "std"
 			tt.cfg.warmup = 50 * time.Millisecond
 			tt.cfg.window = 300 * time.Millisecond
@@ -577,13 +536,7 @@ func TestParsePerf(t *testing.T) {
 }
 
 func TestOpenIdleCountsFailures(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close() // nothing listens there now
-	conns, failed := openIdle(context.Background(), addr, 5)
+	conns, failed := openIdle(context.Background(), pctest.DeadAddr(t), 5)
 	closeAll(conns)
 	if len(conns) != 0 || failed != 5 {
 		t.Errorf("openIdle to a closed port: %d open, %d failed, want 0 and 5", len(conns), failed)
@@ -601,7 +554,7 @@ func TestHotPathAllocatesNothingPerRequest(t *testing.T) {
 	eachEngine(t, func(t *testing.T, eng Engine) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				tt.wl.Addr = startServer(t, echoHandler)
+				tt.wl.Addr = pctest.Serve(t, echoHandler).Addr()
 				var before, after runtime.MemStats
 				var from uint64
 				rec := runEngine(t, eng, tt.wl, func(tot Totals) bool {

@@ -20,96 +20,6 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// lineEcho is a line echo upstream that counts the connections it accepts
-// and can be killed and restarted on the same port.
-type lineEcho struct {
-	addr    string
-	mu      sync.Mutex
-	ln      net.Listener
-	conns   map[net.Conn]bool
-	accepts int
-	wg      sync.WaitGroup
-}
-
-func startLineEcho(t *testing.T, addr string) *lineEcho {
-	t.Helper()
-	e := &lineEcho{addr: addr, conns: map[net.Conn]bool{}}
-	if err := e.start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.kill)
-	return e
-}
-
-// start listens (again) on the echo's address.
-func (e *lineEcho) start() error {
-	ln, err := net.Listen("tcp", e.addr)
-	if err != nil {
-		return err
-	}
-	e.mu.Lock()
-	e.ln = ln
-	e.addr = ln.Addr().String()
-	e.mu.Unlock()
-	e.wg.Add(1)
-	go e.serve(ln)
-	return nil
-}
-
-func (e *lineEcho) serve(ln net.Listener) {
-	defer e.wg.Done()
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		e.mu.Lock()
-		e.accepts++
-		e.conns[c] = true
-		e.mu.Unlock()
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			defer func() {
-				e.mu.Lock()
-				delete(e.conns, c)
-				e.mu.Unlock()
-				c.Close()
-			}()
-			r := bufio.NewReader(c)
-			for {
-				line, err := r.ReadBytes('\n')
-				if err != nil {
-					return
-				}
-				if _, err := c.Write(line); err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-// kill closes the listener and every connection, and waits for them.
-func (e *lineEcho) kill() {
-	e.mu.Lock()
-	if e.ln != nil {
-		e.ln.Close()
-		e.ln = nil
-	}
-	for c := range e.conns {
-		c.Close()
-	}
-	e.mu.Unlock()
-	e.wg.Wait()
-}
-
-func (e *lineEcho) accepted() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.accepts
-}
-
 // lineClient is a client of the front with a deadline on every exchange.
 type lineClient struct {
 	c net.Conn
@@ -164,9 +74,9 @@ func startFront(t *testing.T, b percore.Backend, upstream string, max int) *serv
 func TestEndToEnd(t *testing.T) {
 	for _, b := range []percore.Backend{percore.IOURing, percore.Epoll} {
 		t.Run(b.String(), func(t *testing.T) {
-			up := startLineEcho(t, "127.0.0.1:0")
+			up := pctest.Serve(t, pctest.LineEcho)
 			const max, clients, requests = 2, 8, 40
-			s := startFront(t, b, up.addr, max)
+			s := startFront(t, b, up.Addr(), max)
 			loops := len(s.rt.Loops())
 
 			// Requests succeed, pipelined too, with at most max
@@ -200,14 +110,14 @@ func TestEndToEnd(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			t.Logf("%d loops, %d upstream connections accepted", loops, up.accepted())
-			if n := up.accepted(); n > max*loops || n == 0 {
+			t.Logf("%d loops, %d upstream connections accepted", loops, up.Accepted())
+			if n := up.Accepted(); n > max*loops || n == 0 {
 				t.Errorf("the upstream accepted %d connections; want 1 to %d (%d per loop)", n, max*loops, max)
 			}
 
 			// A dead upstream gives error replies, not a hang.
 			lc := dialFront(t, s)
-			up.kill()
+			up.Kill()
 			for i := range 5 {
 				got, err := lc.ask(fmt.Sprintf("while down %d\n", i))
 				if err != nil {
@@ -220,8 +130,8 @@ func TestEndToEnd(t *testing.T) {
 			}
 
 			// Restarted, it serves again, and the front was not restarted.
-			if err := up.start(); err != nil {
-				t.Fatalf("restart the upstream on %s: %v", up.addr, err)
+			if err := up.Start(); err != nil {
+				t.Fatalf("restart the upstream on %s: %v", up.Addr(), err)
 			}
 			deadline := time.Now().Add(10 * time.Second)
 			for {
@@ -242,8 +152,8 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestProtocolLimits(t *testing.T) {
-	up := startLineEcho(t, "127.0.0.1:0")
-	s := startFront(t, percore.Epoll, up.addr, 1)
+	up := pctest.Serve(t, pctest.LineEcho)
+	s := startFront(t, percore.Epoll, up.Addr(), 1)
 	lc := dialFront(t, s)
 	got, err := lc.ask(strings.Repeat("x", 2000) + "\n")
 	if err != nil || got[0] != "ERR request line too long\n" {
@@ -254,61 +164,36 @@ func TestProtocolLimits(t *testing.T) {
 // heldEcho is a line echo upstream that tells got every line it receives
 // and holds its reply until release is closed.
 type heldEcho struct {
-	addr    string
+	*pctest.Server
 	got     chan string
 	release chan struct{}
 }
 
 func startHeldEcho(t *testing.T) *heldEcho {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &heldEcho{addr: ln.Addr().String(), got: make(chan string, 16), release: make(chan struct{})}
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
+	e := &heldEcho{got: make(chan string, 16), release: make(chan struct{})}
+	e.Server = pctest.Serve(t, func(c net.Conn) {
+		r := bufio.NewReader(c)
 		for {
-			c, err := ln.Accept()
+			line, err := r.ReadString('\n')
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() {
-				r := bufio.NewReader(c)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil {
-						return
-					}
-					e.got <- line
-					<-e.release
-					if _, err := c.Write([]byte(line)); err != nil {
-						return
-					}
-				}
-			})
+			e.got <- line
+			<-e.release
+			if _, err := c.Write([]byte(line)); err != nil {
+				return
+			}
 		}
 	})
+	// Cleanups run last first: this releases the handlers before the
+	// server's cleanup waits for them.
 	t.Cleanup(func() {
-		ln.Close()
 		select {
 		case <-e.release:
 		default:
 			close(e.release)
 		}
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
 	})
 	return e
 }
@@ -320,7 +205,7 @@ func startHeldEcho(t *testing.T) *heldEcho {
 func TestShutdownAnswersAPendingRequest(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		up := startHeldEcho(t)
-		s := startFront(t, b, up.addr, 1)
+		s := startFront(t, b, up.Addr(), 1)
 		addr := s.rt.Addr().String()
 		lc := dialFront(t, s)
 		lc.c.SetDeadline(time.Now().Add(20 * time.Second))

@@ -1,7 +1,7 @@
-// Package pctest holds the helpers that percore's runtime tests share:
-// running a test once per backend, waiting for a condition with a
-// deadline, running a function on a loop, dialing a test server, and a
-// logger that writes to the test log.
+// Package pctest holds the helpers that percore's tests share: running a
+// test once per backend, waiting for a condition with a deadline, running a
+// function on a loop, dialing a test server, a plain net server to stand
+// in for an upstream or a peer, and a logger that writes to the test log.
 package pctest
 
 import (

@@ -1,12 +1,10 @@
 package upstream_test
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,79 +19,11 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// echoServer is a line echo upstream on 127.0.0.1:0 that counts accepts
-// and can close, or write to, every connection it holds.
-type echoServer struct {
-	ln      net.Listener
-	mu      sync.Mutex
-	conns   []net.Conn
-	accepts int
-	wg      sync.WaitGroup
-}
-
-func startEcho(t *testing.T) *echoServer {
+// startEcho starts a line echo upstream; the test can count its accepts
+// and close, or write to, the connections it holds.
+func startEcho(t *testing.T) *pctest.Server {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &echoServer{ln: ln}
-	s.wg.Add(1)
-	go s.serve()
-	t.Cleanup(s.stop)
-	return s
-}
-
-func (s *echoServer) serve() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.mu.Lock()
-		s.accepts++
-		s.conns = append(s.conns, c)
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			r := bufio.NewReader(c)
-			for {
-				line, err := r.ReadBytes('\n')
-				if err != nil {
-					c.Close()
-					return
-				}
-				if _, err := c.Write(line); err != nil {
-					return
-				}
-			}
-		}()
-	}
-}
-
-func (s *echoServer) addr() string { return s.ln.Addr().String() }
-
-func (s *echoServer) accepted() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.accepts
-}
-
-// each runs f on every connection the server holds.
-func (s *echoServer) each(f func(net.Conn)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.conns {
-		f(c)
-	}
-}
-
-func (s *echoServer) stop() {
-	s.ln.Close()
-	s.each(func(c net.Conn) { c.Close() })
-	s.wg.Wait()
+	return pctest.Serve(t, pctest.LineEcho)
 }
 
 // client runs a one-loop percore runtime with a pool of upstream
@@ -199,14 +129,14 @@ func (c *client) state() (st pool.State, s pool.Statistics) {
 func TestRoundTripAndReuse(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		up := startEcho(t)
-		c := newClient(t, b, up.addr(), pool.Config{})
+		c := newClient(t, b, up.Addr(), pool.Config{})
 		first := c.roundTrip("hello\n", false)
 		second := c.roundTrip("again\n", false)
 		if first.err != nil || second.err != nil || first.reply != "hello\n" || second.reply != "again\n" {
 			t.Fatalf("replies %+v, %+v", first, second)
 		}
-		if first.conn != second.conn || up.accepted() != 1 {
-			t.Errorf("the idle connection was not reused (%d accepts)", up.accepted())
+		if first.conn != second.conn || up.Accepted() != 1 {
+			t.Errorf("the idle connection was not reused (%d accepts)", up.Accepted())
 		}
 	})
 }
@@ -214,14 +144,14 @@ func TestRoundTripAndReuse(t *testing.T) {
 func TestDroppedConnections(t *testing.T) {
 	tests := []struct {
 		name   string
-		before func(up *echoServer)
+		before func(up *pctest.Server)
 		keep   bool // return with the receiver still attached
 	}{
-		{"closed by the upstream while idle", func(up *echoServer) {
-			up.each(func(c net.Conn) { c.Close() })
+		{"closed by the upstream while idle", func(up *pctest.Server) {
+			up.Each(func(c net.Conn) { c.Close() })
 		}, false},
-		{"unsolicited bytes while idle", func(up *echoServer) {
-			up.each(func(c net.Conn) { c.Write([]byte("surprise\n")) })
+		{"unsolicited bytes while idle", func(up *pctest.Server) {
+			up.Each(func(c net.Conn) { c.Write([]byte("surprise\n")) })
 		}, false},
 		{"returned mid-exchange", nil, true},
 	}
@@ -229,7 +159,7 @@ func TestDroppedConnections(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				up := startEcho(t)
-				c := newClient(t, b, up.addr(), pool.Config{})
+				c := newClient(t, b, up.Addr(), pool.Config{})
 				first := c.roundTrip("one\n", tt.keep)
 				if first.err != nil {
 					t.Fatal(first.err)
@@ -260,13 +190,7 @@ func TestDroppedConnections(t *testing.T) {
 
 func TestRefused(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		c := newClient(t, b, addr, pool.Config{MaxSize: 1})
+		c := newClient(t, b, pctest.DeadAddr(t), pool.Config{MaxSize: 1})
 		for range 3 { // each frees its slot
 			r := c.roundTrip("x\n", false)
 			if !errors.Is(r.err, syscall.ECONNREFUSED) {
