@@ -43,11 +43,7 @@ func BenchmarkEcho(b *testing.B) {
 	for _, backend := range pctest.Backends {
 		for _, size := range []int{64, 4 << 10, 64 << 10} {
 			b.Run(fmt.Sprintf("%v/%dB", backend, size), func(b *testing.B) {
-				rt, err := percore.New(percore.Config{Backend: backend, Addr: "127.0.0.1:0", Cores: []int{0}, Logger: pctest.QuietLogger(b)}, echoHandler{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer rt.Close()
+				rt := start(b, percore.Config{Backend: backend}, echoHandler{})
 				c := rawconn.Dial(b, rt.Addr())
 				p := make([]byte, size)
 				if err := c.RoundTrip(p); err != nil {

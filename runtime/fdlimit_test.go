@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -266,7 +267,7 @@ func fdChild(config string) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	cores, _ := cpuCores()
+	cores, _ := cpu.Cores()
 	rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: cores[:1], MaxConns: maxConns,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}, echoHandler{})
 	if err != nil {

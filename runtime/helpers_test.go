@@ -15,7 +15,7 @@ import (
 )
 
 // allCores returns the CPUs this test may use.
-func allCores(t *testing.T) []int {
+func allCores(t testing.TB) []int {
 	t.Helper()
 	cores, err := cpu.Cores()
 	if err != nil {
@@ -25,7 +25,7 @@ func allCores(t *testing.T) []int {
 }
 
 // start starts a runtime listening on 127.0.0.1:0 and closes it at cleanup.
-func start(t *testing.T, cfg percore.Config, h percore.Handler) *percore.Runtime {
+func start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime {
 	t.Helper()
 	if cfg.Addr == "" && h != nil {
 		cfg.Addr = "127.0.0.1:0"
@@ -80,6 +80,3 @@ func shutdownCtx(t *testing.T, d time.Duration) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
-
-// cpuCores is cpu.Cores for code without a *testing.T.
-func cpuCores() ([]int, error) { return cpu.Cores() }

@@ -292,11 +292,7 @@ func (g *graceful) OnClose(c *percore.Conn, err error) { g.closed <- err }
 func TestGracefulShutdown(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		g := &graceful{started: make(chan struct{}, 4), closed: make(chan error, 4)}
-		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t)[:1], Logger: pctest.QuietLogger(t)}, g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rt.Close() })
+		rt := start(t, percore.Config{Backend: b}, g)
 		busy, idle := dial(t, rt), dial(t, rt)
 		if _, err := busy.Write([]byte("slow")); err != nil {
 			t.Fatal(err)
@@ -336,17 +332,13 @@ func TestGracefulShutdown(t *testing.T) {
 func TestShutdownDeadline(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		g := &graceful{started: make(chan struct{}, 4), closed: make(chan error, 4)}
-		rt, err := percore.New(percore.Config{Backend: b, Addr: "127.0.0.1:0", Cores: allCores(t)[:1], Logger: pctest.QuietLogger(t)}, g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { rt.Close() })
+		rt := start(t, percore.Config{Backend: b}, g)
 		stuck := dial(t, rt)
 		if _, err := stuck.Write([]byte("never")); err != nil {
 			t.Fatal(err)
 		}
 		<-g.started
-		err = rt.Shutdown(shutdownCtx(t, 300*time.Millisecond))
+		err := rt.Shutdown(shutdownCtx(t, 300*time.Millisecond))
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown: %v, want the deadline", err)
 		}

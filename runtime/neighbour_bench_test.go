@@ -40,12 +40,7 @@ func BenchmarkPipelinedNeighbour(b *testing.B) {
 				name = "budget-off"
 			}
 			b.Run(fmt.Sprintf("%v/%s", backend, name), func(b *testing.B) {
-				rt, err := percore.New(percore.Config{Backend: backend, Addr: "127.0.0.1:0", Cores: []int{0},
-					TurnBudget: budget, Logger: pctest.QuietLogger(b)}, lineEcho{})
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer rt.Close()
+				rt := start(b, percore.Config{Backend: backend, TurnBudget: budget}, lineEcho{})
 				line := append(bytes.Repeat([]byte("h"), lineLen-1), '\n')
 				chunk := bytes.Repeat(line, 1024)
 				var lat []time.Duration

@@ -34,12 +34,7 @@ func (burstHandler) OnData(c *percore.Conn, p []byte) {
 func BenchmarkSlowConsumer(b *testing.B) {
 	for _, backend := range pctest.Backends {
 		b.Run(backend.String(), func(b *testing.B) {
-			rt, err := percore.New(percore.Config{Backend: backend, Addr: "127.0.0.1:0", Cores: []int{0},
-				MaxOutbound: -1, Logger: pctest.QuietLogger(b)}, burstHandler{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer rt.Close()
+			rt := start(b, percore.Config{Backend: backend, MaxOutbound: -1}, burstHandler{})
 			d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
 				var serr error
 				err := rc.Control(func(fd uintptr) {
