@@ -105,8 +105,9 @@ func drain(t *testing.T, fds []int, n int, take func(i, fd int) (bool, error)) [
 	return counts
 }
 
-// acceptAll accepts n connections across the listening descriptors fds and
-// returns, for each, the remote ports of the connections it accepted.
+// acceptAll accepts and closes n connections across the listening
+// descriptors fds and returns, for each, the remote ports of the
+// connections it accepted (-1 for a Unix socket's).
 func acceptAll(t *testing.T, fds []int, n int) [][]int {
 	t.Helper()
 	peers := make([][]int, len(fds))

@@ -113,16 +113,7 @@ func TestUnixExistingPath(t *testing.T) {
 				}
 				c := dial(t, "unix", path)
 				c.Close()
-				drain(t, []int{l.Fd()}, 1, func(_, fd int) (bool, error) {
-					cfd, _, err := unix.Accept4(fd, unix.SOCK_CLOEXEC)
-					if errors.Is(err, unix.EAGAIN) {
-						return false, nil
-					}
-					if err == nil {
-						unix.Close(cfd)
-					}
-					return err == nil, err
-				})
+				acceptAll(t, []int{l.Fd()}, 1)
 				return
 			}
 			if err == nil {
