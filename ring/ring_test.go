@@ -320,15 +320,7 @@ func TestSubmitFullQueue(t *testing.T) {
 	if !r.Overflowed() {
 		t.Errorf("Overflowed() = false with %d completions for a completion queue of %d", cancels-cancels%entries, 4*entries)
 	}
-	got := newReaper(t, r).byData(cancels)
-	for i := range uint64(cancels) {
-		c, ok := got[i]
-		if !ok {
-			t.Fatalf("no completion for cancel %d", i)
-		}
-		// A cancel of every match completes with the number it found.
-		wantRes(t, fmt.Sprintf("cancel %d", i), c, 0)
-	}
+	wantCancels(t, r, cancels)
 	if r.Overflowed() {
 		t.Error("Overflowed() after every completion was reaped")
 	}
@@ -508,14 +500,7 @@ func TestSQPollFullQueue(t *testing.T) {
 					t.Fatalf("%d pending submissions in a queue of %d", p, entries)
 				}
 			}
-			got := newReaper(t, r).byData(cancels)
-			for i := range uint64(cancels) {
-				c, ok := got[i]
-				if !ok {
-					t.Fatalf("no completion for cancel %d", i)
-				}
-				wantRes(t, fmt.Sprintf("cancel %d", i), c, 0)
-			}
+			wantCancels(t, r, cancels)
 		})
 	}
 }
@@ -630,5 +615,20 @@ func TestSetBatchWait(t *testing.T) {
 			}
 			wantRes(t, "cancel", cs[0], 0)
 		})
+	}
+}
+
+// wantCancels reaps n completions with user data 0..n-1, each a cancel
+// that found nothing to cancel (a cancel of every match completes with the
+// number it found).
+func wantCancels(t *testing.T, r *Ring, n int) {
+	t.Helper()
+	got := newReaper(t, r).byData(n)
+	for i := range uint64(n) {
+		c, ok := got[i]
+		if !ok {
+			t.Fatalf("no completion for cancel %d", i)
+		}
+		wantRes(t, fmt.Sprintf("cancel %d", i), c, 0)
 	}
 }
