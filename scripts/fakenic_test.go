@@ -725,6 +725,18 @@ func (tr *tree) calls(t *testing.T) []string {
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
 }
 
+// wantUnchanged checks that a run, named by what for the errors, left the
+// tree with the checksum sum and ran no command that changes anything.
+func (tr *tree) wantUnchanged(t *testing.T, what, sum string) {
+	t.Helper()
+	if tr.sum(t, true) != sum {
+		t.Errorf("%s changed the tree", what)
+	}
+	if m := mutating(tr.calls(t)); len(m) > 0 {
+		t.Errorf("%s ran %q", what, m)
+	}
+}
+
 // mutating returns the calls that change something: everything but ethtool's -i, -l and -k and
 // systemctl is-active.
 func mutating(calls []string) []string {

@@ -118,12 +118,7 @@ func TestUsageErrorsChangeNothing(t *testing.T) {
 			r := tr.run(t, tt.args...)
 			wantCode(t, r, exitUsage)
 			wantOutput(t, r, tt.want)
-			if after := tr.sum(t, true); after != before {
-				t.Errorf("a usage error changed the tree")
-			}
-			if m := mutating(tr.calls(t)); len(m) > 0 {
-				t.Errorf("a usage error ran %q", m)
-			}
+			tr.wantUnchanged(t, "a usage error", before)
 		})
 	}
 }
@@ -223,12 +218,7 @@ func TestCheckVerdicts(t *testing.T) {
 					t.Errorf("gap %d = %q, want it to start with %q and say what is done instead", i, gaps[i], g)
 				}
 			}
-			if tr.sum(t, true) != before {
-				t.Errorf("--check changed the tree")
-			}
-			if m := mutating(tr.calls(t)); len(m) > 0 {
-				t.Errorf("--check ran %q", m)
-			}
+			tr.wantUnchanged(t, "--check", before)
 			if _, err := os.Stat(tr.stateDir()); err == nil {
 				t.Errorf("--check created %s", tr.stateDir())
 			}
@@ -770,12 +760,7 @@ func TestApplyIsIdempotent(t *testing.T) {
 			if strings.Contains(r.stdout, "write ") || strings.Contains(r.stdout, "run: ") {
 				t.Errorf("the second run changed something:\n%s", r)
 			}
-			if tr.sum(t, true) != sum {
-				t.Errorf("the second run changed the tree")
-			}
-			if m := mutating(tr.calls(t)); len(m) > 0 {
-				t.Errorf("the second run ran %q", m)
-			}
+			tr.wantUnchanged(t, "the second run", sum)
 			if again, _ := os.ReadFile(tr.stateFile()); !bytes.Equal(again, state) {
 				t.Errorf("the second run changed the state file:\n%s\nwas:\n%s", again, state)
 			}
@@ -793,12 +778,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 			r := tr.run(t, "--cpus", hh.other, "--dry-run")
 			wantCode(t, r, exitOK)
 			wantOutput(t, r, "would write ", " (now ", "dry run: ")
-			if tr.sum(t, true) != sum {
-				t.Errorf("the dry run changed the tree")
-			}
-			if m := mutating(tr.calls(t)); len(m) > 0 {
-				t.Errorf("the dry run ran %q", m)
-			}
+			tr.wantUnchanged(t, "the dry run", sum)
 			if _, err := os.Stat(tr.stateDir()); err == nil {
 				t.Errorf("the dry run created %s", tr.stateDir())
 			}
@@ -832,12 +812,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 		r := tr.run(t, "--restore", "--dry-run")
 		wantCode(t, r, exitOK)
 		wantOutput(t, r, "would run: "+tr.path("bin/ethtool")+" -L eth0 combined 8 (now combined 4)", "would write 0 > ")
-		if tr.sum(t, true) != sum {
-			t.Errorf("the dry restore changed the tree")
-		}
-		if m := mutating(tr.calls(t)); len(m) > 0 {
-			t.Errorf("the dry restore ran %q", m)
-		}
+		tr.wantUnchanged(t, "the dry restore", sum)
 		if _, err := os.Stat(tr.stateFile()); err != nil {
 			t.Errorf("the dry restore removed the state: %v", err)
 		}
