@@ -162,6 +162,8 @@ func (c *Conn) CloseWrite() error {
 }
 
 // LocalAddr returns the local address (it asks the kernel the first time).
+// Once the connection is closed it returns what an earlier call found, or
+// nil: call it in OnOpen to have it in OnClose.
 func (c *Conn) LocalAddr() net.Addr {
 	if c.laddr == nil && c.fd >= 0 {
 		if sa, err := unix.Getsockname(c.fd); err == nil {
@@ -172,7 +174,9 @@ func (c *Conn) LocalAddr() net.Addr {
 }
 
 // RemoteAddr returns the peer's address (it asks the kernel the first
-// time).
+// time). Once the connection is closed it returns what an earlier call
+// found, or nil: call it in OnOpen to have it in OnClose (a peer's reset
+// can also make the kernel forget it sooner).
 func (c *Conn) RemoteAddr() net.Addr {
 	if c.raddr == nil && c.fd >= 0 {
 		if sa, err := unix.Getpeername(c.fd); err == nil {

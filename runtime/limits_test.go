@@ -23,7 +23,6 @@ import (
 type slowServer struct {
 	mu         sync.Mutex
 	open, peak int
-	closeErrs  chan error
 }
 
 func (s *slowServer) OnOpen(c *percore.Conn) {
@@ -46,9 +45,6 @@ func (s *slowServer) OnClose(c *percore.Conn, err error) {
 	s.mu.Lock()
 	s.open--
 	s.mu.Unlock()
-	if s.closeErrs != nil {
-		s.closeErrs <- err
-	}
 }
 
 func TestConnectionCap(t *testing.T) {
@@ -105,17 +101,17 @@ func TestConnectionCap(t *testing.T) {
 // closeRecorder echoes and reports why connections closed.
 type closeRecorder struct {
 	echoHandler
-	closed chan error
+	closed *pctest.Inbox[error]
 }
 
-func (h *closeRecorder) OnClose(c *percore.Conn, err error) { h.closed <- err }
+func (h *closeRecorder) OnClose(c *percore.Conn, err error) { h.closed.Put(err) }
 
 func TestIdleTimeout(t *testing.T) {
 	// Long enough that a stall of the test process on a busy machine
 	// does not look like silence between the talker's messages.
 	const idle = 500 * time.Millisecond
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &closeRecorder{closed: make(chan error, 2)}
+		h := &closeRecorder{closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: idle}, h)
 
 		// A client that keeps talking, for three idle periods, is never
@@ -135,7 +131,7 @@ func TestIdleTimeout(t *testing.T) {
 		if _, err := talker.Read(buf); err != io.EOF {
 			t.Fatalf("silent client: read %v, want EOF", err)
 		}
-		err := <-h.closed
+		err := h.closed.Next(t, "OnClose")
 		if !errors.Is(err, percore.ErrIdleTimeout) || !errors.Is(err, os.ErrDeadlineExceeded) {
 			t.Fatalf("OnClose: %v, want ErrIdleTimeout", err)
 		}
@@ -155,7 +151,7 @@ func (h *lifetimeSetter) OnOpen(c *percore.Conn) {
 
 func TestMaxLifetimeSetByHandler(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &lifetimeSetter{closeRecorder{closed: make(chan error, 1)}}
+		h := &lifetimeSetter{closeRecorder{closed: pctest.NewInbox[error]()}}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: 50 * time.Millisecond}, h)
 		c := dial(t, rt)
 		// Busy or not, the connection is closed at its lifetime and not
@@ -163,7 +159,7 @@ func TestMaxLifetimeSetByHandler(t *testing.T) {
 		if _, err := io.ReadAll(c); err != nil {
 			t.Fatal(err)
 		}
-		err := <-h.closed
+		err := h.closed.Next(t, "OnClose")
 		if !errors.Is(err, percore.ErrMaxLifetime) {
 			t.Fatalf("OnClose: %v, want ErrMaxLifetime", err)
 		}
@@ -182,7 +178,7 @@ type producer struct {
 	reply  []byte
 	maxQ   atomic.Int64
 	drains atomic.Int64
-	closed chan error
+	closed *pctest.Inbox[error]
 }
 
 type backlog struct{ pending int }
@@ -210,14 +206,14 @@ func (p *producer) OnDrain(c *percore.Conn) {
 	p.produce(c, c.Value().(*backlog))
 }
 
-func (p *producer) OnClose(c *percore.Conn, err error) { p.closed <- err }
+func (p *producer) OnClose(c *percore.Conn, err error) { p.closed.Put(err) }
 
 func TestSlowConsumerPaused(t *testing.T) {
 	// 2000 replies of 16 KiB: 32 MB, far more than the kernel's socket
 	// buffers hold, so the queue reaches the cap on either backend.
 	const maxOut, requests = 256 << 10, 2000
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		p := &producer{reply: bytes.Repeat([]byte("r"), 16<<10), closed: make(chan error, 4)}
+		p := &producer{reply: bytes.Repeat([]byte("r"), 16<<10), closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b, MaxOutbound: maxOut}, p)
 		slow := dial(t, rt)
 		// The slow client sends every request and reads nothing.
@@ -249,13 +245,13 @@ func TestSlowConsumerPaused(t *testing.T) {
 
 func TestSlowConsumerClosed(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		p := &producer{reply: bytes.Repeat([]byte("r"), 16<<10), closed: make(chan error, 4)}
+		p := &producer{reply: bytes.Repeat([]byte("r"), 16<<10), closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b, MaxOutbound: 128 << 10, OutboundPolicy: percore.CloseSlowConsumer}, p)
 		slow := dial(t, rt)
 		if _, err := slow.Write(bytes.Repeat([]byte("q"), 2000)); err != nil {
 			t.Fatal(err)
 		}
-		err := <-p.closed
+		err := p.closed.Next(t, "OnClose")
 		if !errors.Is(err, percore.ErrSlowConsumer) {
 			t.Fatalf("OnClose: %v, want ErrSlowConsumer", err)
 		}
@@ -268,10 +264,30 @@ func TestSlowConsumerClosed(t *testing.T) {
 }
 
 // graceful answers "slow" after 200 ms of timer work, "never" never, and
-// says goodbye at shutdown.
+// says goodbye at shutdown. It reports each close with the client's
+// address: a test that probes the listener opens connections of its own.
 type graceful struct {
-	started chan struct{}
-	closed  chan error
+	started *pctest.Inbox[struct{}]
+	closed  *pctest.Inbox[closeReport]
+}
+
+type closeReport struct {
+	client string
+	err    error
+}
+
+func newGraceful() *graceful {
+	return &graceful{started: pctest.NewInbox[struct{}](), closed: pctest.NewInbox[closeReport]()}
+}
+
+// closeOf waits for the close of the connection from client.
+func (g *graceful) closeOf(t *testing.T, client net.Conn) error {
+	t.Helper()
+	for {
+		if r := g.closed.Next(t, "OnClose of "+client.LocalAddr().String()); r.client == client.LocalAddr().String() {
+			return r.err
+		}
+	}
 }
 
 func (g *graceful) OnData(c *percore.Conn, data []byte) {
@@ -284,20 +300,26 @@ func (g *graceful) OnData(c *percore.Conn, data []byte) {
 		})
 	case "never":
 	}
-	g.started <- struct{}{}
+	g.started.Put(struct{}{})
 }
-func (g *graceful) OnShutdown(c *percore.Conn)         { c.Write([]byte("goodbye;")) }
-func (g *graceful) OnClose(c *percore.Conn, err error) { g.closed <- err }
+func (g *graceful) OnShutdown(c *percore.Conn) { c.Write([]byte("goodbye;")) }
+
+// OnOpen keeps the client's address: by OnClose the descriptor is gone.
+func (g *graceful) OnOpen(c *percore.Conn) { c.SetValue(c.RemoteAddr().String()) }
+
+func (g *graceful) OnClose(c *percore.Conn, err error) {
+	g.closed.Put(closeReport{c.Value().(string), err})
+}
 
 func TestGracefulShutdown(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		g := &graceful{started: make(chan struct{}, 4), closed: make(chan error, 4)}
+		g := newGraceful()
 		rt := start(t, percore.Config{Backend: b}, g)
 		busy, idle := dial(t, rt), dial(t, rt)
 		if _, err := busy.Write([]byte("slow")); err != nil {
 			t.Fatal(err)
 		}
-		<-g.started
+		g.started.Next(t, "the request")
 		done := make(chan error, 1)
 		go func() { done <- rt.Shutdown(shutdownCtx(t, 10*time.Second)) }()
 
@@ -321,9 +343,9 @@ func TestGracefulShutdown(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("Shutdown: %v", err)
 		}
-		for range 2 {
-			if err := <-g.closed; err != nil {
-				t.Fatalf("graceful close reported %v", err)
+		for _, c := range []net.Conn{idle, busy} {
+			if err := g.closeOf(t, c); err != nil {
+				t.Fatalf("graceful close of %s reported %v", c.LocalAddr(), err)
 			}
 		}
 	})
@@ -331,13 +353,13 @@ func TestGracefulShutdown(t *testing.T) {
 
 func TestShutdownDeadline(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		g := &graceful{started: make(chan struct{}, 4), closed: make(chan error, 4)}
+		g := newGraceful()
 		rt := start(t, percore.Config{Backend: b}, g)
 		stuck := dial(t, rt)
 		if _, err := stuck.Write([]byte("never")); err != nil {
 			t.Fatal(err)
 		}
-		<-g.started
+		g.started.Next(t, "the request")
 		err := rt.Shutdown(shutdownCtx(t, 300*time.Millisecond))
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown: %v, want the deadline", err)
@@ -345,14 +367,14 @@ func TestShutdownDeadline(t *testing.T) {
 		if got, err := io.ReadAll(stuck); err != nil || string(got) != "goodbye;" {
 			t.Fatalf("stuck client read %q, %v", got, err)
 		}
-		if err := <-g.closed; !errors.Is(err, percore.ErrShutdown) {
+		if err := g.closeOf(t, stuck); !errors.Is(err, percore.ErrShutdown) {
 			t.Fatalf("OnClose: %v, want ErrShutdown", err)
 		}
 	})
 }
 
 // panicky panics on "boom" and echoes anything else.
-type panicky struct{ closed chan error }
+type panicky struct{ closed *pctest.Inbox[error] }
 
 func (p *panicky) OnData(c *percore.Conn, data []byte) {
 	if string(data) == "boom" {
@@ -360,11 +382,11 @@ func (p *panicky) OnData(c *percore.Conn, data []byte) {
 	}
 	c.Write(data)
 }
-func (p *panicky) OnClose(c *percore.Conn, err error) { p.closed <- err }
+func (p *panicky) OnClose(c *percore.Conn, err error) { p.closed.Put(err) }
 
 func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		p := &panicky{closed: make(chan error, 2)}
+		p := &panicky{closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b, Logger: discard}, p)
 		good, bad := dial(t, rt), dial(t, rt)
 		if _, err := roundTrip(good, []byte("before")); err != nil {
@@ -376,7 +398,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 		if _, err := io.ReadAll(bad); err != nil {
 			t.Fatalf("panicking connection: %v", err)
 		}
-		if err := <-p.closed; !errors.Is(err, percore.ErrHandlerPanic) {
+		if err := p.closed.Next(t, "OnClose"); !errors.Is(err, percore.ErrHandlerPanic) {
 			t.Fatalf("OnClose: %v, want ErrHandlerPanic", err)
 		}
 		if got, err := roundTrip(good, []byte("after")); err != nil || string(got) != "after" {
@@ -392,13 +414,13 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 type lineCounter struct {
 	heavy, light atomic.Pointer[percore.Conn]
 	answered     int // heavy lines answered; loop thread only
-	atLight      chan int
+	atLight      *pctest.Inbox[int]
 }
 
 func (h *lineCounter) OnData(c *percore.Conn, data []byte) {
 	n := bytes.Count(data, []byte{'\n'})
 	if c == h.light.Load() {
-		h.atLight <- h.answered
+		h.atLight.Put(h.answered)
 	} else {
 		h.answered += n
 	}
@@ -418,7 +440,7 @@ func (h *lineCounter) OnOpen(c *percore.Conn) {
 func TestFairnessBudget(t *testing.T) {
 	const lines, lineLen = 1024, 64
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &lineCounter{atLight: make(chan int, 1)}
+		h := &lineCounter{atLight: pctest.NewInbox[int]()}
 		rt := start(t, percore.Config{Backend: b, TurnBudget: 4 << 10}, h)
 		heavy := dial(t, rt)
 		pctest.WaitFor(t, "heavy connection open", func() bool { return h.heavy.Load() != nil })
@@ -445,7 +467,7 @@ func TestFairnessBudget(t *testing.T) {
 			return hq == lines*lineLen && lq == 5
 		})
 		close(release)
-		answered := <-h.atLight
+		answered := h.atLight.Next(t, "the light line")
 		if answered >= lines {
 			t.Fatalf("the light line waited for all %d heavy lines", lines)
 		}
@@ -469,13 +491,13 @@ func (h *shortIdle) OnOpen(c *percore.Conn) { c.SetIdleTimeout(50 * time.Millise
 // runtime's, a minute, would outlast the test's deadline).
 func TestSetIdleTimeoutShortens(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &shortIdle{closeRecorder{closed: make(chan error, 1)}}
+		h := &shortIdle{closeRecorder{closed: pctest.NewInbox[error]()}}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: time.Minute}, h)
 		c := dial(t, rt)
 		if _, err := io.ReadAll(c); err != nil {
 			t.Fatal(err)
 		}
-		if err := <-h.closed; !errors.Is(err, percore.ErrIdleTimeout) {
+		if err := h.closed.Next(t, "OnClose"); !errors.Is(err, percore.ErrIdleTimeout) {
 			t.Fatalf("OnClose: %v, want ErrIdleTimeout", err)
 		}
 	})

@@ -131,7 +131,7 @@ func TestThousandConnections(t *testing.T) {
 // goodbye and closes.
 type halfCloser struct {
 	eof    chan struct{}
-	closed chan error
+	closed *pctest.Inbox[error]
 }
 
 func (h *halfCloser) OnData(c *percore.Conn, data []byte) { c.Write(data) }
@@ -140,11 +140,11 @@ func (h *halfCloser) OnEOF(c *percore.Conn) {
 	c.Write([]byte("goodbye"))
 	c.Close()
 }
-func (h *halfCloser) OnClose(c *percore.Conn, err error) { h.closed <- err }
+func (h *halfCloser) OnClose(c *percore.Conn, err error) { h.closed.Put(err) }
 
 func TestHalfClose(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &halfCloser{eof: make(chan struct{}), closed: make(chan error, 1)}
+		h := &halfCloser{eof: make(chan struct{}), closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b}, h)
 		c := dial(t, rt).(*net.TCPConn)
 		if _, err := c.Write([]byte("ping")); err != nil {
@@ -161,7 +161,7 @@ func TestHalfClose(t *testing.T) {
 			t.Fatalf("read %q, want %q", got, "pinggoodbye")
 		}
 		<-h.eof
-		if err := <-h.closed; err != nil {
+		if err := h.closed.Next(t, "OnClose"); err != nil {
 			t.Fatalf("OnClose error %v, want nil for a clean close", err)
 		}
 	})
@@ -171,21 +171,21 @@ func TestHalfClose(t *testing.T) {
 // keeps the connection.
 type writeShutter struct {
 	echoHandler
-	eof chan struct{}
+	eof *pctest.Inbox[struct{}]
 }
 
 func (h writeShutter) OnEOF(c *percore.Conn) {
 	c.CloseWrite()
-	h.eof <- struct{}{}
+	h.eof.Put(struct{}{})
 }
 
 // keeper keeps a connection past the peer's end of stream.
 type keeper struct {
 	echoHandler
-	eof chan struct{}
+	eof *pctest.Inbox[struct{}]
 }
 
-func (h keeper) OnEOF(*percore.Conn) { h.eof <- struct{}{} }
+func (h keeper) OnEOF(*percore.Conn) { h.eof.Put(struct{}{}) }
 
 // TestLoopRestsAfterPeerIsGone keeps a connection open after both sides
 // are done with it (half-closed both ways, or reset by the peer) and checks
@@ -196,30 +196,30 @@ func TestLoopRestsAfterPeerIsGone(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		for _, tc := range []struct {
 			name string
-			h    func(eof chan struct{}) percore.Handler
+			h    func(eof *pctest.Inbox[struct{}]) percore.Handler
 			end  func(t *testing.T, c *net.TCPConn)
 		}{
-			{"both halves closed", func(eof chan struct{}) percore.Handler { return writeShutter{eof: eof} },
+			{"both halves closed", func(eof *pctest.Inbox[struct{}]) percore.Handler { return writeShutter{eof: eof} },
 				func(t *testing.T, c *net.TCPConn) {
 					c.CloseWrite()
 					if _, err := io.ReadAll(c); err != nil {
 						t.Fatalf("read to the server's end of stream: %v", err)
 					}
 				}},
-			{"reset after end of stream", func(eof chan struct{}) percore.Handler { return keeper{eof: eof} },
+			{"reset after end of stream", func(eof *pctest.Inbox[struct{}]) percore.Handler { return keeper{eof: eof} },
 				func(t *testing.T, c *net.TCPConn) {
 					c.CloseWrite()
 				}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				eof := make(chan struct{}, 1)
+				eof := pctest.NewInbox[struct{}]()
 				rt := start(t, percore.Config{Backend: b}, tc.h(eof))
 				c := dial(t, rt).(*net.TCPConn)
 				if got, err := roundTrip(c, []byte("x")); err != nil || string(got) != "x" {
 					t.Fatalf("round trip: %q %v", got, err)
 				}
 				tc.end(t, c)
-				<-eof
+				eof.Next(t, "OnEOF")
 				if tc.name == "reset after end of stream" {
 					c.SetLinger(0)
 					c.Close()
@@ -240,7 +240,7 @@ func TestLoopRestsAfterPeerIsGone(t *testing.T) {
 // flooder answers any input with a large reply and reports close errors.
 type flooder struct {
 	reply  []byte
-	closed chan error
+	closed *pctest.Inbox[error]
 }
 
 func (f *flooder) OnData(c *percore.Conn, data []byte) {
@@ -250,11 +250,11 @@ func (f *flooder) OnData(c *percore.Conn, data []byte) {
 	}
 	c.Write(data)
 }
-func (f *flooder) OnClose(c *percore.Conn, err error) { f.closed <- err }
+func (f *flooder) OnClose(c *percore.Conn, err error) { f.closed.Put(err) }
 
 func TestPeerResetMidWrite(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		f := &flooder{reply: make([]byte, 32<<20), closed: make(chan error, 2)}
+		f := &flooder{reply: make([]byte, 32<<20), closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b}, f)
 		c := dial(t, rt).(*net.TCPConn)
 		if _, err := c.Write([]byte("flood")); err != nil {
@@ -266,20 +266,16 @@ func TestPeerResetMidWrite(t *testing.T) {
 		}
 		c.SetLinger(0)
 		c.Close()
-		select {
-		case err := <-f.closed:
-			if err == nil {
-				t.Fatal("OnClose got nil, want the reset reported as an error")
-			}
-			if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
-				t.Fatalf("OnClose error %v, want ECONNRESET or EPIPE", err)
-			}
-			var op *net.OpError
-			if !errors.As(err, &op) {
-				t.Fatalf("OnClose error %T, want *net.OpError", err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no OnClose after a reset mid-write")
+		err := f.closed.Next(t, "OnClose after a reset mid-write")
+		if err == nil {
+			t.Fatal("OnClose got nil, want the reset reported as an error")
+		}
+		if !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, syscall.EPIPE) {
+			t.Fatalf("OnClose error %v, want ECONNRESET or EPIPE", err)
+		}
+		var op *net.OpError
+		if !errors.As(err, &op) {
+			t.Fatalf("OnClose error %T, want *net.OpError", err)
 		}
 		// The loop keeps serving others.
 		c2 := dial(t, rt)
@@ -421,12 +417,12 @@ type dialResult struct {
 
 // collector gathers what a dialed connection receives.
 type collector struct {
-	got    chan []byte
-	closed chan error
+	got    *pctest.Inbox[[]byte]
+	closed *pctest.Inbox[error]
 }
 
-func (h *collector) OnData(c *percore.Conn, data []byte) { h.got <- bytes.Clone(data) }
-func (h *collector) OnClose(c *percore.Conn, err error)  { h.closed <- err }
+func (h *collector) OnData(c *percore.Conn, data []byte) { h.got.Put(bytes.Clone(data)) }
+func (h *collector) OnClose(c *percore.Conn, err error)  { h.closed.Put(err) }
 
 func TestDial(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
@@ -434,7 +430,7 @@ func TestDial(t *testing.T) {
 		client := start(t, percore.Config{Backend: b}, nil)
 		l := client.Loops()[0]
 
-		h := &collector{got: make(chan []byte, 16), closed: make(chan error, 1)}
+		h := &collector{got: pctest.NewInbox[[]byte](), closed: pctest.NewInbox[error]()}
 		res := make(chan dialResult, 1)
 		pctest.OnLoop(t, l, func() {
 			err := l.Dial(server.Addr().String(), h, func(c *percore.Conn, err error) {
@@ -453,18 +449,13 @@ func TestDial(t *testing.T) {
 		}
 		var got []byte
 		for len(got) < len("hello over dial") {
-			select {
-			case p := <-h.got:
-				got = append(got, p...)
-			case <-time.After(10 * time.Second):
-				t.Fatalf("dialed connection received only %q", got)
-			}
+			got = append(got, h.got.Next(t, "data on the dialed connection")...)
 		}
 		if string(got) != "hello over dial" {
 			t.Fatalf("got %q", got)
 		}
 		pctest.OnLoop(t, l, func() { r.c.Close() })
-		if err := <-h.closed; err != nil {
+		if err := h.closed.Next(t, "OnClose"); err != nil {
 			t.Fatalf("close: %v", err)
 		}
 

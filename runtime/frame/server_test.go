@@ -67,7 +67,7 @@ func readToEnd(t *testing.T, c net.Conn) string {
 // lineEcho answers every line with "line:LINE" and a too-long line with
 // "error: line too long"; it counts lines per connection in its own value.
 type lineEcho struct {
-	errs chan error
+	errs *pctest.Inbox[error]
 }
 
 func (h *lineEcho) OnOpen(c *percore.Conn) { frame.SetValue(c, new(int)) }
@@ -79,7 +79,7 @@ func (h *lineEcho) OnLine(c *percore.Conn, line []byte) {
 
 func (h *lineEcho) OnFrameError(c *percore.Conn, err error) {
 	c.Write([]byte("error: line too long\n"))
-	h.errs <- err
+	h.errs.Put(err)
 }
 
 func TestLinesOverTCP(t *testing.T) {
@@ -94,7 +94,7 @@ func TestLinesOverTCP(t *testing.T) {
 		{"unfinished line dropped at the end", []string{"x\ny"}, "line:x\n"},
 	}
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		rt := serve(t, b, frame.Lines(&lineEcho{}, frame.LineConfig{MaxLine: 1024}))
+		rt := serve(t, b, frame.Lines(&lineEcho{errs: pctest.NewInbox[error]()}, frame.LineConfig{MaxLine: 1024}))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				c := pctest.Dial(t, rt.Addr().String())
@@ -121,14 +121,14 @@ func TestLinesOverTCP(t *testing.T) {
 func TestLineTooLong(t *testing.T) {
 	const limit = 1024
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &lineEcho{errs: make(chan error, 1)}
+		h := &lineEcho{errs: pctest.NewInbox[error]()}
 		rt := serve(t, b, frame.Lines(h, frame.LineConfig{MaxLine: limit}))
 		c := pctest.Dial(t, rt.Addr().String())
 		send(t, c, 0, []byte("ok\n"), bytes.Repeat([]byte("a"), 10000))
 		if got, want := readToEnd(t, c), "line:ok\nerror: line too long\n"; got != want {
 			t.Fatalf("replies %q, want %q", got, want)
 		}
-		err := <-h.errs
+		err := h.errs.Next(t, "OnFrameError")
 		var tl *frame.TooLongError
 		if !errors.As(err, &tl) || !errors.Is(err, frame.ErrTooLong) {
 			t.Fatalf("OnFrameError got %v, want a *TooLongError", err)
@@ -158,14 +158,14 @@ func TestFrameErrorWithoutHook(t *testing.T) {
 // frameEcho sends every payload back as a frame, and an error frame for a
 // frame over the limit.
 type frameEcho struct {
-	errs chan error
+	errs *pctest.Inbox[error]
 }
 
 func (h *frameEcho) OnFrame(c *percore.Conn, payload []byte) { frame.WriteFrame(c, payload) }
 
 func (h *frameEcho) OnFrameError(c *percore.Conn, err error) {
 	frame.WriteFrame(c, []byte("error: frame too long"))
-	h.errs <- err
+	h.errs.Put(err)
 }
 
 func TestLengthPrefixedOverTCP(t *testing.T) {
@@ -182,7 +182,7 @@ func TestLengthPrefixedOverTCP(t *testing.T) {
 		{"several frames in one write", [][]byte{several}, several},
 	}
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		rt := serve(t, b, frame.LengthPrefixed(&frameEcho{}, frame.LengthConfig{MaxFrame: 1024}))
+		rt := serve(t, b, frame.LengthPrefixed(&frameEcho{errs: pctest.NewInbox[error]()}, frame.LengthConfig{MaxFrame: 1024}))
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				c := pctest.Dial(t, rt.Addr().String())
@@ -204,7 +204,7 @@ func TestLengthPrefixedOverTCP(t *testing.T) {
 // server answers and closes without waiting for (or buffering) a payload.
 func TestLengthHeaderTooLong(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		h := &frameEcho{errs: make(chan error, 1)}
+		h := &frameEcho{errs: pctest.NewInbox[error]()}
 		rt := serve(t, b, frame.LengthPrefixed(h, frame.LengthConfig{MaxFrame: 1024}))
 		c := pctest.Dial(t, rt.Addr().String())
 		send(t, c, 0, []byte{0, 0x10, 0, 0}) // 1 MiB
@@ -213,7 +213,7 @@ func TestLengthHeaderTooLong(t *testing.T) {
 			t.Fatalf("replies %q, want %q", got, want)
 		}
 		var tl *frame.TooLongError
-		if err := <-h.errs; !errors.As(err, &tl) || tl.Got != 1<<20 || tl.Limit != 1024 {
+		if err := h.errs.Next(t, "OnFrameError"); !errors.As(err, &tl) || tl.Got != 1<<20 || tl.Limit != 1024 {
 			t.Fatalf("OnFrameError got %v, want a TooLongError for 1 MiB over 1024", err)
 		}
 	})
