@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -319,7 +320,7 @@ func TestGracefulShutdown(t *testing.T) {
 		if _, err := busy.Write([]byte("slow")); err != nil {
 			t.Fatal(err)
 		}
-		g.started.Next(t, "the request")
+		g.started.Next(t, "request")
 		done := make(chan error, 1)
 		go func() { done <- rt.Shutdown(shutdownCtx(t, 10*time.Second)) }()
 
@@ -359,7 +360,7 @@ func TestShutdownDeadline(t *testing.T) {
 		if _, err := stuck.Write([]byte("never")); err != nil {
 			t.Fatal(err)
 		}
-		g.started.Next(t, "the request")
+		g.started.Next(t, "request")
 		err := rt.Shutdown(shutdownCtx(t, 300*time.Millisecond))
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Shutdown: %v, want the deadline", err)
@@ -467,7 +468,7 @@ func TestFairnessBudget(t *testing.T) {
 			return hq == lines*lineLen && lq == 5
 		})
 		close(release)
-		answered := h.atLight.Next(t, "the light line")
+		answered := h.atLight.Next(t, "line from the light client")
 		if answered >= lines {
 			t.Fatalf("the light line waited for all %d heavy lines", lines)
 		}
@@ -530,6 +531,53 @@ func TestPanicInLoopCallbacks(t *testing.T) {
 		rt.Close()
 		if st := rt.Stats(); st.Panics != 3 {
 			t.Fatalf("after Close, %d panics counted, want 3 (the OnStop one too)", st.Panics)
+		}
+	})
+}
+
+// blocker holds its loop's thread in OnData until released: a handler bug
+// that no runtime can undo, but one Close should name.
+type blocker struct {
+	held    *pctest.Inbox[struct{}]
+	release chan struct{}
+}
+
+func (h *blocker) OnData(c *percore.Conn, _ []byte) {
+	h.held.Put(struct{}{})
+	<-h.release
+}
+
+func TestCloseWarnsAboutAHeldLoop(t *testing.T) {
+	t.Cleanup(percore.SetStopWarnEvery(20 * time.Millisecond))
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		logger, logs := pctest.LogInbox()
+		h := &blocker{held: pctest.NewInbox[struct{}](), release: make(chan struct{})}
+		rt := start(t, percore.Config{Backend: b, Logger: logger}, h)
+		// Cleanups run last first: the handler lets go before the
+		// runtime's cleanup closes it, also when the test fails.
+		letGo := sync.OnceFunc(func() { close(h.release) })
+		t.Cleanup(letGo)
+		c := dial(t, rt)
+		if _, err := c.Write([]byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		h.held.Next(t, "handler call that holds its loop")
+		closed := make(chan struct{})
+		go func() {
+			rt.Close()
+			close(closed)
+		}()
+		for {
+			r := logs.Next(t, "warning about the held loop")
+			if strings.Contains(r.Message, "loop has not stopped") {
+				break
+			}
+		}
+		letGo()
+		select {
+		case <-closed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("Close did not return once the handler let go")
 		}
 	})
 }

@@ -221,18 +221,40 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 }
 
 // Close closes every connection and listener at once and waits for the
-// loops' threads to exit. It is idempotent.
+// loops' threads to exit. It is idempotent. A loop whose thread is held by
+// a handler or posted function that never returns cannot stop: Close then
+// logs a warning naming the loop every stopWarnEvery while it waits.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		for _, l := range rt.loops {
 			_ = l.Post(func() { l.forceStop(ErrShutdown) })
 		}
 		for _, l := range rt.loops {
-			<-l.done
+			rt.awaitStop(l)
 		}
 		rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
 	})
 	return nil
+}
+
+// stopWarnEvery is how long Close waits for a loop before it warns that
+// the loop's thread is held.
+var stopWarnEvery = 10 * time.Second
+
+// awaitStop waits for l's thread to exit, warning while it is held.
+func (rt *Runtime) awaitStop(l *Loop) {
+	t := time.NewTicker(stopWarnEvery)
+	defer t.Stop()
+	for waited := time.Duration(0); ; {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			waited += stopWarnEvery
+			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
+				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
+		}
+	}
 }
 
 // ShutdownHandler is implemented by handlers that want to know when a

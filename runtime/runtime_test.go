@@ -2,10 +2,8 @@ package runtime_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"slices"
@@ -363,29 +361,13 @@ func TestCoreOutsideAffinityFails(t *testing.T) {
 	}
 }
 
-// countingHandler counts log records that mention io_uring.
-type countingHandler struct {
-	slog.Handler
-	n *atomic.Int64
-}
-
-func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
-	if strings.Contains(r.Message, "io_uring unavailable") {
-		h.n.Add(1)
-	}
-	return nil
-}
-
 func TestAutoFallsBackToEpoll(t *testing.T) {
 	restore := percore.SetOpenRing(func(ring.Config) (*ring.Ring, error) {
 		return nil, &ring.UnavailableError{Feature: "io_uring_setup", Err: syscall.EPERM}
 	})
 	t.Cleanup(restore)
 
-	var logged atomic.Int64
-	logger := slog.New(countingHandler{Handler: slog.DiscardHandler, n: &logged})
+	logger, logs := pctest.LogInbox()
 	rt := start(t, percore.Config{Cores: allCores(t), Logger: logger}, echoHandler{})
 	if p := rt.Probe(); p.Backend != percore.Epoll || !strings.Contains(p.Reason, "EPERM") && !strings.Contains(p.Reason, "operation not permitted") {
 		t.Fatalf("probe %+v, want epoll with the EPERM reason", p)
@@ -395,7 +377,13 @@ func TestAutoFallsBackToEpoll(t *testing.T) {
 			t.Fatalf("loop %d runs %v", l.ID(), l.Backend())
 		}
 	}
-	if n := logged.Load(); n != 1 {
+	n := 0
+	for _, r := range logs.Drain() {
+		if strings.Contains(r.Message, "io_uring unavailable") {
+			n++
+		}
+	}
+	if n != 1 {
 		t.Fatalf("fallback logged %d times, want once", n)
 	}
 	got, err := roundTrip(dial(t, rt), []byte("works"))

@@ -1,6 +1,8 @@
 package pctest
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -57,3 +59,31 @@ func (b *Inbox[T]) Next(t testing.TB, what string) T {
 		}
 	}
 }
+
+// Drain takes every value there is now, without waiting.
+func (b *Inbox[T]) Drain() []T {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	items := b.items
+	b.items = nil
+	return items
+}
+
+// LogInbox returns a logger that puts every record, at every level, in the
+// returned inbox. Attributes added with Logger.With are dropped.
+func LogInbox() (*slog.Logger, *Inbox[slog.Record]) {
+	b := NewInbox[slog.Record]()
+	return slog.New(inboxHandler{b}), b
+}
+
+type inboxHandler struct{ b *Inbox[slog.Record] }
+
+func (h inboxHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h inboxHandler) Handle(_ context.Context, r slog.Record) error {
+	h.b.Put(r.Clone())
+	return nil
+}
+
+func (h inboxHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h inboxHandler) WithGroup(string) slog.Handler      { return h }

@@ -22,7 +22,7 @@ func TestInboxPutNeverBlocksAndNextKeepsOrder(t *testing.T) {
 		last[i] = -1
 	}
 	for range writers * each {
-		v := b.Next(t, "a value")
+		v := b.Next(t, "value")
 		w := v / each
 		if v <= last[w] {
 			t.Fatalf("writer %d: %d after %d", w, v, last[w])
