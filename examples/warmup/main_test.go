@@ -13,7 +13,11 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 func TestWalkThrough(t *testing.T) {
 	var out bytes.Buffer
-	err := run(&out, config{max: 3, minIdle: 2, wait: 50 * time.Millisecond,
+	// The connection timeout bounds whole gets: the waiter's, while the
+	// test hands it a returned connection, and a new connection's dial.
+	// A second leaves room for a stalled machine; the step that must time
+	// out costs that second.
+	err := run(&out, config{max: 3, minIdle: 2, wait: time.Second,
 		idle: 2 * time.Second, reap: 20 * time.Millisecond})
 	t.Log("\n" + out.String())
 	if err != nil {
