@@ -85,7 +85,7 @@ func TestLayout(t *testing.T) {
 		gr := giouring.NewRing()
 		if err := gr.QueueInitParams(8, &p); err != nil {
 			if errors.Is(classify("io_uring_setup", "", err), ErrUnavailable) {
-				t.Skipf("io_uring unavailable on this host: %v", err)
+				skipUnavailable(t, err)
 			}
 			t.Fatalf("QueueInitParams: %v", err)
 		}

@@ -11,7 +11,7 @@ func mustProbe(t *testing.T) *Support {
 	t.Helper()
 	s, err := Probe()
 	if errors.Is(err, ErrUnavailable) {
-		t.Skipf("io_uring unavailable on this host: %v", err)
+		skipUnavailable(t, err)
 	}
 	if err != nil {
 		t.Fatalf("Probe: %v", err)

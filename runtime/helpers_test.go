@@ -25,8 +25,12 @@ func allCores(t testing.TB) []int {
 }
 
 // start starts a runtime listening on 127.0.0.1:0 and closes it at cleanup.
+// An io_uring runtime needs io_uring (pctest.NeedURing).
 func start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime {
 	t.Helper()
+	if cfg.Backend == percore.IOURing {
+		pctest.NeedURing(t)
+	}
 	if cfg.Addr == "" && h != nil {
 		cfg.Addr = "127.0.0.1:0"
 	}

@@ -67,7 +67,12 @@ func start(t *testing.T, backend string, idle time.Duration) (addr string, stop 
 
 func eachBackend(t *testing.T, f func(t *testing.T, backend string)) {
 	for _, b := range []string{"uring", "epoll"} {
-		t.Run(b, func(t *testing.T) { f(t, b) })
+		t.Run(b, func(t *testing.T) {
+			if b == "uring" {
+				pctest.NeedURing(t)
+			}
+			f(t, b)
+		})
 	}
 }
 

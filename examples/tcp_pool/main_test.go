@@ -72,83 +72,81 @@ func startFront(t *testing.T, b percore.Backend, upstream string, max int) *serv
 }
 
 func TestEndToEnd(t *testing.T) {
-	for _, b := range []percore.Backend{percore.IOURing, percore.Epoll} {
-		t.Run(b.String(), func(t *testing.T) {
-			up := pctest.Serve(t, pctest.LineEcho)
-			const max, clients, requests = 2, 8, 40
-			s := startFront(t, b, up.Addr(), max)
-			loops := len(s.rt.Loops())
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := pctest.Serve(t, pctest.LineEcho)
+		const max, clients, requests = 2, 8, 40
+		s := startFront(t, b, up.Addr(), max)
+		loops := len(s.rt.Loops())
 
-			// Requests succeed, pipelined too, with at most max
-			// upstream connections per loop.
-			var wg sync.WaitGroup
-			errs := make(chan error, clients)
-			for i := range clients {
-				lc := dialFront(t, s)
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for j := range requests {
-						lines := []string{fmt.Sprintf("client %d request %d\n", i, j),
-							fmt.Sprintf("client %d request %d bis\n", i, j)}
-						got, err := lc.ask(lines...)
-						if err != nil {
-							errs <- err
+		// Requests succeed, pipelined too, with at most max
+		// upstream connections per loop.
+		var wg sync.WaitGroup
+		errs := make(chan error, clients)
+		for i := range clients {
+			lc := dialFront(t, s)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range requests {
+					lines := []string{fmt.Sprintf("client %d request %d\n", i, j),
+						fmt.Sprintf("client %d request %d bis\n", i, j)}
+					got, err := lc.ask(lines...)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for k := range lines {
+						if got[k] != lines[k] {
+							errs <- fmt.Errorf("asked %q, got %q", lines[k], got[k])
 							return
 						}
-						for k := range lines {
-							if got[k] != lines[k] {
-								errs <- fmt.Errorf("asked %q, got %q", lines[k], got[k])
-								return
-							}
-						}
 					}
-				}()
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+		t.Logf("%d loops, %d upstream connections accepted", loops, up.Accepted())
+		if n := up.Accepted(); n > max*loops || n == 0 {
+			t.Errorf("the upstream accepted %d connections; want 1 to %d (%d per loop)", n, max*loops, max)
+		}
+
+		// A dead upstream gives error replies, not a hang.
+		lc := dialFront(t, s)
+		up.Kill()
+		for i := range 5 {
+			got, err := lc.ask(fmt.Sprintf("while down %d\n", i))
+			if err != nil {
+				t.Fatalf("while the upstream is down: %v", err)
 			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
+			if !strings.HasPrefix(got[0], "ERR ") {
+				t.Fatalf("while the upstream is down: answer %q, want ERR", got[0])
+			}
+			t.Logf("while down: %q", got[0])
+		}
+
+		// Restarted, it serves again, and the front was not restarted.
+		if err := up.Start(); err != nil {
+			t.Fatalf("restart the upstream on %s: %v", up.Addr(), err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, err := lc.ask("back\n")
+			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%d loops, %d upstream connections accepted", loops, up.Accepted())
-			if n := up.Accepted(); n > max*loops || n == 0 {
-				t.Errorf("the upstream accepted %d connections; want 1 to %d (%d per loop)", n, max*loops, max)
+			if got[0] == "back\n" {
+				break
 			}
-
-			// A dead upstream gives error replies, not a hang.
-			lc := dialFront(t, s)
-			up.Kill()
-			for i := range 5 {
-				got, err := lc.ask(fmt.Sprintf("while down %d\n", i))
-				if err != nil {
-					t.Fatalf("while the upstream is down: %v", err)
-				}
-				if !strings.HasPrefix(got[0], "ERR ") {
-					t.Fatalf("while the upstream is down: answer %q, want ERR", got[0])
-				}
-				t.Logf("while down: %q", got[0])
+			if time.Now().After(deadline) {
+				t.Fatalf("the front did not recover: %q", got[0])
 			}
-
-			// Restarted, it serves again, and the front was not restarted.
-			if err := up.Start(); err != nil {
-				t.Fatalf("restart the upstream on %s: %v", up.Addr(), err)
-			}
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				got, err := lc.ask("back\n")
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got[0] == "back\n" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("the front did not recover: %q", got[0])
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-		})
-	}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
 }
 
 func TestProtocolLimits(t *testing.T) {

@@ -6,23 +6,77 @@ package pctest
 
 import (
 	"bytes"
+	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/ring"
 	percore "github.com/percore/percore/runtime"
 )
 
 // Backends are the backends every runtime test runs under.
 var Backends = []percore.Backend{percore.IOURing, percore.Epoll}
 
-// EachBackend runs f once per backend, as a named subtest.
+// EachBackend runs f once per backend, as a named subtest. The io_uring
+// subtest needs io_uring (see NeedURing).
 func EachBackend(t *testing.T, f func(t *testing.T, b percore.Backend)) {
 	t.Helper()
 	for _, b := range Backends {
-		t.Run(b.String(), func(t *testing.T) { f(t, b) })
+		t.Run(b.String(), func(t *testing.T) {
+			if b == percore.IOURing {
+				NeedURing(t)
+			}
+			f(t, b)
+		})
 	}
+}
+
+// RequireURingEnv names the variable that turns NeedURing's skip into a
+// failure. .ci/run sets it: CI has io_uring, and a CI that skipped every
+// io_uring test would pass without testing half the runtime.
+const RequireURingEnv = "PERCORE_REQUIRE_URING"
+
+var uring struct {
+	once sync.Once
+	err  error // why io_uring cannot be used here, or nil
+}
+
+// NeedURing skips t, saying why, where io_uring cannot be used: a kernel
+// without it or without an opcode or flag the loops need, seccomp (Docker's
+// default profile refuses io_uring_setup), or kernel.io_uring_disabled.
+// With PERCORE_REQUIRE_URING set it fails t instead. The check starts one
+// io_uring loop once per test process.
+func NeedURing(t testing.TB) {
+	t.Helper()
+	uring.once.Do(func() {
+		cores, err := cpu.Cores()
+		if err != nil {
+			return // the test reports it when it starts its runtime
+		}
+		rt, err := percore.New(percore.Config{Backend: percore.IOURing, Cores: cores[:1],
+			Logger: slog.New(slog.DiscardHandler)}, nil)
+		if err == nil {
+			rt.Close()
+			return
+		}
+		if errors.Is(err, ring.ErrUnavailable) {
+			uring.err = err
+		}
+		// Any other error is the test's to report when it starts its own
+		// runtime.
+	})
+	if uring.err == nil {
+		return
+	}
+	if os.Getenv(RequireURingEnv) != "" {
+		t.Fatalf("io_uring is unavailable here, and %s is set: %v", RequireURingEnv, uring.err)
+	}
+	t.Skipf("io_uring unavailable here (%v); set %s=1 to fail instead", uring.err, RequireURingEnv)
 }
 
 // WaitFor polls cond until it holds, failing the test after 10 seconds. It

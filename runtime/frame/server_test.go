@@ -21,6 +21,9 @@ import (
 // cleanup.
 func serve(t *testing.T, b percore.Backend, h percore.Handler) *percore.Runtime {
 	t.Helper()
+	if b == percore.IOURing {
+		pctest.NeedURing(t)
+	}
 	cores, err := cpu.Cores()
 	if err != nil {
 		t.Fatal(err)
