@@ -43,7 +43,8 @@ func classify(call, feature string, err error) error {
 		switch errno {
 		case unix.EPERM, unix.EACCES, unix.ENOSYS, unix.EINVAL, unix.EOPNOTSUPP:
 			if feature == "" {
-				feature = call
+				// The call is the feature: name it once.
+				return &UnavailableError{Feature: call, Err: errno}
 			}
 			return &UnavailableError{Feature: feature, Err: os.NewSyscallError(call, errno)}
 		}

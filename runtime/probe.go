@@ -34,7 +34,11 @@ func (p Probe) String() string {
 		fmt.Fprintf(&b, "ring:     flags %s; opcodes %s\n", p.RingFlags, strings.Join(p.Ops, " "))
 	}
 	fmt.Fprintf(&b, "kernel:   %s\n", p.Kernel)
-	fmt.Fprintf(&b, "cpus:     %s (%d loops)", cpu.FormatList(p.CPUs), len(p.CPUs))
+	loops := "loops"
+	if len(p.CPUs) == 1 {
+		loops = "loop"
+	}
+	fmt.Fprintf(&b, "cpus:     %s (%d %s)", cpu.FormatList(p.CPUs), len(p.CPUs), loops)
 	return b.String()
 }
 

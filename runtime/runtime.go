@@ -232,7 +232,9 @@ func (rt *Runtime) Close() error {
 		for _, l := range rt.loops {
 			rt.awaitStop(l)
 		}
-		rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
+		if len(rt.loops) > 0 { // not after a start that failed at the first loop
+			rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
+		}
 	})
 	return nil
 }

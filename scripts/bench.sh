@@ -218,6 +218,36 @@ for spec in "${selected[@]}"; do
   built[$key]=$bin
 done
 
+# io_uring can be refused here: seccomp (Docker's default profile),
+# kernel.io_uring_disabled, a kernel too old for the loops' flags. Then
+# percore-uring cannot run, and percore-epoll stands in for it, unless
+# PERCORE_REQUIRE_URING is set (a benchmark host that should have it).
+uring_spec=""
+for spec in "${selected[@]}"; do
+  if [ "${spec%%|*}" = percore-uring ]; then uring_spec=$spec; fi
+done
+if [ -n "$uring_spec" ] && ! why=$(taskset -c "$SERVER_CPUS" "${built[examples/echo|]}" -probe -backend uring -cores "$SERVER_CPUS" 2>&1); then
+  echo "bench.sh: io_uring cannot run here: $why" >&2
+  if [ -n "${PERCORE_REQUIRE_URING:-}" ]; then
+    echo "bench.sh: PERCORE_REQUIRE_URING is set: stopping" >&2
+    exit 2
+  fi
+  kept=()
+  for spec in "${selected[@]}"; do
+    case "${spec%%|*}" in
+      percore-uring) ;;
+      *) kept+=("$spec") ;;
+    esac
+  done
+  if [[ " $(for s in "${kept[@]}"; do printf '%s ' "${s%%|*}"; done)" != *" percore-epoll "* ]]; then
+    for spec in "${SPECS[@]}"; do
+      if [ "${spec%%|*}" = percore-epoll ]; then kept=("$spec" "${kept[@]}"); fi
+    done
+  fi
+  selected=("${kept[@]}")
+  echo "bench.sh: left out percore-uring; servers now: $(for s in "${selected[@]}"; do printf '%s ' "${s%%|*}"; done)" >&2
+fi
+
 # wait_listening PID LOG: until the server prints "listening on", at most 10s.
 wait_listening() {
   local pid=$1 log=$2 i

@@ -36,7 +36,11 @@ func main() {
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
+	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, kernel, opcodes) and exit; exit status 1 when the backend cannot start here")
 	flag.Parse()
+	if *probe {
+		*addr = ""
+	}
 	if err := run(*addr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats); err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		os.Exit(1)
@@ -57,6 +61,14 @@ func run(addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Dur
 		if cfg.Cores, err = cpu.ParseList(cores); err != nil {
 			return err
 		}
+	}
+	if addr == "" { // -probe
+		rt, err := percore.New(cfg, nil)
+		if err != nil {
+			return err
+		}
+		fmt.Println(rt.Probe())
+		return rt.Close()
 	}
 	rt, err := percore.New(cfg, echo{})
 	if err != nil {
