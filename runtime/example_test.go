@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"fmt"
 	"net"
+	"time"
 
 	percore "github.com/percore/percore/runtime"
 )
@@ -24,6 +25,7 @@ func Example() {
 		return
 	}
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	c.Write([]byte("hello"))
 	buf := make([]byte, 5)
 	n, _ := c.Read(buf)
@@ -47,6 +49,10 @@ func ExampleLoop_Post() {
 			close(done)
 		})
 	})
-	<-done
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		fmt.Println("timed out")
+	}
 	// Output: ran on loop 0
 }

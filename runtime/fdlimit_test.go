@@ -83,6 +83,7 @@ func testAcceptBackoff(t *testing.T, child string) {
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
 			t.Error("child did not close its runtime and exit within 10 s")
+			pctest.Recv(t, exited, "exit of the killed child") // reap it
 		}
 	})
 
@@ -112,28 +113,36 @@ func testAcceptBackoff(t *testing.T, child string) {
 			}
 		}
 	}()
-	out := bufio.NewReader(stdout)
-	addr, err := out.ReadString('\n')
-	if err != nil {
-		t.Fatalf("child gave no address: %v", err)
-	}
+	// The child's answers arrive as lines; reads are bounded (Next) and
+	// the child is reaped once both its outputs end.
+	answers := pctest.NewInbox[string]()
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			answers.Put(sc.Text())
+		}
+	}()
+	go func() {
+		<-logDone
+		<-outDone
+		exited <- cmd.Wait()
+	}()
+	addr := answers.Next(t, "address from the child")
 	// acceptErrors asks the child for its AcceptErrors count.
 	acceptErrors := func() int {
 		t.Helper()
 		if _, err := io.WriteString(stdin, "stats\n"); err != nil {
 			t.Fatal(err)
 		}
-		line, err := out.ReadString('\n')
-		if err != nil {
-			t.Fatalf("child gave no stats: %v", err)
-		}
+		line := answers.Next(t, "stats from the child")
 		n, err := strconv.Atoi(strings.TrimSpace(line))
 		if err != nil {
 			t.Fatalf("child's stats %q: %v", line, err)
 		}
 		return n
 	}
-	go func() { <-logDone; exited <- cmd.Wait() }()
 	addr = strings.TrimSpace(addr)
 
 	// Phase 1: as many connections as the limit allows, all served.

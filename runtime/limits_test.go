@@ -110,16 +110,16 @@ func (h *closeRecorder) OnClose(c *percore.Conn, err error) { h.closed.Put(err) 
 func TestIdleTimeout(t *testing.T) {
 	// Long enough that a stall of the test process on a busy machine
 	// does not look like silence between the talker's messages.
-	const idle = 500 * time.Millisecond
+	const idle = time.Second
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		h := &closeRecorder{closed: pctest.NewInbox[error]()}
 		rt := start(t, percore.Config{Backend: b, IdleTimeout: idle}, h)
 
-		// A client that keeps talking, for three idle periods, is never
+		// A client that keeps talking, for two idle periods, is never
 		// cut off.
 		talker := dial(t, rt)
 		buf := make([]byte, 1)
-		for end := time.Now().Add(3 * idle); time.Now().Before(end); {
+		for end := time.Now().Add(2 * idle); time.Now().Before(end); {
 			if _, err := talker.Write([]byte{'x'}); err != nil {
 				t.Fatalf("talking client: %v", err)
 			}
@@ -264,11 +264,12 @@ func TestSlowConsumerClosed(t *testing.T) {
 	})
 }
 
-// graceful answers "slow" after 200 ms of timer work, "never" never, and
-// says goodbye at shutdown. It reports each close with the client's
-// address: a test that probes the listener opens connections of its own.
+// graceful starts a request on any data and leaves it to the test to
+// finish (on the loop), and says goodbye at shutdown. It reports each
+// close with the client's address: a test that probes the listener opens
+// connections of its own.
 type graceful struct {
-	started *pctest.Inbox[struct{}]
+	started *pctest.Inbox[*percore.Conn]
 	closed  *pctest.Inbox[closeReport]
 }
 
@@ -278,7 +279,7 @@ type closeReport struct {
 }
 
 func newGraceful() *graceful {
-	return &graceful{started: pctest.NewInbox[struct{}](), closed: pctest.NewInbox[closeReport]()}
+	return &graceful{started: pctest.NewInbox[*percore.Conn](), closed: pctest.NewInbox[closeReport]()}
 }
 
 // closeOf waits for the close of the connection from client.
@@ -293,16 +294,9 @@ func (g *graceful) closeOf(t *testing.T, client net.Conn) error {
 
 func (g *graceful) OnData(c *percore.Conn, data []byte) {
 	c.BeginRequest()
-	switch string(data) {
-	case "slow":
-		c.Loop().AfterFunc(200*time.Millisecond, func() {
-			c.Write([]byte("done;"))
-			c.EndRequest()
-		})
-	case "never":
-	}
-	g.started.Put(struct{}{})
+	g.started.Put(c)
 }
+
 func (g *graceful) OnShutdown(c *percore.Conn) { c.Write([]byte("goodbye;")) }
 
 // OnOpen keeps the client's address: by OnClose the descriptor is gone.
@@ -312,15 +306,25 @@ func (g *graceful) OnClose(c *percore.Conn, err error) {
 	g.closed.Put(closeReport{c.Value().(string), err})
 }
 
+// readN reads exactly n bytes from c.
+func readN(t *testing.T, c net.Conn, n int) string {
+	t.Helper()
+	b := make([]byte, n)
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatalf("read %d bytes: got %q, %v", n, b, err)
+	}
+	return string(b)
+}
+
 func TestGracefulShutdown(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		g := newGraceful()
 		rt := start(t, percore.Config{Backend: b}, g)
 		busy, idle := dial(t, rt), dial(t, rt)
-		if _, err := busy.Write([]byte("slow")); err != nil {
+		if _, err := busy.Write([]byte("request")); err != nil {
 			t.Fatal(err)
 		}
-		g.started.Next(t, "request")
+		inFlight := g.started.Next(t, "request")
 		done := make(chan error, 1)
 		go func() { done <- rt.Shutdown(shutdownCtx(t, 10*time.Second)) }()
 
@@ -333,15 +337,23 @@ func TestGracefulShutdown(t *testing.T) {
 			}
 			return errors.Is(err, syscall.ECONNREFUSED)
 		})
-		// The idle client hears goodbye and is closed; the busy one gets
-		// goodbye, then its reply, then the close.
+		// The idle client hears goodbye and is closed; the busy one hears
+		// goodbye and stays open while its request is in flight.
 		if got, err := io.ReadAll(idle); err != nil || string(got) != "goodbye;" {
 			t.Fatalf("idle client read %q, %v", got, err)
 		}
-		if got, err := io.ReadAll(busy); err != nil || string(got) != "goodbye;done;" {
-			t.Fatalf("busy client read %q, %v", got, err)
+		if got := readN(t, busy, len("goodbye;")); got != "goodbye;" {
+			t.Fatalf("busy client read %q, want goodbye", got)
 		}
-		if err := <-done; err != nil {
+		// The request finishes: its reply goes out, then the close.
+		pctest.OnLoop(t, inFlight.Loop(), func() {
+			inFlight.Write([]byte("done;"))
+			inFlight.EndRequest()
+		})
+		if got, err := io.ReadAll(busy); err != nil || string(got) != "done;" {
+			t.Fatalf("busy client read %q, %v after goodbye, want the reply and the close", got, err)
+		}
+		if err := pctest.Recv(t, done, "return from Shutdown"); err != nil {
 			t.Fatalf("Shutdown: %v", err)
 		}
 		for _, c := range []net.Conn{idle, busy} {
@@ -352,21 +364,31 @@ func TestGracefulShutdown(t *testing.T) {
 	})
 }
 
+// TestShutdownDeadline ends Shutdown's context with a request still in
+// flight (the test cancels it once goodbye has arrived, rather than race a
+// timer): what is left is closed with ErrShutdown.
 func TestShutdownDeadline(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		g := newGraceful()
 		rt := start(t, percore.Config{Backend: b}, g)
 		stuck := dial(t, rt)
-		if _, err := stuck.Write([]byte("never")); err != nil {
+		if _, err := stuck.Write([]byte("never finished")); err != nil {
 			t.Fatal(err)
 		}
 		g.started.Next(t, "request")
-		err := rt.Shutdown(shutdownCtx(t, 300*time.Millisecond))
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Shutdown: %v, want the deadline", err)
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		done := make(chan error, 1)
+		go func() { done <- rt.Shutdown(ctx) }()
+		if got := readN(t, stuck, len("goodbye;")); got != "goodbye;" {
+			t.Fatalf("stuck client read %q, want goodbye", got)
 		}
-		if got, err := io.ReadAll(stuck); err != nil || string(got) != "goodbye;" {
-			t.Fatalf("stuck client read %q, %v", got, err)
+		cancel()
+		if err := pctest.Recv(t, done, "return from Shutdown"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Shutdown: %v, want its context's error", err)
+		}
+		if got, err := io.ReadAll(stuck); err != nil || len(got) != 0 {
+			t.Fatalf("stuck client read %q, %v after goodbye, want the close", got, err)
 		}
 		if err := g.closeOf(t, stuck); !errors.Is(err, percore.ErrShutdown) {
 			t.Fatalf("OnClose: %v, want ErrShutdown", err)
@@ -448,12 +470,7 @@ func TestFairnessBudget(t *testing.T) {
 		light := dial(t, rt)
 		pctest.WaitFor(t, "light connection open", func() bool { return h.light.Load() != nil })
 
-		release := make(chan struct{})
-		held := make(chan struct{})
-		if err := rt.Loops()[0].Post(func() { close(held); <-release }); err != nil {
-			t.Fatal(err)
-		}
-		<-held
+		release := pctest.HoldLoop(t, rt.Loops()[0])
 		line := append(bytes.Repeat([]byte("h"), lineLen-1), '\n')
 		if _, err := heavy.Write(bytes.Repeat(line, lines)); err != nil {
 			t.Fatal(err)
@@ -467,7 +484,7 @@ func TestFairnessBudget(t *testing.T) {
 			lq, _ := unix.IoctlGetInt(lfd, unix.SIOCINQ)
 			return hq == lines*lineLen && lq == 5
 		})
-		close(release)
+		release()
 		answered := h.atLight.Next(t, "line from the light client")
 		if answered >= lines {
 			t.Fatalf("the light line waited for all %d heavy lines", lines)
@@ -518,7 +535,7 @@ func TestPanicInLoopCallbacks(t *testing.T) {
 			}
 			l.OnStop(func() { panic("on stop") })
 		})
-		<-fired
+		pctest.Recv(t, fired, "timer")
 		pctest.WaitFor(t, "two panics counted", func() bool { return rt.Stats().Panics == 2 })
 		if got, err := roundTrip(dial(t, rt), []byte("still serving")); err != nil || string(got) != "still serving" {
 			t.Fatalf("after the panics: %q %v", got, err)

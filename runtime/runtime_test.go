@@ -431,7 +431,7 @@ func TestDial(t *testing.T) {
 				res <- dialResult{nil, err}
 			}
 		})
-		r := <-res
+		r := pctest.Recv(t, res, "dial result")
 		if r.err != nil {
 			t.Fatalf("dial: %v", r.err)
 		}
@@ -545,17 +545,13 @@ func TestCQOverflowLosesNothing(t *testing.T) {
 		conns[i] = dial(t, rt)
 	}
 	pctest.WaitFor(t, "every connection open", func() bool { return rt.Stats().Open == clients })
-	release, held := make(chan struct{}), make(chan struct{})
-	if err := rt.Loops()[0].Post(func() { close(held); <-release }); err != nil {
-		t.Fatal(err)
-	}
-	<-held
+	release := pctest.HoldLoop(t, rt.Loops()[0])
 	for i, c := range conns {
 		if _, err := c.Write([]byte{byte(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	close(release)
+	release()
 	for i, c := range conns {
 		got := make([]byte, 1)
 		if _, err := io.ReadFull(c, got); err != nil || got[0] != byte(i) {

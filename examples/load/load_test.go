@@ -78,7 +78,11 @@ func runEngine(t *testing.T, eng Engine, wl Workload, cond func(Totals) bool) *R
 	for !cond(rec.Totals()) {
 		if time.Now().After(deadline) {
 			cancel()
-			<-done
+			select {
+			case <-done:
+			case <-time.After(testDeadline):
+				t.Errorf("engine did not stop within %v of its context ending either", testDeadline)
+			}
 			t.Fatalf("condition not reached within %v; totals %+v", testDeadline, rec.Totals())
 		}
 		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronising

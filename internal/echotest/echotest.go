@@ -25,7 +25,15 @@ func Run(t *testing.T, serve Serve) {
 	ready := make(chan net.Addr, 1)
 	served := make(chan error, 1)
 	go func() { served <- serve(ctx, func(a net.Addr) { ready <- a }) }()
-	addr := (<-ready).String()
+	var addr string
+	select {
+	case a := <-ready:
+		addr = a.String()
+	case err := <-served:
+		t.Fatalf("server returned before it was ready: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("server not ready within 20s")
+	}
 
 	tests := []struct {
 		name string

@@ -60,6 +60,19 @@ func (b *Inbox[T]) Next(t testing.TB, what string) T {
 	}
 }
 
+// Recv receives from ch, failing the test after 10 seconds; what names the
+// value in the failure. A closed channel yields its zero value.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	var v T
+	select {
+	case v = <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s within 10s", what)
+	}
+	return v
+}
+
 // Drain takes every value there is now, without waiting.
 func (b *Inbox[T]) Drain() []T {
 	b.mu.Lock()

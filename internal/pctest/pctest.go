@@ -107,6 +107,28 @@ func OnLoop(t *testing.T, l *percore.Loop, f func()) {
 	}
 }
 
+// HoldLoop holds l's thread (a posted function that waits) until the
+// returned release is called, so that a test can let work pile up in the
+// kernel for the loop. It returns once the loop is held, failing the test
+// after 10 seconds. Call it after the runtime's start helper: the cleanup it
+// registers releases the loop before the runtime's own cleanup closes it,
+// also when the test fails while holding it. release is idempotent.
+func HoldLoop(t testing.TB, l *percore.Loop) (release func()) {
+	t.Helper()
+	held, let := make(chan struct{}), make(chan struct{})
+	release = sync.OnceFunc(func() { close(let) })
+	t.Cleanup(release)
+	if err := l.Post(func() { close(held); <-let }); err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	select {
+	case <-held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop was not held within 10s")
+	}
+	return release
+}
+
 // Dial connects to addr over TCP, within 5 seconds, and sets a deadline 30
 // seconds ahead on every read and write, so that a test that waits for a
 // reply fails instead of hanging. The connection is closed at cleanup.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"time"
 
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
@@ -72,6 +73,7 @@ func ExampleLines() {
 		return
 	}
 	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
 	fmt.Fprintf(c, "hello\n%0100d\n", 0)
 	r := bufio.NewScanner(c)
 	for r.Scan() {

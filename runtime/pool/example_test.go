@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/percore/percore/cpu"
 	percore "github.com/percore/percore/runtime"
@@ -47,7 +48,7 @@ func Example() {
 	defer rt.Close()
 
 	loop := rt.Loops()[0]
-	done := make(chan string)
+	done := make(chan string, 1) // the loop must never wait for us
 	loop.Post(func() {
 		local := p.Local(loop) // a handler would keep this per connection
 		local.Get(func(lease *pool.Lease[*upstream.Conn], err error) {
@@ -70,6 +71,11 @@ func Example() {
 			uc.Write([]byte("hello\n"))
 		})
 	})
-	fmt.Print(<-done)
+	select {
+	case reply := <-done:
+		fmt.Print(reply)
+	case <-time.After(10 * time.Second):
+		fmt.Println("timed out")
+	}
 	// Output: hello
 }
