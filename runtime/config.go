@@ -98,12 +98,15 @@ func ParseRingFlags(s string) (RingFlags, error) {
 }
 
 // Config configures a Runtime. The zero value starts one loop per CPU in the
-// process's affinity mask, with the Auto backend and no listener (a
-// client-only runtime that dials out).
+// process's affinity mask (at most GOMAXPROCS of them), with the Auto
+// backend and no listener (a client-only runtime that dials out).
 type Config struct {
 	// Cores lists the CPUs to run loops on, one loop per entry, each loop's
 	// thread pinned to its CPU. Nil means every CPU in the affinity mask
-	// (cpu.Cores: honours taskset and cgroup cpusets).
+	// (cpu.Cores: honours taskset and cgroup cpusets), but at most the first
+	// GOMAXPROCS of them (which honours a cgroup CPU quota): a loop needs a
+	// P to run its handlers. More Cores than GOMAXPROCS start, with a
+	// warning.
 	Cores []int
 	// Backend selects io_uring or epoll. The zero value is Auto.
 	Backend Backend

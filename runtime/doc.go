@@ -3,7 +3,8 @@
 //
 //	import percore "github.com/percore/percore/runtime"
 //
-// New starts one loop per CPU. Each loop is a goroutine locked to an OS
+// New starts one loop per CPU (by default every CPU in the affinity mask,
+// at most GOMAXPROCS of them). Each loop is a goroutine locked to an OS
 // thread pinned to its CPU; it owns an io_uring (or, where io_uring is
 // unavailable, an epoll instance), its own SO_REUSEPORT listener and its own
 // connections, and runs the Handler's callbacks inline on its thread. No

@@ -42,12 +42,9 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	if cfg.Addr != "" && h == nil {
 		return nil, errors.New("percore: a runtime with a listener needs a handler")
 	}
-	cores := cfg.Cores
-	if len(cores) == 0 {
-		var err error
-		if cores, err = cpu.Cores(); err != nil {
-			return nil, fmt.Errorf("percore: %w", err)
-		}
+	cores, err := loopCores(cfg)
+	if err != nil {
+		return nil, err
 	}
 	rt := &Runtime{cfg: cfg}
 	rt.probe.CPUs = append([]int(nil), cores...)
@@ -79,6 +76,34 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "addr", addr)
 	return rt, nil
+}
+
+// loopCores returns the CPUs to start loops on: Config.Cores, else the
+// affinity mask, but no more loops than GOMAXPROCS. A loop runs Go code
+// (handlers, timers) holding a P, and gets one back after every wait in the
+// kernel; with fewer Ps than loops, loops wait for each other's. Since Go
+// 1.25 GOMAXPROCS also follows a cgroup CPU quota, which the affinity mask
+// does not show: a container limited to 2 CPUs on a 64-CPU host gets 2
+// loops, not 64. Explicit Cores are kept, with a warning.
+func loopCores(cfg Config) ([]int, error) {
+	procs := goruntime.GOMAXPROCS(0)
+	if len(cfg.Cores) > 0 {
+		if len(cfg.Cores) > procs {
+			cfg.Logger.Warn("percore: more loops than GOMAXPROCS: loops will wait for each other's Ps",
+				"loops", len(cfg.Cores), "gomaxprocs", procs)
+		}
+		return cfg.Cores, nil
+	}
+	cores, err := cpu.Cores()
+	if err != nil {
+		return nil, fmt.Errorf("percore: %w", err)
+	}
+	if len(cores) > procs {
+		cfg.Logger.Info("percore: GOMAXPROCS is below the CPUs in the affinity mask (a CPU quota?): one loop per P",
+			"gomaxprocs", procs, "affinity", cpu.FormatList(cores), "cpus", cpu.FormatList(cores[:procs]))
+		cores = cores[:procs]
+	}
+	return cores, nil
 }
 
 // start runs a loop's goroutine and waits until it is serving or has

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"net"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -377,13 +379,7 @@ func TestAutoFallsBackToEpoll(t *testing.T) {
 			t.Fatalf("loop %d runs %v", l.ID(), l.Backend())
 		}
 	}
-	n := 0
-	for _, r := range logs.Drain() {
-		if strings.Contains(r.Message, "io_uring unavailable") {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := countMessages(logs.Drain(), "io_uring unavailable"); n != 1 {
 		t.Fatalf("fallback logged %d times, want once", n)
 	}
 	got, err := roundTrip(dial(t, rt), []byte("works"))
@@ -559,4 +555,50 @@ func TestCQOverflowLosesNothing(t *testing.T) {
 		}
 	}
 	pctest.WaitFor(t, "the overflow counted", func() bool { return rt.Stats().CQOverflows > 0 })
+}
+
+// TestLoopsFollowGOMAXPROCS: by default no more loops start than there are
+// Ps (GOMAXPROCS also follows a cgroup CPU quota, which the affinity mask
+// does not show), and explicit Cores beyond it start with a warning.
+func TestLoopsFollowGOMAXPROCS(t *testing.T) {
+	cores := allCores(t)
+	if len(cores) < 2 {
+		t.Skip("needs two CPUs in the affinity mask to be above GOMAXPROCS=1")
+	}
+	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		logger, logs := pctest.LogInbox()
+		// Empty, not nil: start's nil means "the first CPU".
+		rt := start(t, percore.Config{Backend: b, Cores: []int{}, Logger: logger}, echoHandler{})
+		if n := len(rt.Loops()); n != 1 {
+			t.Fatalf("%d loops at GOMAXPROCS=1, want 1", n)
+		}
+		if cpus := rt.Probe().CPUs; !slices.Equal(cpus, cores[:1]) {
+			t.Fatalf("loop on cpus %v, want the first of the mask, %v", cpus, cores[:1])
+		}
+		if n := countMessages(logs.Drain(), "one loop per P"); n != 1 {
+			t.Fatalf("%d notes that the loops were capped, want 1", n)
+		}
+		if _, err := roundTrip(dial(t, rt), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+
+		rt2 := start(t, percore.Config{Backend: b, Cores: cores, Logger: logger}, echoHandler{})
+		if n := len(rt2.Loops()); n != len(cores) {
+			t.Fatalf("%d loops for %d explicit cores", n, len(cores))
+		}
+		if n := countMessages(logs.Drain(), "more loops than GOMAXPROCS"); n != 1 {
+			t.Fatalf("%d warnings about more loops than GOMAXPROCS, want 1", n)
+		}
+	})
+}
+
+func countMessages(records []slog.Record, s string) int {
+	n := 0
+	for _, r := range records {
+		if strings.Contains(r.Message, s) {
+			n++
+		}
+	}
+	return n
 }
