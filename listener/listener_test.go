@@ -76,7 +76,7 @@ func TestSocketOptions(t *testing.T) {
 		{"tcp4 localhost", func(t *testing.T) *Listener { return mustListen(t, "tcp4", "localhost:0", Config{Backlog: 8}) }, unix.SOCK_STREAM, true},
 		{"udp", func(t *testing.T) *Listener { return mustListenPacket(t, "udp", "127.0.0.1:0", Config{}) }, unix.SOCK_DGRAM, true},
 		{"unix", func(t *testing.T) *Listener {
-			return mustListen(t, "unix", filepath.Join(t.TempDir(), "s"), Config{})
+			return mustListen(t, "unix", filepath.Join(sockDir(t), "s"), Config{})
 		}, unix.SOCK_STREAM, false},
 	}
 	for _, tt := range tests {
@@ -159,7 +159,7 @@ func TestClose(t *testing.T) {
 		{"tcp", func(t *testing.T) (*Listener, string) { return mustListen(t, "tcp", "127.0.0.1:0", Config{}), "" }},
 		{"udp", func(t *testing.T) (*Listener, string) { return mustListenPacket(t, "udp", "127.0.0.1:0", Config{}), "" }},
 		{"unix", func(t *testing.T) (*Listener, string) {
-			p := filepath.Join(t.TempDir(), "s")
+			p := filepath.Join(sockDir(t), "s")
 			return mustListen(t, "unix", p, Config{}), p
 		}},
 	}
@@ -199,7 +199,7 @@ func TestNetListener(t *testing.T) {
 		address func(t *testing.T) string
 	}{
 		{"tcp", "tcp", func(*testing.T) string { return "127.0.0.1:0" }},
-		{"unix", "unix", func(t *testing.T) string { return filepath.Join(t.TempDir(), "s") }},
+		{"unix", "unix", func(t *testing.T) string { return filepath.Join(sockDir(t), "s") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -100,7 +101,7 @@ func TestUnixExistingPath(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "s")
+			path := filepath.Join(sockDir(t), "s")
 			check := tt.setup(t, path)
 			l, err := Listen("unix", path, Config{})
 			if tt.want == "" {
@@ -136,7 +137,9 @@ func TestUnixExistingPath(t *testing.T) {
 }
 
 func TestUnixAbstract(t *testing.T) {
-	name := "@percore-listener-test-" + filepath.Base(t.TempDir())
+	// Abstract names are shared by every process in the network
+	// namespace: the process ID keeps concurrent runs apart.
+	name := fmt.Sprintf("@percore-listener-test-%d", os.Getpid())
 	l := mustListen(t, "unix", name, Config{})
 	if got := l.Addr().String(); got != name {
 		t.Errorf("Addr() = %q, want %q", got, name)
@@ -171,8 +174,21 @@ func TestUnixNameTooLong(t *testing.T) {
 	}
 }
 
+// sockDir returns a short new directory for Unix socket paths, which the
+// kernel limits to 107 bytes: t.TempDir's paths grow with the test's name
+// and with TMPDIR.
+func sockDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 func TestUnixLongestName(t *testing.T) {
-	dir := t.TempDir()
+	dir := sockDir(t)
 	path := dir + "/" + strings.Repeat("x", 107-len(dir)-1)
 	if len(path) != 107 {
 		t.Skipf("temporary directory %s is too long for this test", dir)
