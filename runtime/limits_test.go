@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"strings"
@@ -300,7 +302,7 @@ func (g *graceful) OnData(c *percore.Conn, data []byte) {
 func (g *graceful) OnShutdown(c *percore.Conn) { c.Write([]byte("goodbye;")) }
 
 // OnOpen keeps the client's address: by OnClose the descriptor is gone.
-func (g *graceful) OnOpen(c *percore.Conn) { c.SetValue(c.RemoteAddr().String()) }
+func (g *graceful) OnOpen(c *percore.Conn) { c.SetValue(fmt.Sprint(c.RemoteAddr())) }
 
 func (g *graceful) OnClose(c *percore.Conn, err error) {
 	g.closed.Put(closeReport{c.Value().(string), err})
@@ -552,49 +554,53 @@ func TestPanicInLoopCallbacks(t *testing.T) {
 	})
 }
 
-// blocker holds its loop's thread in OnData until released: a handler bug
-// that no runtime can undo, but one Close should name.
-type blocker struct {
-	held    *pctest.Inbox[struct{}]
-	release chan struct{}
-}
-
-func (h *blocker) OnData(c *percore.Conn, _ []byte) {
-	h.held.Put(struct{}{})
-	<-h.release
-}
-
-func TestCloseWarnsAboutAHeldLoop(t *testing.T) {
+// TestStopNamesHeldLoops holds every loop's thread (a posted function that
+// waits, as a handler stuck in a call would), then stops the runtime:
+// Shutdown and Close each keep waiting, and name every loop they wait for,
+// until the loops are let go.
+func TestStopNamesHeldLoops(t *testing.T) {
 	t.Cleanup(percore.SetStopWarnEvery(20 * time.Millisecond))
-	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		logger, logs := pctest.LogInbox()
-		h := &blocker{held: pctest.NewInbox[struct{}](), release: make(chan struct{})}
-		rt := start(t, percore.Config{Backend: b, Logger: logger}, h)
-		// Cleanups run last first: the handler lets go before the
-		// runtime's cleanup closes it, also when the test fails.
-		letGo := sync.OnceFunc(func() { close(h.release) })
-		t.Cleanup(letGo)
-		c := dial(t, rt)
-		if _, err := c.Write([]byte("x")); err != nil {
-			t.Fatal(err)
-		}
-		h.held.Next(t, "handler call that holds its loop")
-		closed := make(chan struct{})
-		go func() {
-			rt.Close()
-			close(closed)
-		}()
-		for {
-			r := logs.Next(t, "warning about the held loop")
-			if strings.Contains(r.Message, "loop has not stopped") {
-				break
-			}
-		}
-		letGo()
-		select {
-		case <-closed:
-		case <-time.After(10 * time.Second):
-			t.Fatal("Close did not return once the handler let go")
-		}
-	})
+	for _, stop := range []struct {
+		name, warning string
+		do            func(rt *percore.Runtime) error
+	}{
+		{"Shutdown", "shutdown still waiting for loop", func(rt *percore.Runtime) error { return rt.Shutdown(context.Background()) }},
+		{"Close", "loop has not stopped", func(rt *percore.Runtime) error { return rt.Close() }},
+	} {
+		t.Run(stop.name, func(t *testing.T) {
+			pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+				logger, logs := pctest.LogInbox()
+				rt := start(t, percore.Config{Backend: b, Cores: allCores(t), Logger: logger}, echoHandler{})
+				var releases []func()
+				for _, l := range rt.Loops() {
+					releases = append(releases, pctest.HoldLoop(t, l))
+				}
+				stopped := make(chan error, 1)
+				go func() { stopped <- stop.do(rt) }()
+				named := map[int64]bool{}
+				deadline := time.Now().Add(10 * time.Second)
+				for len(named) < len(rt.Loops()) {
+					if time.Now().After(deadline) {
+						t.Fatalf("warnings named loops %v of %d in 10s", named, len(rt.Loops()))
+					}
+					r := logs.Next(t, "warning naming every held loop")
+					if !strings.Contains(r.Message, stop.warning) {
+						continue
+					}
+					r.Attrs(func(a slog.Attr) bool {
+						if a.Key == "loop" {
+							named[a.Value.Int64()] = true
+						}
+						return true
+					})
+				}
+				for _, release := range releases {
+					release()
+				}
+				if err := pctest.Recv(t, stopped, stop.name+" return once the loops were let go"); err != nil {
+					t.Fatalf("%s: %v", stop.name, err)
+				}
+			})
+		})
+	}
 }

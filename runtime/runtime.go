@@ -27,13 +27,14 @@ type Runtime struct {
 	closeOnce sync.Once
 }
 
-// New starts one loop per CPU (Config.Cores, else the affinity mask). Each
-// loop's goroutine locks its OS thread, pins it to its CPU, and only then
-// creates its io_uring or epoll instance and its SO_REUSEPORT listener
-// (when Config.Addr is set), so that everything a loop owns is created on
-// the thread that uses it. Loops start one after the other; if one cannot
-// start, New stops those already running and returns that error. h handles
-// accepted connections; it may be nil for a runtime without a listener.
+// New starts one loop per CPU (Config.Cores, else the affinity mask, at most
+// GOMAXPROCS of it). Each loop's goroutine locks its OS thread, pins it to
+// its CPU, and only then creates its io_uring or epoll instance and its
+// SO_REUSEPORT listener (when Config.Addr is set), so that everything a
+// loop owns is created on the thread that uses it. Loops start one after
+// the other; if one cannot start, New stops those already running and
+// returns that error. h handles accepted connections; it may be nil for a
+// runtime without a listener.
 func New(cfg Config, h Handler) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -225,21 +226,20 @@ func (rt *Runtime) Stats() Stats {
 // Conn.BeginRequest and EndRequest count them, and nothing queued) are
 // closed, and the others as soon as they become idle. When ctx is done
 // first, whatever is left is closed with ErrShutdown and Shutdown returns
-// ctx's error. It returns once every loop's thread has exited.
+// ctx's error. It returns once every loop's thread has exited. While it
+// waits it logs, every stopWarnEvery, each loop still running with its
+// open connections.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	for _, l := range rt.loops {
 		_ = l.Post(func() { l.beginShutdown() })
 	}
 	var err error
-	for _, l := range rt.loops {
-		select {
-		case <-l.done:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-		if err != nil {
-			break
-		}
+	if !rt.awaitLoops(ctx.Done(), func(l *Loop, waited time.Duration) {
+		st := l.Stats()
+		rt.cfg.Logger.Warn("percore: shutdown still waiting for loop (connections in flight, or a handler holding its thread)",
+			"loop", l.id, "cpu", l.cpu, "waited", waited, "open", st.Open, "turns", st.Turns)
+	}) {
+		err = ctx.Err()
 	}
 	rt.Close()
 	return err
@@ -248,15 +248,16 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 // Close closes every connection and listener at once and waits for the
 // loops' threads to exit. It is idempotent. A loop whose thread is held by
 // a handler or posted function that never returns cannot stop: Close then
-// logs a warning naming the loop every stopWarnEvery while it waits.
+// logs a warning naming each such loop every stopWarnEvery while it waits.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		for _, l := range rt.loops {
 			_ = l.Post(func() { l.forceStop(ErrShutdown) })
 		}
-		for _, l := range rt.loops {
-			rt.awaitStop(l)
-		}
+		rt.awaitLoops(nil, func(l *Loop, waited time.Duration) {
+			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
+				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
+		})
 		if len(rt.loops) > 0 { // not after a start that failed at the first loop
 			rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
 		}
@@ -264,24 +265,37 @@ func (rt *Runtime) Close() error {
 	return nil
 }
 
-// stopWarnEvery is how long Close waits for a loop before it warns that
-// the loop's thread is held.
+// stopWarnEvery is how often Shutdown and Close report the loops they are
+// still waiting for.
 var stopWarnEvery = 10 * time.Second
 
-// awaitStop waits for l's thread to exit, warning while it is held.
-func (rt *Runtime) awaitStop(l *Loop) {
+// awaitLoops waits until every loop's thread has exited, and reports true,
+// or until stop is closed, and reports false. Every stopWarnEvery it calls
+// warn for each loop still running.
+func (rt *Runtime) awaitLoops(stop <-chan struct{}, warn func(l *Loop, waited time.Duration)) bool {
 	t := time.NewTicker(stopWarnEvery)
 	defer t.Stop()
-	for waited := time.Duration(0); ; {
-		select {
-		case <-l.done:
-			return
-		case <-t.C:
-			waited += stopWarnEvery
-			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
-				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
+	began := time.Now()
+	for _, l := range rt.loops {
+		for running := true; running; {
+			select {
+			case <-l.done:
+				running = false
+			case <-stop:
+				return false
+			case <-t.C:
+				waited := time.Since(began).Round(time.Millisecond)
+				for _, m := range rt.loops {
+					select {
+					case <-m.done:
+					default:
+						warn(m, waited)
+					}
+				}
+			}
 		}
 	}
+	return true
 }
 
 // ShutdownHandler is implemented by handlers that want to know when a

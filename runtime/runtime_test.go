@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"os"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -571,7 +572,16 @@ func TestLoopsFollowGOMAXPROCS(t *testing.T) {
 	if len(cores) < 2 {
 		t.Skip("needs two CPUs in the affinity mask to be above GOMAXPROCS=1")
 	}
-	defer goruntime.GOMAXPROCS(goruntime.GOMAXPROCS(1))
+	old := goruntime.GOMAXPROCS(1)
+	defer func() {
+		// Setting GOMAXPROCS stops Go from following the CPU quota;
+		// give the default back where it was the default.
+		if os.Getenv("GOMAXPROCS") == "" && old == goruntime.NumCPU() {
+			goruntime.SetDefaultGOMAXPROCS()
+		} else {
+			goruntime.GOMAXPROCS(old)
+		}
+	}()
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		logger, logs := pctest.LogInbox()
 		// Empty, not nil: start's nil means "the first CPU".

@@ -198,8 +198,10 @@ trap 'exit 130' INT TERM
 if [ -z "${OUT:-}" ]; then
   OUT=$TMP/results
 fi
-mkdir -p "$OUT" "$TMP/bin" "$TMP/logs"
-RAW=$OUT/runs-$BENCH.jsonl
+mkdir -p "$TMP/bin" "$TMP/logs"
+# The raw runs collect in TMP and go to OUT only when every run is done: a
+# run that stops early (an error, ^C) leaves OUT's earlier results intact.
+RAW=$TMP/runs-$BENCH.jsonl
 : >"$RAW"
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -222,11 +224,21 @@ done
 # kernel.io_uring_disabled, a kernel too old for the loops' flags. Then
 # percore-uring cannot run, and percore-epoll stands in for it, unless
 # PERCORE_REQUIRE_URING is set (a benchmark host that should have it).
+# echo -probe exits 3 for exactly that; any other failure is an error.
 uring_spec=""
 for spec in "${selected[@]}"; do
   if [ "${spec%%|*}" = percore-uring ]; then uring_spec=$spec; fi
 done
-if [ -n "$uring_spec" ] && ! why=$(taskset -c "$SERVER_CPUS" "${built[examples/echo|]}" -probe -backend uring -cores "$SERVER_CPUS" 2>&1); then
+probe_status=0
+if [ -n "$uring_spec" ]; then
+  why=$(taskset -c "$SERVER_CPUS" "${built[examples/echo|]}" -probe -backend uring -cores "$SERVER_CPUS" 2>&1) || probe_status=$?
+fi
+if [ "$probe_status" != 0 ] && [ "$probe_status" != 3 ]; then
+  echo "bench.sh: the percore echo server cannot start on cpus $SERVER_CPUS:" >&2
+  echo "$why" >&2
+  exit 2
+fi
+if [ "$probe_status" = 3 ]; then
   echo "bench.sh: io_uring cannot run here: $why" >&2
   if [ -n "${PERCORE_REQUIRE_URING:-}" ]; then
     echo "bench.sh: PERCORE_REQUIRE_URING is set: stopping" >&2
@@ -391,6 +403,9 @@ if [ -n "$SERVERS_ASKED" ]; then cmd+=" SERVERS='$SERVERS_ASKED'"; fi
 cmd+=" make bench"
 about="$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), kernel $(uname -r), $(go version | cut -d' ' -f3); servers on cpus $SERVER_CPUS, load generator on cpus $CLIENT_CPUS; loopback."
 echo
+mkdir -p "$OUT"
+cp "$RAW" "$OUT/runs-$BENCH.jsonl"
+RAW=$OUT/runs-$BENCH.jsonl
 report_status=0
 "$TMP/bin/benchreport" -in "$RAW" -baseline "$BASELINE" -md "$OUT/results-$BENCH.md" -tsv "$OUT/summary-$BENCH.tsv" \
   -title "percore side-by-side benchmark: $HOST, $DATE (BENCH=$BENCH)" -command "$cmd" -about "$about" \

@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/ring"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -28,7 +30,7 @@ func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7000", "listen address")
-	cores := flag.String("cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask)")
+	cores := flag.String("cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
 	backend := flag.String("backend", "auto", "auto, uring or epoll")
 	incoming := flag.Bool("incoming-cpu", false, "set SO_INCOMING_CPU on each loop's listener")
 	stats := flag.Bool("stats", false, "print a one-line stats summary every second")
@@ -36,18 +38,22 @@ func main() {
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
-	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, kernel, opcodes) and exit; exit status 1 when the backend cannot start here")
+	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, ring, kernel, cpus) and exit; exit status 3 when io_uring is unavailable here, 1 on any other error")
 	flag.Parse()
 	if *probe {
 		*addr = ""
 	}
-	if err := run(*addr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats); err != nil {
+	err := run(*probe, *addr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
+		if errors.Is(err, ring.ErrUnavailable) {
+			os.Exit(3) // scripts tell "not here" from "broken" by it
+		}
 		os.Exit(1)
 	}
 }
 
-func run(addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
+func run(probe bool, addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
 	cfg := percore.Config{Addr: addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
@@ -62,7 +68,7 @@ func run(addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Dur
 			return err
 		}
 	}
-	if addr == "" { // -probe
+	if probe {
 		rt, err := percore.New(cfg, nil)
 		if err != nil {
 			return err

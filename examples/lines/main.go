@@ -46,7 +46,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.addr, "addr", "127.0.0.1:7001", "listen address")
-	flag.StringVar(&o.cores, "cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask)")
+	flag.StringVar(&o.cores, "cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
 	flag.StringVar(&o.backend, "backend", "auto", "auto, uring or epoll")
 	flag.DurationVar(&o.idleTimeout, "idle-timeout", time.Minute, "close a connection silent for this long (0: never)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "how long a graceful shutdown may take")

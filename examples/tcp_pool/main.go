@@ -51,7 +51,7 @@ func main() {
 	var cfg config
 	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:7100", "listen address")
 	flag.StringVar(&cfg.upstream, "upstream", "127.0.0.1:7000", "upstream address (literal ip:port)")
-	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask)")
+	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
 	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
 	flag.IntVar(&cfg.max, "max", 10, "upstream connections per loop")
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (the pool's connection timeout)")
