@@ -39,7 +39,7 @@ func (b *Inbox[T]) Put(v T) {
 // seconds; what names it in the failure.
 func (b *Inbox[T]) Next(t testing.TB, what string) T {
 	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
+	deadline := time.NewTimer(waitLimit)
 	defer deadline.Stop()
 	for {
 		b.mu.Lock()
@@ -55,22 +55,9 @@ func (b *Inbox[T]) Next(t testing.TB, what string) T {
 		select {
 		case <-b.ready:
 		case <-deadline.C:
-			t.Fatalf("no %s within 10s", what)
+			t.Fatalf("no %s within %v", what, waitLimit)
 		}
 	}
-}
-
-// Recv receives from ch, failing the test after 10 seconds; what names the
-// value in the failure. A closed channel yields its zero value.
-func Recv[T any](t testing.TB, ch <-chan T, what string) T {
-	t.Helper()
-	var v T
-	select {
-	case v = <-ch:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("no %s within 10s", what)
-	}
-	return v
 }
 
 // Drain takes every value there is now, without waiting.

@@ -79,11 +79,15 @@ func NeedURing(t testing.TB) {
 	t.Skipf("io_uring unavailable here (%v); set %s=1 to fail instead", uring.err, RequireURingEnv)
 }
 
+// waitLimit bounds every wait of these helpers: generous, since the
+// machines are shared and noisy, and a test that reaches it has failed.
+const waitLimit = 10 * time.Second
+
 // WaitFor polls cond until it holds, failing the test after 10 seconds. It
 // waits for a condition; it is not a sleep used as synchronisation.
 func WaitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(waitLimit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -92,19 +96,28 @@ func WaitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// Recv receives from ch, failing the test after 10 seconds; what names the
+// value in the failure. A closed channel yields its zero value.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	var v T
+	select {
+	case v = <-ch:
+	case <-time.After(waitLimit):
+		t.Fatalf("no %s within %v", what, waitLimit)
+	}
+	return v
+}
+
 // OnLoop runs f on l's thread and waits for it, failing the test after 10
 // seconds.
-func OnLoop(t *testing.T, l *percore.Loop, f func()) {
+func OnLoop(t testing.TB, l *percore.Loop, f func()) {
 	t.Helper()
 	done := make(chan struct{})
 	if err := l.Post(func() { defer close(done); f() }); err != nil {
 		t.Fatalf("post: %v", err)
 	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("posted function did not run within 10s")
-	}
+	Recv(t, done, "run of the posted function")
 }
 
 // HoldLoop holds l's thread (a posted function that waits) until the
@@ -121,11 +134,7 @@ func HoldLoop(t testing.TB, l *percore.Loop) (release func()) {
 	if err := l.Post(func() { close(held); <-let }); err != nil {
 		t.Fatalf("post: %v", err)
 	}
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the loop was not held within 10s")
-	}
+	Recv(t, held, "hold of the loop")
 	return release
 }
 

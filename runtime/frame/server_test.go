@@ -261,11 +261,7 @@ func TestHooksForwarded(t *testing.T) {
 		if got := readToEnd(t, c); got != "bye\n" {
 			t.Fatalf("after the half-close read %q, want the goodbye", got)
 		}
-		select {
-		case <-h.closed:
-		case <-time.After(10 * time.Second):
-			t.Fatal("OnClose did not run within 10s")
-		}
+		pctest.Recv(t, h.closed, "OnClose")
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if got, want := strings.Join(h.events, ","), "open,line hi,eof,close"; got != want {

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"reflect"
@@ -365,15 +366,11 @@ func TestFIFO(t *testing.T) {
 			})
 			for want := range 3 {
 				g.put(ls)
-				select {
-				case got := <-order:
-					if got != want {
-						t.Fatalf("waiter %d served before waiter %d", got, want)
-					}
-					ls = served[got]
-				case <-time.After(10 * time.Second):
-					t.Fatalf("waiter %d not served", want)
+				got := pctest.Recv(t, order, fmt.Sprintf("service of waiter %d", want))
+				if got != want {
+					t.Fatalf("waiter %d served before waiter %d", got, want)
 				}
+				ls = served[got]
 			}
 			g.put(ls)
 		})

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"testing"
-	"time"
 
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/pctest"
@@ -70,13 +69,7 @@ func (g *getter) get(n int) {
 // next waits for the next result.
 func (g *getter) next() result {
 	g.t.Helper()
-	select {
-	case r := <-g.got:
-		return r
-	case <-time.After(10 * time.Second):
-		g.t.Fatal("no get ended within 10s")
-		return result{}
-	}
+	return pctest.Recv(g.t, g.got, "end of a get")
 }
 
 // lease waits for the next result and fails the test unless it is a lease.

@@ -64,15 +64,7 @@ func newClient(t *testing.T, b percore.Backend, addr string, cfg pool.Config) *c
 // on runs f on the client's loop and waits for it.
 func (c *client) on(f func()) {
 	c.t.Helper()
-	done := make(chan struct{})
-	if err := c.loop.Post(func() { defer close(done); f() }); err != nil {
-		c.t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("posted function did not run within 10s")
-	}
+	pctest.OnLoop(c.t, c.loop, f)
 }
 
 // exchange is one request over a leased connection.
@@ -112,13 +104,7 @@ func (c *client) roundTrip(line string, keep bool) exchange {
 			uc.Write([]byte(line))
 		})
 	})
-	select {
-	case r := <-res:
-		return r
-	case <-time.After(10 * time.Second):
-		c.t.Fatal("no reply within 10s")
-		return exchange{}
-	}
+	return pctest.Recv(c.t, res, "reply")
 }
 
 func (c *client) state() (st pool.State, s pool.Statistics) {
