@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/pawelgaczynski/giouring"
 	"golang.org/x/sys/unix"
 )
 
@@ -16,8 +15,7 @@ import (
 // so that a connection holds no receive buffer while it is idle. Both the
 // ring of descriptors and the buffers are anonymous mmap memory: the Go
 // collector never scans or moves them, and pages the kernel never filled
-// cost nothing. Close unregisters the group and unmaps both regions
-// (giouring's own FreeBufRing leaves its mapping behind).
+// cost nothing. Close unregisters the group and unmaps both regions.
 //
 // Buffers go back to the kernel with Recycle, which stages them, and
 // Publish, which makes every staged buffer visible with one store; a loop
@@ -32,15 +30,6 @@ type BufRing struct {
 	tail    uint16
 	staged  uint16
 	closed  bool
-}
-
-// bufDesc is struct io_uring_buf; the ring's tail overlays the first
-// entry's reserved field.
-type bufDesc struct {
-	addr uint64
-	len  uint32
-	bid  uint16
-	resv uint16
 }
 
 // NewBufRing registers a provided-buffer ring of count buffers of size bytes
@@ -64,12 +53,12 @@ func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
 		_ = unix.Munmap(ringMem)
 		return nil, fmt.Errorf("buffer ring: %w", os.NewSyscallError("mmap", err))
 	}
-	reg := giouring.BufReg{
-		RingAddr:    uint64(uintptr(unsafe.Pointer(&ringMem[0]))),
-		RingEntries: uint32(count),
-		Bgid:        group,
+	reg := &bufReg{
+		ringAddr:    uint64(uintptr(unsafe.Pointer(&ringMem[0]))),
+		ringEntries: uint32(count),
+		bgid:        group,
 	}
-	if _, err := r.gr.RegisterBufferRing(&reg, 0); err != nil {
+	if err := sysRegister(r.fd, registerPbufRing, unsafe.Pointer(reg), 1); err != nil {
 		_ = unix.Munmap(ringMem)
 		_ = unix.Munmap(bufMem)
 		// A kernel without provided buffer rings refuses the
@@ -139,8 +128,10 @@ func (b *BufRing) Close() error {
 	b.closed = true
 	var errs []error
 	if !b.r.closed {
-		if _, err := b.r.gr.UnregisterBufferRing(int(b.group)); err != nil {
-			errs = append(errs, fmt.Errorf("buffer ring: unregister: %w", err))
+		reg := &bufReg{bgid: b.group}
+		if err := sysRegister(b.r.fd, unregisterPbufRing, unsafe.Pointer(reg), 1); err != nil {
+			errs = append(errs, fmt.Errorf("buffer ring: unregister: %w",
+				os.NewSyscallError("io_uring_register(UNREGISTER_PBUF_RING)", err)))
 		}
 	}
 	if err := unix.Munmap(b.ringMem); err != nil {

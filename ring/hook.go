@@ -13,3 +13,12 @@ func SetOpenHook(h func() error) (restore func()) {
 	openHook = h
 	return func() { openHook = old }
 }
+
+// The io_uring syscalls that set rings up, swapped by this package's tests
+// to inject failures after a ring exists (a probe that cannot be read, a
+// registration the kernel refuses) and to see what ring passes. Like
+// openHook, they are not swapped while rings are being opened.
+var (
+	sysSetup    = setupSyscall
+	sysRegister = registerSyscall
+)

@@ -3,7 +3,6 @@ package ring
 import (
 	"unsafe"
 
-	"github.com/pawelgaczynski/giouring"
 	"golang.org/x/sys/unix"
 )
 
@@ -12,6 +11,10 @@ import (
 // first, so they fail only when the kernel takes nothing at all. Memory
 // passed in must stay referenced until the completion: see the package
 // documentation.
+//
+// Each fills its entry as liburing's io_uring_prep_* helper of the same
+// operation does (an entry starts zeroed); oracle_test.go compares every
+// one with giouring's, byte for byte.
 
 // PrepareAcceptMultishot queues a multishot accept on the listening socket
 // fd. Each accepted connection completes with its descriptor (non-blocking,
@@ -21,8 +24,10 @@ func (r *Ring) PrepareAcceptMultishot(fd int, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareMultishotAccept(fd, 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-	e.UserData = userData
+	e.rw(OpAccept, fd, 0, 0, 0)
+	e.opFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
+	e.ioprio = acceptMultishot
+	e.userData = userData
 	return nil
 }
 
@@ -34,10 +39,11 @@ func (r *Ring) PrepareRecvMultishot(fd int, b *BufRing, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareRecvMultishot(fd, 0, 0, 0)
-	e.Flags |= giouring.SqeBufferSelect
-	e.BufIG = b.group
-	e.UserData = userData
+	e.rw(OpRecv, fd, 0, 0, 0)
+	e.ioprio = recvMultishot
+	e.flags = sqeBufferSelect
+	e.bufGroup = b.group
+	e.userData = userData
 	return nil
 }
 
@@ -47,8 +53,8 @@ func (r *Ring) PrepareRecv(fd int, p []byte, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareRecv(fd, bufAddr(p), uint32(len(p)), 0)
-	e.UserData = userData
+	e.rw(OpRecv, fd, bufAddr(p), uint32(len(p)), 0)
+	e.userData = userData
 	return nil
 }
 
@@ -59,8 +65,9 @@ func (r *Ring) PrepareSend(fd int, p []byte, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareSend(fd, bufAddr(p), uint32(len(p)), unix.MSG_NOSIGNAL)
-	e.UserData = userData
+	e.rw(OpSend, fd, bufAddr(p), uint32(len(p)), 0)
+	e.opFlags = unix.MSG_NOSIGNAL
+	e.userData = userData
 	return nil
 }
 
@@ -71,12 +78,9 @@ func (r *Ring) PrepareSendmsg(fd int, msg *unix.Msghdr, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.OpCode = giouring.OpSendmsg
-	e.Fd = int32(fd)
-	e.Addr = uint64(uintptr(unsafe.Pointer(msg)))
-	e.Len = 1
-	e.OpcodeFlags = unix.MSG_NOSIGNAL
-	e.UserData = userData
+	e.rw(OpSendmsg, fd, uintptr(unsafe.Pointer(msg)), 1, 0)
+	e.opFlags = unix.MSG_NOSIGNAL
+	e.userData = userData
 	return nil
 }
 
@@ -87,11 +91,8 @@ func (r *Ring) PrepareConnect(fd int, sa unsafe.Pointer, n uint32, userData uint
 	if err != nil {
 		return err
 	}
-	e.OpCode = giouring.OpConnect
-	e.Fd = int32(fd)
-	e.Addr = uint64(uintptr(sa))
-	e.Off = uint64(n)
-	e.UserData = userData
+	e.rw(OpConnect, fd, uintptr(sa), 0, uint64(n))
+	e.userData = userData
 	return nil
 }
 
@@ -101,8 +102,8 @@ func (r *Ring) PrepareClose(fd int, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareClose(fd)
-	e.UserData = userData
+	e.rw(OpClose, fd, 0, 0, 0)
+	e.userData = userData
 	return nil
 }
 
@@ -112,8 +113,8 @@ func (r *Ring) PrepareShutdown(fd, how int, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareShutdown(fd, how)
-	e.UserData = userData
+	e.rw(OpShutdown, fd, 0, uint32(how), 0)
+	e.userData = userData
 	return nil
 }
 
@@ -126,8 +127,10 @@ func (r *Ring) PrepareCancel(target, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareCancel64(target, int(giouring.AsyncCancelAll))
-	e.UserData = userData
+	e.rw(OpAsyncCancel, -1, 0, 0, 0)
+	e.addr = target
+	e.opFlags = asyncCancelAll
+	e.userData = userData
 	return nil
 }
 
@@ -138,11 +141,8 @@ func (r *Ring) PrepareTimeout(ts *unix.Timespec, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.OpCode = giouring.OpTimeout
-	e.Fd = -1
-	e.Addr = uint64(uintptr(unsafe.Pointer(ts)))
-	e.Len = 1
-	e.UserData = userData
+	e.rw(OpTimeout, -1, uintptr(unsafe.Pointer(ts)), 1, 0) // off: complete after 0 other completions
+	e.userData = userData
 	return nil
 }
 
@@ -153,8 +153,8 @@ func (r *Ring) PrepareRead(fd int, p []byte, off uint64, userData uint64) error 
 	if err != nil {
 		return err
 	}
-	e.PrepareRead(fd, bufAddr(p), uint32(len(p)), off)
-	e.UserData = userData
+	e.rw(OpRead, fd, bufAddr(p), uint32(len(p)), off)
+	e.userData = userData
 	return nil
 }
 
@@ -164,9 +164,31 @@ func (r *Ring) PrepareWrite(fd int, p []byte, off uint64, userData uint64) error
 	if err != nil {
 		return err
 	}
-	e.PrepareWrite(fd, bufAddr(p), uint32(len(p)), off)
-	e.UserData = userData
+	e.rw(OpWrite, fd, bufAddr(p), uint32(len(p)), off)
+	e.userData = userData
 	return nil
+}
+
+// rw fills the fields every operation sets, as liburing's
+// io_uring_prep_rw does: the opcode, the descriptor, an address, a length
+// and an offset. The entry is zero already: sqe clears it.
+func (e *sqe) rw(op Op, fd int, addr uintptr, n uint32, off uint64) {
+	e.opcode = uint8(op)
+	e.fd = int32(fd)
+	e.addr = uint64(addr)
+	e.len = n
+	e.off = off
+}
+
+// poll32Events returns a poll mask as sqe.poll32_events carries it: the
+// kernel reads that field as a native 32-bit word whose 16-bit halves are
+// swapped on big-endian hosts (the header's "word-reversed for BE"), so
+// that a pre-5.9 kernel still finds the low 16 bits in poll_events.
+func poll32Events(mask uint32) uint32 {
+	if bigEndian() {
+		return mask<<16 | mask>>16
+	}
+	return mask
 }
 
 func bufAddr(p []byte) uintptr {
@@ -184,8 +206,9 @@ func (r *Ring) PrepareCancelFd(fd int, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareCancelFd(fd, giouring.AsyncCancelAll)
-	e.UserData = userData
+	e.rw(OpAsyncCancel, fd, 0, 0, 0)
+	e.opFlags = asyncCancelAll | asyncCancelFd
+	e.userData = userData
 	return nil
 }
 
@@ -196,8 +219,9 @@ func (r *Ring) PrepareAccept(fd int, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareAccept(fd, 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
-	e.UserData = userData
+	e.rw(OpAccept, fd, 0, 0, 0)
+	e.opFlags = unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
+	e.userData = userData
 	return nil
 }
 
@@ -208,8 +232,9 @@ func (r *Ring) PreparePollIn(fd int, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PreparePollAdd(fd, unix.POLLIN)
-	e.UserData = userData
+	e.rw(OpPollAdd, fd, 0, 0, 0)
+	e.opFlags = poll32Events(unix.POLLIN)
+	e.userData = userData
 	return nil
 }
 
@@ -220,9 +245,9 @@ func (r *Ring) PrepareRecvSelect(fd int, b *BufRing, userData uint64) error {
 	if err != nil {
 		return err
 	}
-	e.PrepareRecv(fd, 0, 0, 0)
-	e.Flags |= giouring.SqeBufferSelect
-	e.BufIG = b.group
-	e.UserData = userData
+	e.rw(OpRecv, fd, 0, 0, 0)
+	e.flags = sqeBufferSelect
+	e.bufGroup = b.group
+	e.userData = userData
 	return nil
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"unsafe"
 
-	"github.com/pawelgaczynski/giouring"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,21 +58,22 @@ type Op uint8
 
 // The opcodes percore prepares or reports: every opcode a Prepare method
 // submits (the runtime uses a subset, see the package documentation), and
-// MSG_RING, which nothing prepares yet but the probe reports.
+// MSG_RING, which nothing prepares yet but the probe reports. The values
+// are the kernel's enum io_uring_op.
 const (
-	OpRead        = Op(giouring.OpRead)
-	OpWrite       = Op(giouring.OpWrite)
-	OpSendmsg     = Op(giouring.OpSendmsg)
-	OpTimeout     = Op(giouring.OpTimeout)
-	OpAccept      = Op(giouring.OpAccept)
-	OpAsyncCancel = Op(giouring.OpAsyncCancel)
-	OpConnect     = Op(giouring.OpConnect)
-	OpClose       = Op(giouring.OpClose)
-	OpSend        = Op(giouring.OpSend)
-	OpRecv        = Op(giouring.OpRecv)
-	OpShutdown    = Op(giouring.OpShutdown)
-	OpPollAdd     = Op(giouring.OpPollAdd)
-	OpMsgRing     = Op(giouring.OpMsgRing)
+	OpPollAdd     Op = 6
+	OpSendmsg     Op = 9
+	OpTimeout     Op = 11
+	OpAccept      Op = 13
+	OpAsyncCancel Op = 14
+	OpConnect     Op = 16
+	OpClose       Op = 19
+	OpRead        Op = 22
+	OpWrite       Op = 23
+	OpSend        Op = 26
+	OpRecv        Op = 27
+	OpShutdown    Op = 34
+	OpMsgRing     Op = 40
 )
 
 var opNames = map[Op]string{
@@ -122,20 +123,38 @@ func (s *Support) Supported() []Op {
 
 // probe runs once per process: the opcode set does not change while a
 // process runs.
-var probe = sync.OnceValues(func() (*Support, error) {
+var probe = sync.OnceValues(probeKernel)
+
+// probeKernel sets up a small ring, asks the kernel which opcodes it
+// supports (IORING_REGISTER_PROBE, 5.6+) and closes the ring, also when
+// the probe fails. The ring is never mapped: the probe needs only its
+// descriptor.
+func probeKernel() (*Support, error) {
 	if err := openHook(); err != nil {
 		return nil, classify("io_uring_setup", "", err)
 	}
-	p, err := giouring.GetProbe()
+	var p params
+	fd, err := sysSetup(probeRingEntries, &p)
 	if err != nil {
-		return nil, classify("io_uring_register(PROBE)", "", err)
+		return nil, classify("io_uring_setup", "", err)
+	}
+	defer unix.Close(fd)
+	arg := new(probeArg)
+	if err := sysRegister(fd, registerProbe, unsafe.Pointer(arg), probeOps); err != nil {
+		// A kernel without the probe refuses it with EINVAL.
+		return nil, classify("io_uring_register(PROBE)", "the opcode probe (IORING_REGISTER_PROBE, 5.6+)", err)
 	}
 	s := new(Support)
-	for op := range 256 {
-		s.ops[op] = p.IsSupported(uint8(op))
+	for _, o := range arg.ops[:min(int(arg.opsLen), probeOps)] {
+		if o.flags&opSupported != 0 {
+			s.ops[o.op] = true
+		}
 	}
 	return s, nil
-})
+}
+
+// probeRingEntries is the size of the probe's ring: the smallest there is.
+const probeRingEntries = 2
 
 // Probe returns the opcodes this kernel supports. The probe runs once per
 // process and is cached; it sets up and tears down a small ring.

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/pawelgaczynski/giouring"
 	"golang.org/x/sys/unix"
 )
 
@@ -52,16 +51,16 @@ func (f Flags) String() string {
 func (f Flags) setup() uint32 {
 	var s uint32
 	if f&SingleIssuer != 0 {
-		s |= giouring.SetupSingleIssuer
+		s |= setupSingleIssuer
 	}
 	if f&DeferTaskrun != 0 {
-		s |= giouring.SetupDeferTaskrun
+		s |= setupDeferTaskrun
 	}
 	if f&CoopTaskrun != 0 {
-		s |= giouring.SetupCoopTaskrun | giouring.SetupTaskrunFlag
+		s |= setupCoopTaskrun | setupTaskrunFlag
 	}
 	if f&SQPoll != 0 {
-		s |= giouring.SetupSQPoll
+		s |= setupSQPoll
 	}
 	return s
 }
@@ -85,12 +84,12 @@ type Config struct {
 // Ring is one io_uring instance. It is owned by one goroutine: see the
 // package documentation.
 type Ring struct {
-	gr       *giouring.Ring
-	sq       *sqLayout
-	cq       *cqLayout
-	features uint32
-	fd       int
-	flags    Flags
+	sq     sqRing
+	cq     cqRing
+	maps   mappings
+	params params // as the kernel filled it in
+	fd     int
+	flags  Flags
 
 	// The wait arguments live here, not on the stack, so that a timed
 	// wait allocates nothing. arg.minWait (microseconds) is set by
@@ -106,9 +105,30 @@ type Ring struct {
 	waitNr uint32
 }
 
-// featMinTimeout is IORING_FEAT_MIN_TIMEOUT (6.12+), which giouring at the
-// pinned version does not name.
-const featMinTimeout = 1 << 15
+// sqRing is the submission queue: head, tail and flags are shared with the
+// kernel; sqeHead and sqeTail count the entries ring has prepared and
+// published, as liburing's io_uring_sq does.
+type sqRing struct {
+	head, tail, flags *uint32
+	sqes              unsafe.Pointer // [entries]sqe
+	mask, entries     uint32
+	sqeHead, sqeTail  uint32
+}
+
+// cqRing is the completion queue: head and tail are shared with the kernel.
+type cqRing struct {
+	head, tail *uint32
+	cqes       unsafe.Pointer // [mask+1]cqe
+	mask       uint32
+}
+
+// mappings are the ring's three regions of kernel memory. With
+// IORING_FEAT_SINGLE_MMAP (5.4+) the submission and completion rings share
+// one mapping, and cqRing is sqRing.
+type mappings struct {
+	sqRing, cqRing, sqes             unsafe.Pointer
+	sqRingSize, cqRingSize, sqesSize uintptr
+}
 
 // SetBatchWait makes SubmitAndWait wait for up to n completions, returning
 // as soon as at least one is ready once minWait has passed (so a lone
@@ -121,20 +141,12 @@ func (r *Ring) SetBatchWait(n int, minWait time.Duration) error {
 		r.waitNr, r.arg.minWait = 0, 0
 		return nil
 	}
-	if r.features&featMinTimeout == 0 {
+	if r.params.features&featMinTimeout == 0 {
 		return fmt.Errorf("batched waits need IORING_FEAT_MIN_TIMEOUT (6.12+): %w", errors.ErrUnsupported)
 	}
 	r.waitNr = uint32(n)
 	r.arg.minWait = uint32(min(max(minWait/time.Microsecond, 1), math.MaxUint32))
 	return nil
-}
-
-// getEventsArg is struct io_uring_getevents_arg.
-type getEventsArg struct {
-	sigmask   uint64
-	sigmaskSz uint32
-	minWait   uint32
-	ts        uint64
 }
 
 // Open sets up a ring. A failure that means io_uring cannot be used on this
@@ -153,38 +165,143 @@ func Open(cfg Config) (*Ring, error) {
 	if cqEntries == 0 {
 		cqEntries = 4 * entries
 	}
-	var p giouring.Params
-	pv := viewParams(&p)
-	pv.flags = cfg.Flags.setup() | giouring.SetupCQSize | giouring.SetupClamp
-	pv.cqEntries = cqEntries
-	if cfg.Flags&SQPoll != 0 {
-		pv.sqThreadIdle = sqThreadIdle(cfg.SQPollIdle)
+	p := params{
+		flags:     cfg.Flags.setup() | setupCQSize | setupClamp,
+		cqEntries: cqEntries,
 	}
-	gr := giouring.NewRing()
-	if err := gr.QueueInitParams(entries, &p); err != nil {
+	if cfg.Flags&SQPoll != 0 {
+		p.sqThreadIdle = sqThreadIdle(cfg.SQPollIdle)
+	}
+	fd, err := sysSetup(entries, &p)
+	if err != nil {
 		feature := ""
 		if errors.Is(err, unix.EINVAL) && cfg.Flags != 0 {
 			feature = "setup flags " + cfg.Flags.String()
 		}
 		return nil, classify("io_uring_setup", feature, err)
 	}
-	v := viewRing(gr)
-	r := &Ring{
-		gr:       gr,
-		sq:       v.sq,
-		cq:       v.cq,
-		features: v.features,
-		fd:       v.ringFd,
-		flags:    cfg.Flags,
-	}
-	r.arg.sigmaskSz = 8 // _NSIG / 8
 	for _, f := range requiredFeatures {
-		if r.features&f.bit == 0 {
-			r.gr.QueueExit()
+		if p.features&f.bit == 0 {
+			unix.Close(fd)
 			return nil, &UnavailableError{Feature: f.name, Err: errors.ErrUnsupported}
 		}
 	}
+	r := &Ring{fd: fd, flags: cfg.Flags, params: p}
+	if err := r.mmap(); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("io_uring: map the rings: %w", os.NewSyscallError("mmap", err))
+	}
+	r.arg.sigmaskSz = sigsetSize
 	return r, nil
+}
+
+// sigsetSize is the kernel's sigset size (_NSIG / 8), which
+// io_uring_getevents_arg.sigmask_sz must give even without a mask.
+const sigsetSize = 8
+
+// setupSyscall is io_uring_setup(2): it creates a ring of entries
+// submission entries as p asks, fills in the rest of p and returns the
+// ring's descriptor.
+func setupSyscall(entries uint32, p *params) (int, error) {
+	fd, _, errno := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(entries), uintptr(unsafe.Pointer(p)), 0)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
+
+// registerSyscall is io_uring_register(2).
+func registerSyscall(fd int, op uint32, arg unsafe.Pointer, nrArgs uint32) error {
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(fd), uintptr(op), uintptr(arg),
+		uintptr(nrArgs), 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// mmap maps the submission ring, the completion ring (the same mapping
+// where the kernel has IORING_FEAT_SINGLE_MMAP) and the submission entries,
+// at the offsets io_uring_setup returned, and points r's queues into them.
+// It unmaps what it mapped when it fails.
+func (r *Ring) mmap() error {
+	p := &r.params
+	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_SHARED | unix.MAP_POPULATE
+	m := &r.maps
+	m.sqRingSize = uintptr(p.sqOff.array) + uintptr(p.sqEntries)*unsafe.Sizeof(uint32(0))
+	m.cqRingSize = uintptr(p.cqOff.cqes) + uintptr(p.cqEntries)*unsafe.Sizeof(cqe{})
+	single := p.features&featSingleMmap != 0
+	if single {
+		m.sqRingSize = max(m.sqRingSize, m.cqRingSize)
+		m.cqRingSize = m.sqRingSize
+	}
+	var err error
+	if m.sqRing, err = unix.MmapPtr(r.fd, offSQRing, nil, m.sqRingSize, prot, flags); err != nil {
+		m.sqRing = nil
+		return err
+	}
+	if single {
+		m.cqRing = m.sqRing
+	} else if m.cqRing, err = unix.MmapPtr(r.fd, offCQRing, nil, m.cqRingSize, prot, flags); err != nil {
+		m.cqRing = nil
+		r.unmap()
+		return err
+	}
+	m.sqesSize = uintptr(p.sqEntries) * unsafe.Sizeof(sqe{})
+	if m.sqes, err = unix.MmapPtr(r.fd, offSQEs, nil, m.sqesSize, prot, flags); err != nil {
+		m.sqes = nil
+		r.unmap()
+		return err
+	}
+	r.point(m.sqRing, m.cqRing, m.sqes)
+	return nil
+}
+
+// point sets r's queues up over the rings at sqMem and cqMem and the
+// entries at sqes, as the offsets in r.params place them, and maps each
+// slot of the submission ring's index array to the entry of the same index
+// (so a slot never needs writing again).
+func (r *Ring) point(sqMem, cqMem, sqes unsafe.Pointer) {
+	p := &r.params
+	at := func(base unsafe.Pointer, off uint32) *uint32 { return (*uint32)(unsafe.Add(base, off)) }
+	r.sq = sqRing{
+		head:    at(sqMem, p.sqOff.head),
+		tail:    at(sqMem, p.sqOff.tail),
+		flags:   at(sqMem, p.sqOff.flags),
+		sqes:    sqes,
+		mask:    *at(sqMem, p.sqOff.ringMask),
+		entries: *at(sqMem, p.sqOff.ringEntries),
+	}
+	for i := range r.sq.entries {
+		*at(sqMem, p.sqOff.array+i*uint32(unsafe.Sizeof(uint32(0)))) = i
+	}
+	r.cq = cqRing{
+		head: at(cqMem, p.cqOff.head),
+		tail: at(cqMem, p.cqOff.tail),
+		cqes: unsafe.Add(cqMem, p.cqOff.cqes),
+		mask: *at(cqMem, p.cqOff.ringMask),
+	}
+}
+
+// unmap unmaps whatever of the three regions is mapped.
+func (r *Ring) unmap() error {
+	m := &r.maps
+	var errs []error
+	unmap := func(p *unsafe.Pointer, size uintptr) {
+		if *p != nil {
+			if err := unix.MunmapPtr(*p, size); err != nil {
+				errs = append(errs, os.NewSyscallError("munmap", err))
+			}
+			*p = nil
+		}
+	}
+	unmap(&m.sqes, m.sqesSize)
+	if m.cqRing == m.sqRing {
+		m.cqRing = nil
+	}
+	unmap(&m.cqRing, m.cqRingSize)
+	unmap(&m.sqRing, m.sqRingSize)
+	return errors.Join(errs...)
 }
 
 // sqThreadIdle converts Config.SQPollIdle to the kernel's milliseconds,
@@ -201,9 +318,9 @@ var requiredFeatures = []struct {
 	bit  uint32
 	name string
 }{
-	{giouring.FeatNoDrop, "IORING_FEAT_NODROP (5.5+)"},
-	{giouring.FeatFastPoll, "IORING_FEAT_FAST_POLL (5.7+)"},
-	{giouring.FeatExtArg, "IORING_FEAT_EXT_ARG (5.11+)"},
+	{featNoDrop, "IORING_FEAT_NODROP (5.5+)"},
+	{featFastPoll, "IORING_FEAT_FAST_POLL (5.7+)"},
+	{featExtArg, "IORING_FEAT_EXT_ARG (5.11+)"},
 }
 
 // Close unmaps the ring and closes its descriptor. It is idempotent. Close
@@ -213,8 +330,11 @@ func (r *Ring) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.gr.QueueExit()
-	return nil
+	err := r.unmap()
+	if cerr := unix.Close(r.fd); cerr != nil {
+		err = errors.Join(err, os.NewSyscallError("close", cerr))
+	}
+	return err
 }
 
 // Fd returns the ring's file descriptor.
@@ -235,7 +355,7 @@ func (r *Ring) Pending() uint32 {
 // flush publishes the prepared entries to the kernel and returns how many
 // the kernel has not consumed yet.
 func (r *Ring) flush() uint32 {
-	sq := r.sq
+	sq := &r.sq
 	if sq.sqeHead != sq.sqeTail {
 		sq.sqeHead = sq.sqeTail
 		atomic.StoreUint32(sq.tail, sq.sqeTail)
@@ -263,12 +383,12 @@ func (r *Ring) SubmitAndWait(timeout time.Duration) error {
 
 func (r *Ring) enter(wait bool, timeout time.Duration) error {
 	submit := r.flush()
-	flags := giouring.EnterGetEvents
+	flags := uint32(enterGetEvents)
 	if r.flags&SQPoll != 0 {
 		sqFlags := atomic.LoadUint32(r.sq.flags)
-		if sqFlags&giouring.SQNeedWakeup != 0 {
-			flags |= giouring.EnterSQWakeup
-		} else if !wait && sqFlags&(giouring.SQCQOverflow|giouring.SQTaskrun) == 0 {
+		if sqFlags&sqNeedWakeup != 0 {
+			flags |= enterSQWakeup
+		} else if !wait && sqFlags&(sqCQOverflow|sqTaskrun) == 0 {
 			// The poller thread is awake and will see the entries
 			// just published, and the kernel holds no completions
 			// back: the enter would do nothing (liburing skips it
@@ -287,14 +407,14 @@ func (r *Ring) enter(wait bool, timeout time.Duration) error {
 			r.arg.ts = 0 // no timeout unless one is set below
 			argp = unsafe.Pointer(&r.arg)
 			argSize = unsafe.Sizeof(r.arg)
-			flags |= giouring.EnterExtArg
+			flags |= enterExtArg
 		}
 		if timeout >= 0 {
 			r.ts = unix.NsecToTimespec(int64(timeout))
 			r.arg.ts = uint64(uintptr(unsafe.Pointer(&r.ts)))
 			argp = unsafe.Pointer(&r.arg)
 			argSize = unsafe.Sizeof(r.arg)
-			flags |= giouring.EnterExtArg
+			flags |= enterExtArg
 		}
 	}
 	r.enters++
@@ -314,9 +434,9 @@ func (r *Ring) enter(wait bool, timeout time.Duration) error {
 // It uses the ordinary syscall path: the poller may take a moment.
 func (r *Ring) sqWait() error {
 	r.flush()
-	flags := giouring.EnterSQWait
-	if atomic.LoadUint32(r.sq.flags)&giouring.SQNeedWakeup != 0 {
-		flags |= giouring.EnterSQWakeup
+	flags := uint32(enterSQWait)
+	if atomic.LoadUint32(r.sq.flags)&sqNeedWakeup != 0 {
+		flags |= enterSQWakeup
 	}
 	r.enters++
 	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 0, 0, uintptr(flags), 0, 0)
@@ -350,20 +470,20 @@ type Completion struct {
 
 // More reports whether a multishot operation stays armed after this
 // completion.
-func (c Completion) More() bool { return c.Flags&giouring.CQEFMore != 0 }
+func (c Completion) More() bool { return c.Flags&cqeFMore != 0 }
 
 // Buffer returns the provided buffer this completion filled, if any.
 func (c Completion) Buffer() (id uint16, ok bool) {
-	if c.Flags&giouring.CQEFBuffer == 0 {
+	if c.Flags&cqeFBuffer == 0 {
 		return 0, false
 	}
-	return uint16(c.Flags >> giouring.CQEBufferShift), true
+	return uint16(c.Flags >> cqeBufferShift), true
 }
 
 // Reap copies up to len(dst) ready completions into dst, releases their
 // queue slots to the kernel and returns how many it copied.
 func (r *Ring) Reap(dst []Completion) int {
-	cq := r.cq
+	cq := &r.cq
 	head := *cq.head
 	tail := atomic.LoadUint32(cq.tail)
 	n := int(tail - head)
@@ -373,11 +493,9 @@ func (r *Ring) Reap(dst []Completion) int {
 	if n == 0 {
 		return 0
 	}
-	mask := *cq.ringMask
-	base := unsafe.Pointer(cq.cqes)
 	for i := 0; i < n; i++ {
-		e := (*giouring.CompletionQueueEvent)(unsafe.Add(base, uintptr((head+uint32(i))&mask)*unsafe.Sizeof(giouring.CompletionQueueEvent{})))
-		dst[i] = Completion{UserData: e.UserData, Res: e.Res, Flags: e.Flags}
+		e := (*cqe)(unsafe.Add(cq.cqes, uintptr((head+uint32(i))&cq.mask)*unsafe.Sizeof(cqe{})))
+		dst[i] = Completion{UserData: e.userData, Res: e.res, Flags: e.flags}
 	}
 	atomic.StoreUint32(cq.head, head+uint32(n))
 	return n
@@ -392,21 +510,20 @@ func (r *Ring) Ready() int {
 // in the completion queue (they are delivered by the next enter: nothing is
 // lost with IORING_FEAT_NODROP).
 func (r *Ring) Overflowed() bool {
-	return atomic.LoadUint32(r.sq.flags)&giouring.SQCQOverflow != 0
+	return atomic.LoadUint32(r.sq.flags)&sqCQOverflow != 0
 }
 
 // sqe returns the next free submission entry, handing the queue to the
 // kernel first when it is full (with SQPoll, waiting for the poller thread to
 // take entries). It fails only when the kernel will not take entries at all.
-func (r *Ring) sqe() (*giouring.SubmissionQueueEntry, error) {
-	sq := r.sq
+func (r *Ring) sqe() (*sqe, error) {
+	sq := &r.sq
 	for try := 0; ; try++ {
 		next := sq.sqeTail + 1
-		if next-atomic.LoadUint32(sq.head) <= *sq.ringEntries {
-			e := (*giouring.SubmissionQueueEntry)(unsafe.Add(unsafe.Pointer(sq.sqes),
-				uintptr(sq.sqeTail&*sq.ringMask)*unsafe.Sizeof(giouring.SubmissionQueueEntry{})))
+		if next-atomic.LoadUint32(sq.head) <= sq.entries {
+			e := (*sqe)(unsafe.Add(sq.sqes, uintptr(sq.sqeTail&sq.mask)*unsafe.Sizeof(sqe{})))
 			sq.sqeTail = next
-			*e = giouring.SubmissionQueueEntry{}
+			*e = sqe{}
 			return e, nil
 		}
 		if try == 8 {

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
-	"github.com/pawelgaczynski/giouring"
 	"golang.org/x/sys/unix"
 )
 
@@ -169,6 +169,20 @@ func write(tb testing.TB, fd int, p []byte) {
 	}
 }
 
+// swapSyscalls replaces the setup and register syscalls for one test (nil
+// keeps the real one) and restores them in its cleanup.
+func swapSyscalls(t *testing.T, setup func(uint32, *params) (int, error), register func(int, uint32, unsafe.Pointer, uint32) error) {
+	t.Helper()
+	oldSetup, oldRegister := sysSetup, sysRegister
+	t.Cleanup(func() { sysSetup, sysRegister = oldSetup, oldRegister })
+	if setup != nil {
+		sysSetup = setup
+	}
+	if register != nil {
+		sysRegister = register
+	}
+}
+
 func TestOpenSizes(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -183,10 +197,10 @@ func TestOpenSizes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := mustOpen(t, tt.cfg)
-			if got := *r.sq.ringEntries; got != tt.wantSQ {
+			if got := r.sq.entries; got != tt.wantSQ {
 				t.Errorf("submission queue has %d entries, want %d", got, tt.wantSQ)
 			}
-			if got := *r.cq.ringMask + 1; got != tt.wantCQ {
+			if got := r.cq.mask + 1; got != tt.wantCQ {
 				t.Errorf("completion queue has %d entries, want %d", got, tt.wantCQ)
 			}
 			if r.Fd() < 0 {
@@ -506,7 +520,7 @@ func TestSQPollFullQueue(t *testing.T) {
 				// The poller sets NEED_WAKEUP once it has idled
 				// for SQPollIdle with nothing to do.
 				deadline := time.Now().Add(waitLimit)
-				for atomic.LoadUint32(r.sq.flags)&giouring.SQNeedWakeup == 0 {
+				for atomic.LoadUint32(r.sq.flags)&sqNeedWakeup == 0 {
 					if time.Now().After(deadline) {
 						t.Fatalf("the SQPOLL thread did not go to sleep within %v", waitLimit)
 					}
@@ -545,7 +559,7 @@ func TestSQPollSubmitWithoutEnter(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRes(t, "first cancel", q.one(), 0)
-	if f := atomic.LoadUint32(r.sq.flags); f&(giouring.SQNeedWakeup|giouring.SQCQOverflow|giouring.SQTaskrun) != 0 {
+	if f := atomic.LoadUint32(r.sq.flags); f&(sqNeedWakeup|sqCQOverflow|sqTaskrun) != 0 {
 		t.Skipf("submission queue flags %#x ask for an enter: the poller went back to sleep", f)
 	}
 	before := r.Enters()
@@ -651,5 +665,35 @@ func wantCancels(t *testing.T, r *Ring, n int) {
 			t.Fatalf("no completion for cancel %d", i)
 		}
 		wantRes(t, fmt.Sprintf("cancel %d", i), c, 0)
+	}
+}
+
+// TestOpenMissingFeature checks that a kernel without a feature the loops
+// need is reported as unavailable, naming the feature, and that Open closes
+// the ring it set up.
+func TestOpenMissingFeature(t *testing.T) {
+	mustOpen(t, Config{Entries: 4})
+	fds := make(chan int, 1)
+	real := sysSetup
+	swapSyscalls(t, func(entries uint32, p *params) (int, error) {
+		fd, err := real(entries, p)
+		if err == nil {
+			p.features &^= featExtArg // as a 5.10 kernel answers
+			fds <- fd
+		}
+		return fd, err
+	}, nil)
+	r, err := Open(Config{Entries: 4})
+	if err == nil {
+		r.Close()
+		t.Fatal("Open succeeded without IORING_FEAT_EXT_ARG")
+	}
+	var ue *UnavailableError
+	if !errors.As(err, &ue) || !strings.Contains(ue.Feature, "IORING_FEAT_EXT_ARG") || !errors.Is(err, errors.ErrUnsupported) {
+		t.Errorf("Open: %v, want an unavailable error naming IORING_FEAT_EXT_ARG", err)
+	}
+	fd := <-fds
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); !errors.Is(err, unix.EBADF) {
+		t.Errorf("ring descriptor %d after the failed Open: fcntl gives %v, want EBADF", fd, err)
 	}
 }
