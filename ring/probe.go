@@ -121,9 +121,37 @@ func (s *Support) Supported() []Op {
 	return ops
 }
 
-// probe runs once per process: the opcode set does not change while a
-// process runs.
-var probe = sync.OnceValues(probeKernel)
+// prober caches the kernel's opcode probe, which does not change while a
+// process runs, but only once it is conclusive: the opcodes, or an
+// *UnavailableError (io_uring cannot be used on this host). A transient
+// failure (EMFILE, or ENOMEM from the locked-memory limit, while making the
+// probe ring) is returned to its caller, and the next call probes again:
+// cached, it would make every later setup fail and keep Auto from ever
+// falling back. It is safe for concurrent use; concurrent callers share
+// one probe.
+type prober struct {
+	mu  sync.Mutex
+	s   *Support
+	err error // an *UnavailableError
+}
+
+// probes is the process's probe cache, behind Probe.
+var probes prober
+
+func (p *prober) get() (*Support, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.s != nil || p.err != nil {
+		return p.s, p.err
+	}
+	s, err := probeKernel()
+	if err == nil {
+		p.s = s
+	} else if errors.Is(err, ErrUnavailable) {
+		p.err = err
+	}
+	return s, err
+}
 
 // probeKernel sets up a small ring, asks the kernel which opcodes it
 // supports (IORING_REGISTER_PROBE, 5.6+) and closes the ring, also when
@@ -156,6 +184,9 @@ func probeKernel() (*Support, error) {
 // probeRingEntries is the size of the probe's ring: the smallest there is.
 const probeRingEntries = 2
 
-// Probe returns the opcodes this kernel supports. The probe runs once per
-// process and is cached; it sets up and tears down a small ring.
-func Probe() (*Support, error) { return probe() }
+// Probe returns the opcodes this kernel supports. It sets up and tears
+// down a small ring the first time; a conclusive answer (the opcodes, or an
+// *UnavailableError) is cached for the life of the process, and any other
+// error is returned without caching, so that the next call probes again.
+// Probe is safe for concurrent use.
+func Probe() (*Support, error) { return probes.get() }
