@@ -112,11 +112,23 @@ func (b *BufRing) Publish() {
 	}
 	b.tail += b.staged
 	b.staged = 0
-	// The tail is the upper half of the 32-bit word whose lower half is
-	// entry 0's bid: store both, so the store is one atomic word.
+	// The kernel reads the 16-bit tail with an acquire load, and
+	// sync/atomic has no 16-bit store: store the aligned 32-bit word
+	// that holds entry 0's bid and the tail, rewriting the bid as it is
+	// (the kernel never writes a descriptor).
 	d0 := b.desc(0)
-	word := (*uint32)(unsafe.Pointer(&d0.bid))
-	atomic.StoreUint32(word, uint32(b.tail)<<16|uint32(d0.bid))
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&d0.bid)), tailWord(bigEndian(), d0.bid, b.tail))
+}
+
+// tailWord returns the 32-bit word that, stored at entry 0's bid, leaves bid
+// in the bid field and tail in the tail field after it: tail<<16 | bid on a
+// little-endian host, whose word starts with its low half, and bid<<16 |
+// tail on a big-endian one.
+func tailWord(bigEndian bool, bid, tail uint16) uint32 {
+	if bigEndian {
+		return uint32(bid)<<16 | uint32(tail)
+	}
+	return uint32(tail)<<16 | uint32(bid)
 }
 
 // Close unregisters the buffer group and unmaps its memory. It is
