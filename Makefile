@@ -1,7 +1,9 @@
-# Every build, test and run goes through this Makefile: giouring reaches
-# syscall.munmap through a go:linkname that Go 1.23+ rejects unless the linker
-# is told otherwise (docs/decisions/0003-giouring-and-the-link-flag.md).
-export GOFLAGS := -ldflags=-checklinkname=0
+# The library, the examples and the benchmark build with a plain `go build`.
+# Only ring's test binary links giouring (the oracle of ring's own io_uring
+# binding), which reaches syscall.munmap through a go:linkname that Go 1.23+
+# rejects unless the linker is told otherwise: test-go passes that flag to
+# ring's tests alone (docs/decisions/0014-own-io_uring-binding.md).
+RING_TEST_LDFLAGS := -ldflags=github.com/percore/percore/ring=-checklinkname=0
 
 GO ?= go
 SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/testdata/fake-* .ci/run)
@@ -14,9 +16,10 @@ build:
 	$(GO) build ./...
 
 ## test: the whole suite: lint, the benchmark harness in smoke mode, then
-## go test -race over every package (the script tests included), last so
-## that its summary lines end the output. Missing tools are installed first
-## where that is possible (scripts/ensure-tools.sh).
+## go test -race over every package (the script tests included, and
+## internal/buildcheck, which builds a module outside the checkout with a
+## plain go build), last so that its summary lines end the output. Missing
+## tools are installed first where that is possible (scripts/ensure-tools.sh).
 test: tools lint bench-smoke test-go
 
 tools:
@@ -34,7 +37,7 @@ test-go:
 	    if [ -n "$${PERCORE_REQUIRE_URING:-}" ]; then fate="will fail (PERCORE_REQUIRE_URING is set)"; fi; \
 	    echo "note: io_uring cannot run here ($$(echo "$$why" | grep -m 1 '^echo: ' | cut -c 7-)): its tests $$fate"; \
 	  fi
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 15m $(RING_TEST_LDFLAGS) ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

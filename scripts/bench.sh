@@ -206,7 +206,7 @@ RAW=$TMP/runs-$BENCH.jsonl
 
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
-export GOFLAGS="${GOFLAGS:--ldflags=-checklinkname=0}"
+# No GOFLAGS: percore and the baselines link with a plain go build (decision 0014).
 echo "bench.sh: building"
 go build -o "$TMP/bin/load" ./examples/load
 go build -o "$TMP/bin/benchreport" ./scripts/benchreport
