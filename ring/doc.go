@@ -1,7 +1,19 @@
-// Package ring is percore's io_uring layer and the only package that imports
-// giouring. It sets a ring up with the flags the caller asks for, probes the
-// kernel's opcodes once per process, prepares submissions, and enters the
-// kernel once per loop turn to submit and wait together.
+// Package ring is percore's io_uring layer, its own binding of the kernel's
+// ABI over golang.org/x/sys/unix: it sets a ring up with the flags the
+// caller asks for and maps it, probes the kernel's opcodes (caching only a
+// conclusive answer), prepares submissions, registers provided-buffer
+// rings, and enters the kernel once per loop turn to submit and wait
+// together. It needs no linker flags.
+//
+// Its tests use giouring as an oracle: every submission a Prepare method
+// builds is compared byte for byte with giouring's, and ring setup with
+// giouring's for the same parameters (oracle_test.go). giouring links only
+// with -ldflags=-checklinkname=0, so the ring test binary, and only it,
+// needs that flag: make test passes it; by hand,
+//
+//	go test -race -ldflags=-checklinkname=0 ./ring/
+//
+// See docs/decisions/0014-own-io_uring-binding.md.
 //
 // It prepares accept (single or multishot), receive (into a caller's buffer,
 // or selecting from a provided-buffer ring, single or multishot), send,

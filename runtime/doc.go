@@ -14,8 +14,8 @@
 //	rt, err := percore.New(percore.Config{Addr: "127.0.0.1:7000"},
 //		percore.HandlerFunc(func(c *percore.Conn, data []byte) { c.Write(data) }))
 //
-// Binaries that import percore link only with -ldflags=-checklinkname=0 (see
-// docs/decisions/0003-giouring-and-the-link-flag.md).
+// Binaries that import percore build with a plain go build: no linker flags
+// (docs/decisions/0014-own-io_uring-binding.md).
 //
 // # Threads
 //
