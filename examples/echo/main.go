@@ -2,7 +2,7 @@
 // each with its own io_uring (or epoll) and its own SO_REUSEPORT listener,
 // echoing every byte back from the loop's thread.
 //
-//	go run -ldflags=-checklinkname=0 ./examples/echo -addr 127.0.0.1:7000 -cores 0-1
+//	go run ./examples/echo -addr 127.0.0.1:7000 -cores 0-1
 package main
 
 import (

@@ -5,7 +5,7 @@
 // It prints how many connections were opened, the peak in use, and how
 // long requests waited.
 //
-//	go run -ldflags=-checklinkname=0 ./examples/fanout -requests 10000 -max 4
+//	go run ./examples/fanout -requests 10000 -max 4
 //
 // Without -upstream it starts its own echo upstream (a percore runtime).
 package main

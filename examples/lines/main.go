@@ -10,7 +10,7 @@
 // gracefully: the listeners close at once and the connections are closed
 // after their replies are sent.
 //
-//	go run -ldflags=-checklinkname=0 ./examples/lines -addr 127.0.0.1:7001 -idle-timeout 30s
+//	go run ./examples/lines -addr 127.0.0.1:7001 -idle-timeout 30s
 package main
 
 import (

@@ -4,8 +4,8 @@
 // forwards the line, reads the upstream's reply line, returns the lease and
 // answers the client.
 //
-//	go run -ldflags=-checklinkname=0 ./examples/echo -addr 127.0.0.1:7000 &
-//	go run -ldflags=-checklinkname=0 ./examples/tcp_pool -addr 127.0.0.1:7100 -upstream 127.0.0.1:7000 -max 4
+//	go run ./examples/echo -addr 127.0.0.1:7000 &
+//	go run ./examples/tcp_pool -addr 127.0.0.1:7100 -upstream 127.0.0.1:7000 -max 4
 //
 // Framing: a request is one line ending in "\n" (at most -max-line bytes,
 // newline included); its answer is the upstream's reply line, or a line

@@ -4,7 +4,7 @@
 // out, takes everything back, and lets the maintenance timer reap the idle
 // connections and warm up again.
 //
-//	go run -ldflags=-checklinkname=0 ./examples/warmup
+//	go run ./examples/warmup
 //
 // Without -upstream it starts its own echo upstream (a percore runtime).
 package main
