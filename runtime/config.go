@@ -162,6 +162,18 @@ type Config struct {
 	// ErrMaxLifetime. Zero means no limit. Conn.SetMaxLifetime changes it
 	// per connection.
 	MaxLifetime time.Duration
+	// WriteTimeout closes a connection whose queued outbound bytes make
+	// no progress (the kernel takes none of them, because the peer does
+	// not read) for this long, with ErrWriteTimeout. A peer that reads
+	// slowly but steadily is never cut off by it. Zero means 60 s
+	// (nginx's send_timeout); negative means no write timeout.
+	WriteTimeout time.Duration
+	// Linger bounds how long a connection closed with bytes still queued
+	// (Conn.Close sends them first) may take to send them; past it the
+	// connection is aborted with ErrLingerTimeout, so that a peer that
+	// stops reading cannot hold a closing connection's descriptor, slot
+	// and queue for good. Zero means 30 s; negative means no bound.
+	Linger time.Duration
 	// MaxOutbound caps the bytes a connection may have queued for
 	// sending before OutboundPolicy applies. Zero means 4 MiB; negative
 	// means no cap.
@@ -181,6 +193,14 @@ type Config struct {
 	// budget. The epoll backend reads at most BufferSize per connection
 	// per turn anyway.
 	TurnBudget int
+	// MaxPosted bounds the functions posted to one loop (Loop.Post) that
+	// wait to run; past it Post fails with ErrLoopBusy. Zero means 65536;
+	// negative means no bound.
+	MaxPosted int
+	// MaxGo bounds the goroutines Loop.Go runs at once for one loop; past
+	// it Go fails with ErrLoopBusy. Zero means 1024; negative means no
+	// bound.
+	MaxGo int
 	// Logger receives lifecycle events only (start, backend fallback,
 	// shutdown, accept-error episodes), never per-request logs. Nil means
 	// slog.Default().
@@ -201,14 +221,18 @@ const (
 )
 
 const (
-	defaultMaxOutbound = 4 << 20
-	defaultTurnBudget  = 64 << 10
-	defaultRingEntries = 1024
-	defaultBufferSize  = 16 << 10
-	defaultBufferCount = 512
-	acceptBackoffMin   = 10 * time.Millisecond
-	acceptBackoffMax   = time.Second
-	acceptQuiet        = time.Second // without accept failures ends an episode
+	defaultMaxPosted    = 1 << 16
+	defaultMaxGo        = 1024
+	defaultWriteTimeout = 60 * time.Second
+	defaultLinger       = 30 * time.Second
+	defaultMaxOutbound  = 4 << 20
+	defaultTurnBudget   = 64 << 10
+	defaultRingEntries  = 1024
+	defaultBufferSize   = 16 << 10
+	defaultBufferCount  = 512
+	acceptBackoffMin    = 10 * time.Millisecond
+	acceptBackoffMax    = time.Second
+	acceptQuiet         = time.Second // without accept failures ends an episode
 )
 
 func (c Config) withDefaults() Config {
@@ -243,6 +267,10 @@ func (c Config) withDefaults() Config {
 	if c.WaitBatch > 1 && c.WaitMin == 0 {
 		c.WaitMin = 20 * time.Microsecond
 	}
+	c.MaxPosted = orDefault(c.MaxPosted, defaultMaxPosted)
+	c.MaxGo = orDefault(c.MaxGo, defaultMaxGo)
+	c.WriteTimeout = orDefault(c.WriteTimeout, defaultWriteTimeout)
+	c.Linger = orDefault(c.Linger, defaultLinger)
 	switch {
 	case c.TurnBudget == 0:
 		c.TurnBudget = defaultTurnBudget
@@ -272,4 +300,16 @@ func (c Config) validate() error {
 		return fmt.Errorf("config: negative backlog %d", c.Backlog)
 	}
 	return nil
+}
+
+// orDefault applies the rule of the limits: zero means def, negative means
+// none (0 inside the runtime).
+func orDefault[T int | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }

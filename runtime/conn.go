@@ -40,34 +40,47 @@ type Conn struct {
 	idleTimeout      time.Duration
 	idleTimer        *Timer
 	lifeTimer        *Timer
-	requests         int // in flight, as BeginRequest/EndRequest count them
+	// progress is when the kernel last took queued bytes, or the queue
+	// last went from empty to not; writeTimer checks it (WriteTimeout).
+	// lingerTimer bounds a Close that waits for the queue (Linger).
+	progress    time.Time
+	writeTimer  *Timer
+	lingerTimer *Timer
+	requests    int // in flight, as BeginRequest/EndRequest count them
 
 	// The turn budget: bytes delivered in turn turnStamp, and receives
 	// waiting for a later turn (io_uring).
 	turnStamp uint64
 	turnBytes int
 	deferred  int
+	// Deferred receives that arrived while reading was paused (io_uring):
+	// they wait here, not on the loop's queue, until reading resumes.
+	parked []deferredRecv
 }
 
-type connState uint16
+type connState uint32
 
 const (
-	stOpen       connState = 1 << iota // OnOpen has run (or is running)
-	stClosing                          // Close asked: send what is queued, then close
-	stClosed                           // the descriptor is released; OnClose has run
-	stShutWrite                        // CloseWrite asked: shut down after the queue drains
-	stWriteShut                        // the write side is shut down
-	stEOF                              // the peer ended its stream
-	stRecvArmed                        // io_uring: a receive is armed (multishot, or one buffer when throttled)
-	stDirty                            // io_uring: queued on the loop's send list
-	stPollOut                          // epoll: registered for writability
-	stConnecting                       // a dial is in progress
-	stPaused                           // reading paused for outbound backpressure
-	stOverCap                          // the queue reached the cap and has not drained yet
-	stRecvEOF                          // the kernel reported end of stream (delivery may wait)
-	stBudgetHeld                       // io_uring: receiving stopped while over the turn budget
-	stThrottled                        // io_uring: receiving one buffer at a time after the budget
-	stUnpolled                         // epoll: out of the epoll set (nothing to wait for)
+	stOpen          connState = 1 << iota // OnOpen has run (or is running)
+	stClosing                             // Close asked: send what is queued, then close
+	stClosed                              // the descriptor is released; OnClose has run
+	stShutWrite                           // CloseWrite asked: shut down after the queue drains
+	stWriteShut                           // the write side is shut down
+	stEOF                                 // the peer ended its stream
+	stRecvArmed                           // io_uring: a receive is armed (multishot, or one buffer when throttled)
+	stDirty                               // io_uring: queued on the loop's send list
+	stPollOut                             // epoll: registered for writability
+	stConnecting                          // a dial is in progress
+	stPaused                              // reading paused for outbound backpressure
+	stOverCap                             // the queue reached the cap and has not drained yet
+	stRecvEOF                             // the kernel reported end of stream (delivery may wait)
+	stBudgetHeld                          // io_uring: receiving stopped while over the turn budget
+	stThrottled                           // io_uring: receiving one buffer at a time after the budget
+	stUnpolled                            // epoll: out of the epoll set (nothing to wait for)
+	stRecvCancel                          // io_uring: the armed receive's cancel is queued
+	stSendCancel                          // io_uring: the send in flight's cancel is queued
+	stConnectCancel                       // io_uring: the connect in flight's cancel is queued
+	stReleasing                           // io_uring: closed, its cancels or close still to be queued
 )
 
 // Loop returns the loop that owns c.
@@ -101,6 +114,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if c.Buffered() == 0 {
+		c.progress = c.loop.now
+	}
 	c.loop.d.write(c, p)
 	if len(c.out) > 0 {
 		c.loop.queued(c)
@@ -121,6 +137,9 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
+	if c.Buffered() == 0 {
+		c.progress = c.loop.now
+	}
 	c.loop.d.writev(c, bufs)
 	if len(c.out) > 0 {
 		c.loop.queued(c)
@@ -137,8 +156,51 @@ func (c *Conn) Close() error {
 	c.state |= stClosing
 	if c.Buffered() == 0 || c.state&stWriteShut != 0 {
 		c.loop.closeConn(c, nil)
+		return nil
+	}
+	if d := c.loop.cfg.Linger; d > 0 {
+		c.lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
 	}
 	return nil
+}
+
+// lingerExpired aborts a closing connection whose queue did not drain
+// within Config.Linger.
+func (c *Conn) lingerExpired() {
+	if c.state&stClosed == 0 {
+		c.loop.cnt.lingerTimeouts++
+		c.loop.closeConn(c, c.opError("close", ErrLingerTimeout))
+	}
+}
+
+// watchWrite arms the write timeout for bytes just queued, unless it is
+// armed already.
+func (c *Conn) watchWrite() {
+	d := c.loop.cfg.WriteTimeout
+	switch {
+	case d <= 0:
+	case c.writeTimer == nil:
+		c.writeTimer = c.loop.AfterFunc(d, c.checkWrite)
+	case c.writeTimer.index < 0:
+		c.writeTimer.Reset(d)
+	}
+}
+
+// checkWrite runs when the write timer fires: a queue that the kernel has
+// taken nothing of for WriteTimeout closes the connection; a queue that
+// moved re-arms the timer for the rest of the period; an empty queue
+// leaves it disarmed until the next write queues bytes.
+func (c *Conn) checkWrite() {
+	if c.state&stClosed != 0 || c.Buffered() == 0 {
+		return
+	}
+	l := c.loop
+	if left := c.progress.Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
+		c.writeTimer.Reset(left)
+		return
+	}
+	l.cnt.writeTimeouts++
+	l.closeConn(c, c.opError("write", ErrWriteTimeout))
 }
 
 // Abort closes the connection at once, discarding queued writes.
@@ -248,11 +310,10 @@ func (c *Conn) expire() {
 }
 
 func (c *Conn) stopTimers() {
-	if c.idleTimer != nil {
-		c.idleTimer.Stop()
-	}
-	if c.lifeTimer != nil {
-		c.lifeTimer.Stop()
+	for _, t := range [...]*Timer{c.idleTimer, c.lifeTimer, c.writeTimer, c.lingerTimer} {
+		if t != nil {
+			t.Stop()
+		}
 	}
 }
 
@@ -288,8 +349,11 @@ func (c *Conn) appendOut(p []byte) {
 	c.out = append(c.out, p...)
 }
 
+// opError wraps err for the public boundary with the connection's
+// addresses, asking the kernel for those not known yet while the
+// descriptor is open (only errors pay for it).
 func (c *Conn) opError(op string, err error) error {
-	return &net.OpError{Op: op, Net: "tcp", Source: c.laddr, Addr: c.raddr, Err: err}
+	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
 
 func sockaddrToTCP(sa unix.Sockaddr) net.Addr {

@@ -302,12 +302,24 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 		l.connected(c, nil)
 		return
 	}
-	if events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.state&(stEOF|stRecvEOF|stPaused) == 0 {
+	read, write := readiness(events, c.state)
+	if read {
 		d.read(c)
 	}
-	if events&poller.Out != 0 && c.state&stClosed == 0 {
+	if write && c.state&stClosed == 0 {
 		d.writeOut(c)
 	}
+}
+
+// readiness turns a connection's epoll events into what to do: read when
+// it is readable, hung up or in error and reading is not over or paused;
+// write when it is writable, and also (as Go's netpoll does) on a hang-up
+// or an error while it waits to write, so that the write reports the
+// error instead of the queue waiting for a writability that never comes.
+func readiness(events uint32, st connState) (read, write bool) {
+	read = events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && st&(stEOF|stRecvEOF|stPaused) == 0
+	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && st&stPollOut != 0
+	return read, write
 }
 
 func (d *epollDriver) read(c *Conn) {

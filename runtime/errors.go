@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"net"
 	"os"
 )
@@ -24,6 +25,14 @@ var (
 	// ErrMaxLifetime: the connection reached its maximum lifetime. It
 	// matches os.ErrDeadlineExceeded.
 	ErrMaxLifetime error = &closeReason{"maximum connection lifetime reached", os.ErrDeadlineExceeded}
+	// ErrWriteTimeout: queued bytes made no progress (the kernel took
+	// none of them) for Config.WriteTimeout. It matches
+	// os.ErrDeadlineExceeded.
+	ErrWriteTimeout error = &closeReason{"write timeout: queued bytes made no progress", os.ErrDeadlineExceeded}
+	// ErrLingerTimeout: a connection closed with bytes still queued did
+	// not send them within Config.Linger, and was aborted. It matches
+	// os.ErrDeadlineExceeded.
+	ErrLingerTimeout error = &closeReason{"linger timeout: queued bytes not sent before close", os.ErrDeadlineExceeded}
 	// ErrSlowConsumer: the peer did not read and the queued bytes reached
 	// MaxOutbound under the CloseSlowConsumer policy.
 	ErrSlowConsumer error = &closeReason{"slow consumer: outbound queue over its cap", nil}
@@ -34,3 +43,9 @@ var (
 	// connection.
 	ErrHandlerPanic error = &closeReason{"handler panicked", nil}
 )
+
+// ErrLoopBusy is returned (wrapped) by Loop.Post when the loop's queue of
+// posted functions is at Config.MaxPosted, and by Loop.Go when
+// Config.MaxGo goroutines are running for the loop: the loop is
+// overloaded, and the caller should shed the work or retry later.
+var ErrLoopBusy = errors.New("percore: loop busy")

@@ -21,3 +21,51 @@ func SetStopWarnEvery(d time.Duration) (restore func()) {
 	stopWarnEvery = d
 	return func() { stopWarnEvery = old }
 }
+
+// SetPrepareFault makes io_uring loops fail to queue a connection's cancels
+// ("cancel") and closes ("close") while f returns true, as a submission
+// queue the kernel takes nothing from would; it returns a function that
+// removes the fault.
+func SetPrepareFault(f func(op string) bool) (restore func()) {
+	g := func(kind uint8) bool {
+		if kind == kindClose {
+			return f("close")
+		}
+		return f("cancel")
+	}
+	prepareFault.Store(&g)
+	return func() { prepareFault.Store(nil) }
+}
+
+// Dialing returns the loop's connection whose connect is in flight, or nil.
+// On the loop's thread.
+func Dialing(l *Loop) *Conn {
+	for _, c := range l.conns {
+		if c != nil && c.state&stConnecting != 0 {
+			return c
+		}
+	}
+	return nil
+}
+
+// DialStateHeld reports whether c still references its dial state (the
+// socket address a connect in flight reads). On the loop's thread.
+func DialStateHeld(c *Conn) bool { return c.dial != nil }
+
+// SlotFreed reports whether c's slot has been given back. On the loop's
+// thread.
+func SlotFreed(c *Conn) bool { return c.loop.conns[c.slot] != c }
+
+// InjectRecvWithoutBuffer hands c's io_uring driver a receive completion
+// with data and the "more" flag but no provided buffer. It reports false on
+// another backend. On the loop's thread.
+func InjectRecvWithoutBuffer(c *Conn) bool {
+	d, ok := c.loop.d.(*uringDriver)
+	if !ok {
+		return false
+	}
+	const cqeFlagMore = 1 << 1 // IORING_CQE_F_MORE, and no IORING_CQE_F_BUFFER
+	e := ring.Completion{UserData: userData(kindRecv, c.slot, c.gen), Res: 7, Flags: cqeFlagMore}
+	d.dispatch(&e)
+	return true
+}

@@ -8,6 +8,7 @@ import (
 	goruntime "runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/percore/percore/internal/hist"
@@ -86,12 +87,16 @@ type Loop struct {
 	timers timerHeap
 	now    time.Time
 
-	bufs [numBufClasses][][]byte
+	bufs      bufPool // outbound buffers
+	trimTimer *Timer  // gives back pooled buffers a period did not use
 
 	postMu     sync.Mutex
 	posted     []func()
 	running    []func()
 	postClosed bool
+	// Written by other goroutines (Post, Go), read by Stats.
+	postRejects, goRejects, goDropped atomic.Uint64
+	goRunning                         atomic.Int64
 
 	cnt      counters
 	pub      publishedStats
@@ -118,6 +123,10 @@ type Loop struct {
 	postedBatch int // largest batch of posted functions, this window
 
 	onStop []func()
+	// stopErr is what went wrong while the loop stopped (closing its
+	// listener or its backend), for Runtime.Close; written by the loop
+	// before done is closed.
+	stopErr error
 }
 
 // OnStop registers f to run on the loop's thread when the loop stops, after
@@ -140,13 +149,24 @@ func (l *Loop) Now() time.Time { return l.now }
 
 // Post queues f to run on the loop's thread and wakes the loop. It is safe
 // for concurrent use; wake-ups coalesce. Functions run in the order they
-// were posted. After the loop stops, Post returns net.ErrClosed and f does
-// not run.
-func (l *Loop) Post(f func()) error {
+// were posted. The queue is bounded (Config.MaxPosted): when it is full,
+// Post returns an error that matches ErrLoopBusy, f does not run, and
+// Stats.PostRejects counts it; the caller sheds the work or retries later.
+// After the loop stops, Post returns net.ErrClosed and f does not run.
+func (l *Loop) Post(f func()) error { return l.post(f, false) }
+
+// post is Post; force skips the bound, for the runtime's own functions
+// (shutdown, and the continuations of work Go has already admitted).
+func (l *Loop) post(f func(), force bool) error {
 	l.postMu.Lock()
 	if l.postClosed {
 		l.postMu.Unlock()
 		return fmt.Errorf("post to loop %d: %w", l.id, net.ErrClosed)
+	}
+	if !force && l.cfg.MaxPosted > 0 && len(l.posted) >= l.cfg.MaxPosted {
+		l.postMu.Unlock()
+		l.postRejects.Add(1)
+		return fmt.Errorf("post to loop %d: %d functions queued: %w", l.id, l.cfg.MaxPosted, ErrLoopBusy)
 	}
 	l.posted = append(l.posted, f)
 	// Wake under the lock: once the loop marks itself closed (under the
@@ -157,14 +177,33 @@ func (l *Loop) Post(f func()) error {
 }
 
 // Go runs work on a new goroutine, for work that would block the loop, and
-// then posts the function work returns (if not nil) back to the loop. It is
-// safe for concurrent use.
-func (l *Loop) Go(work func() (then func())) {
+// then runs the function work returns (if not nil) on the loop's thread.
+// It is safe for concurrent use. At most Config.MaxGo such goroutines run
+// per loop: past that Go returns an error that matches ErrLoopBusy (counted
+// in Stats.GoRejects) and work does not run. After the loop stops Go
+// returns net.ErrClosed; a loop that stops while work runs cannot run its
+// continuation, which is then dropped and counted in Stats.GoDropped.
+func (l *Loop) Go(work func() (then func())) error {
+	l.postMu.Lock()
+	closed := l.postClosed
+	l.postMu.Unlock()
+	if closed {
+		return fmt.Errorf("go on loop %d: %w", l.id, net.ErrClosed)
+	}
+	if n := l.goRunning.Add(1); l.cfg.MaxGo > 0 && n > int64(l.cfg.MaxGo) {
+		l.goRunning.Add(-1)
+		l.goRejects.Add(1)
+		return fmt.Errorf("go on loop %d: %d goroutines running: %w", l.id, l.cfg.MaxGo, ErrLoopBusy)
+	}
 	go func() {
+		defer l.goRunning.Add(-1)
 		if then := work(); then != nil {
-			_ = l.Post(then)
+			if l.post(then, true) != nil {
+				l.goDropped.Add(1)
+			}
 		}
 	}()
+	return nil
 }
 
 // runPosted runs what other goroutines posted. Drivers call it after a
@@ -250,7 +289,9 @@ func (l *Loop) run() {
 	l.publish()
 	if err := l.d.close(); err != nil {
 		l.log.Error("percore: close loop backend", "loop", l.id, "err", err)
+		l.stopErr = errors.Join(l.stopErr, fmt.Errorf("loop %d: close backend: %w", l.id, err))
 	}
+	l.bufs.releaseAll()
 }
 
 // yieldInterval is how often a loop yields its thread to Go's scheduler.
@@ -296,6 +337,7 @@ func (l *Loop) closeListener() {
 	l.d.stopListening()
 	if err := l.ln.Close(); err != nil {
 		l.log.Error("percore: close listener", "loop", l.id, "err", err)
+		l.stopErr = errors.Join(l.stopErr, fmt.Errorf("loop %d: close listener: %w", l.id, err))
 	}
 	l.ln = nil
 }
@@ -340,6 +382,7 @@ func (l *Loop) freeSlot(c *Conn) {
 	l.free = append(l.free, c.slot)
 	l.putBuf(c.sending)
 	c.sending = nil
+	c.dial = nil // the kernel is done with the socket address
 }
 
 // accepted is called by drivers with a new connection's descriptor.
@@ -418,6 +461,7 @@ func (l *Loop) deliver(c *Conn, data []byte) {
 // queued is called after bytes were added to c's outbound queue: it applies
 // the outbound cap.
 func (l *Loop) queued(c *Conn) {
+	c.watchWrite()
 	if l.cfg.MaxOutbound == 0 || c.Buffered() < l.cfg.MaxOutbound || c.state&(stPaused|stClosed) != 0 {
 		return
 	}
@@ -436,6 +480,7 @@ func (l *Loop) queued(c *Conn) {
 // bytes: below the low-water mark a paused connection resumes reading and
 // the handler hears that the queue drained.
 func (l *Loop) sentSome(c *Conn) {
+	c.progress = l.now
 	if c.state&stOverCap == 0 || c.Buffered() > l.cfg.OutboundLowWater || c.state&stClosed != 0 {
 		return
 	}
@@ -506,7 +551,11 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	c.state |= stClosed | stClosing
 	c.state &^= stPaused
 	l.open--
-	if c.dial == nil { // a dial that never connected was never counted open
+	// A dial that never connected was never counted open. c.dial stays
+	// until the slot is freed: a connect still in flight reads the socket
+	// address in it.
+	d := c.dial
+	if d == nil {
 		l.cnt.closes++
 	}
 	c.stopTimers()
@@ -514,8 +563,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	l.putBuf(c.out)
 	c.out = nil
 	l.maybeResumeAccept()
-	if d := c.dial; d != nil && d.done != nil {
-		c.dial = nil
+	if d != nil && d.done != nil {
 		if err == nil {
 			err = c.opError("dial", net.ErrClosed)
 		}
@@ -532,55 +580,9 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	}
 }
 
-// getBuf returns an empty output buffer with room for at least n bytes,
-// from the loop's free lists: one per power-of-two size class from 4 KiB to
-// 1 MiB. Larger buffers come from, and go back to, the collector.
-func (l *Loop) getBuf(n int) []byte {
-	class := bufClass(n)
-	if class < 0 {
-		return make([]byte, 0, n)
-	}
-	if free := l.bufs[class]; len(free) > 0 {
-		b := free[len(free)-1]
-		l.bufs[class] = free[:len(free)-1]
-		return b
-	}
-	return make([]byte, 0, minBuf<<class)
-}
-
-// putBuf keeps a drained output buffer for reuse, up to a per-class budget
-// so that a burst does not pin memory for good.
-func (l *Loop) putBuf(b []byte) {
-	if b == nil {
-		return
-	}
-	class := bufClass(cap(b))
-	if class < 0 || cap(b) != minBuf<<class || (len(l.bufs[class])+1)*cap(b) > maxPooledBytes {
-		return
-	}
-	l.bufs[class] = append(l.bufs[class], b[:0])
-}
-
-// bufClass returns the size class that holds n bytes, or -1 past the
-// largest.
-func bufClass(n int) int {
-	for c := range numBufClasses {
-		if n <= minBuf<<c {
-			return c
-		}
-	}
-	return -1
-}
-
 // maxKernelErrors is how many consecutive backend failures a stopping loop
 // tolerates before it exits without waiting for the kernel.
 const maxKernelErrors = 16
-
-const (
-	minBuf         = 4 << 10
-	numBufClasses  = 9 // 4 KiB .. 1 MiB
-	maxPooledBytes = 4 << 20
-)
 
 // acceptOutcome is what an accept error means for the listener.
 type acceptOutcome uint8

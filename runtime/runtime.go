@@ -25,6 +25,7 @@ type Runtime struct {
 	probe Probe
 
 	closeOnce sync.Once
+	closeErr  error
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask, at most
@@ -231,7 +232,7 @@ func (rt *Runtime) Stats() Stats {
 // open connections.
 func (rt *Runtime) Shutdown(ctx context.Context) error {
 	for _, l := range rt.loops {
-		_ = l.Post(func() { l.beginShutdown() })
+		_ = l.post(func() { l.beginShutdown() }, true)
 	}
 	var err error
 	if !rt.awaitLoops(ctx.Done(), func(l *Loop, waited time.Duration) {
@@ -246,23 +247,29 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 }
 
 // Close closes every connection and listener at once and waits for the
-// loops' threads to exit. It is idempotent. A loop whose thread is held by
-// a handler or posted function that never returns cannot stop: Close then
-// logs a warning naming each such loop every stopWarnEvery while it waits.
+// loops' threads to exit. It returns what failed while the loops stopped
+// (closing a listener, an io_uring or epoll instance), joined, or nil; a
+// second Close returns the same. A loop whose thread is held by a handler
+// or posted function that never returns cannot stop: Close then logs a
+// warning naming each such loop every stopWarnEvery while it waits. Close
+// must not be called on a loop's own thread: it would wait for itself.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
 		for _, l := range rt.loops {
-			_ = l.Post(func() { l.forceStop(ErrShutdown) })
+			_ = l.post(func() { l.forceStop(ErrShutdown) }, true)
 		}
 		rt.awaitLoops(nil, func(l *Loop, waited time.Duration) {
 			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
 				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
 		})
+		for _, l := range rt.loops {
+			rt.closeErr = errors.Join(rt.closeErr, l.stopErr)
+		}
 		if len(rt.loops) > 0 { // not after a start that failed at the first loop
 			rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
 		}
 	})
-	return nil
+	return rt.closeErr
 }
 
 // stopWarnEvery is how often Shutdown and Close report the loops they are

@@ -38,8 +38,22 @@ type Stats struct {
 	// later turn by the turn budget; handler panics recovered.
 	CapPauses, IdleTimeouts, LifetimeCloses, SlowConsumers uint64
 	Pauses, Deferrals, Panics                              uint64
+	// WriteTimeouts counts connections closed because their queued bytes
+	// made no progress for WriteTimeout; LingerTimeouts, closing
+	// connections aborted after Linger.
+	WriteTimeouts, LingerTimeouts uint64
 	// Paused is how many connections are paused for backpressure now.
 	Paused uint64
+	// PostRejects counts Posts refused at MaxPosted; GoRejects, Go calls
+	// refused at MaxGo; GoDropped, continuations of Go that could not run
+	// because the loop had stopped; GoRunning is how many Go goroutines
+	// run now.
+	PostRejects, GoRejects, GoDropped, GoRunning uint64
+	// PooledBytes is the size of the outbound buffers kept for reuse now;
+	// MappedBytes, of the outbound buffers held as anonymous mappings now
+	// (queues of 64 KiB and more, in use or pooled). Both return towards
+	// zero within seconds of a burst.
+	PooledBytes, MappedBytes uint64
 	// CQOverflows counts loop turns that found the io_uring completion
 	// queue overflowed (nothing is lost: the kernel keeps the completions
 	// and the next enter delivers them); a steady count says RingEntries
@@ -77,6 +91,14 @@ func (s Stats) Add(o Stats) Stats {
 	s.Pauses += o.Pauses
 	s.Deferrals += o.Deferrals
 	s.Panics += o.Panics
+	s.WriteTimeouts += o.WriteTimeouts
+	s.PostRejects += o.PostRejects
+	s.GoRejects += o.GoRejects
+	s.GoDropped += o.GoDropped
+	s.GoRunning += o.GoRunning
+	s.PooledBytes += o.PooledBytes
+	s.MappedBytes += o.MappedBytes
+	s.LingerTimeouts += o.LingerTimeouts
 	s.Paused += o.Paused
 	s.CQOverflows += o.CQOverflows
 	s.LagP50 = max(s.LagP50, o.LagP50)
@@ -95,6 +117,7 @@ type counters struct {
 	capPauses, idleTimeouts              uint64
 	lifetimeCloses, slowConsumers        uint64
 	pauses, deferrals, panics            uint64
+	writeTimeouts, lingerTimeouts        uint64
 	cqOverflows                          uint64
 }
 
@@ -108,6 +131,8 @@ type publishedStats struct {
 	capPauses, idleTimeouts                    atomic.Uint64
 	lifetimeCloses, slowConsumers              atomic.Uint64
 	pauses, deferrals, panics, paused          atomic.Uint64
+	writeTimeouts, lingerTimeouts              atomic.Uint64
+	pooledBytes, mappedBytes                   atomic.Uint64
 	cqOverflows                                atomic.Uint64
 	lagP50, lagP99, lagMax, postedBatch        atomic.Int64
 }
@@ -133,6 +158,10 @@ func (l *Loop) publish() {
 	p.pauses.Store(c.pauses)
 	p.deferrals.Store(c.deferrals)
 	p.panics.Store(c.panics)
+	p.writeTimeouts.Store(c.writeTimeouts)
+	p.lingerTimeouts.Store(c.lingerTimeouts)
+	p.pooledBytes.Store(uint64(l.bufs.pooledBytes))
+	p.mappedBytes.Store(uint64(l.bufs.mappedBytes))
 	p.paused.Store(uint64(l.paused))
 	p.cqOverflows.Store(c.cqOverflows)
 	if l.now.Sub(l.lagWindow) >= signalWindow {
@@ -175,6 +204,14 @@ func (l *Loop) Stats() Stats {
 		Pauses:         p.pauses.Load(),
 		Deferrals:      p.deferrals.Load(),
 		Panics:         p.panics.Load(),
+		WriteTimeouts:  p.writeTimeouts.Load(),
+		LingerTimeouts: p.lingerTimeouts.Load(),
+		PostRejects:    l.postRejects.Load(),
+		PooledBytes:    p.pooledBytes.Load(),
+		MappedBytes:    p.mappedBytes.Load(),
+		GoRejects:      l.goRejects.Load(),
+		GoDropped:      l.goDropped.Load(),
+		GoRunning:      uint64(max(l.goRunning.Load(), 0)),
 		Paused:         p.paused.Load(),
 		CQOverflows:    p.cqOverflows.Load(),
 		LagP50:         time.Duration(p.lagP50.Load()),

@@ -39,9 +39,14 @@ func (t *Timer) Reset(d time.Duration) bool {
 	return pending
 }
 
-// runTimers runs every expired timer.
+// runTimers runs the expired timers, at most timersPerTurn of them: when
+// thousands expire together (idle connections that opened together reach
+// their timeout together), each turn closes a slice of them and then
+// serves I/O again, so that the active connections wait for one slice, not
+// for all of them. The rest run in the turns that follow, which do not
+// wait in the kernel while an expired timer is left.
 func (l *Loop) runTimers() {
-	for {
+	for range timersPerTurn {
 		t := l.timers.next()
 		if t == nil || t.when.After(l.now) {
 			return
@@ -51,6 +56,11 @@ func (l *Loop) runTimers() {
 		l.safely("timer", t.f)
 	}
 }
+
+// timersPerTurn bounds the timers one loop turn runs. A timer that closes
+// a connection costs the kernel some tens of microseconds (docs/performance.md),
+// so a slice of 256 keeps a turn within a few milliseconds.
+const timersPerTurn = 256
 
 // timerHeap is a binary min-heap of timers by deadline.
 type timerHeap struct{ ts []*Timer }

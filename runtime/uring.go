@@ -62,6 +62,9 @@ type uringDriver struct {
 
 	dirty []*Conn // connections with output to submit this turn
 	rearm []*Conn // connections to start receiving again after this batch
+	// Closed connections whose cancels or close found the submission
+	// queue full, to release again next turn, and the spare list.
+	retry, spareRetry []*Conn
 
 	// Receives held back by the turn budget, in arrival order, and the
 	// spare list they are moved to while being handled; held counts those
@@ -79,6 +82,14 @@ type deferredRecv struct {
 	n    int32
 	copy []byte // the data, copied out of the provided buffer when they run short
 }
+
+// errRecvNoBuffer is a receive completion with data but no provided buffer,
+// which the kernel never posts for a buffer-select receive.
+var errRecvNoBuffer = errors.New("io_uring receive completed without a provided buffer")
+
+// retryWait bounds a loop's wait while a connection's release waits for
+// room in the submission queue.
+const retryWait = time.Millisecond
 
 // openRing is swapped by tests to simulate a host without io_uring.
 var openRing = ring.Open
@@ -193,16 +204,53 @@ func (d *uringDriver) resumeAccept() {
 
 func (d *uringDriver) pauseRead(c *Conn) { d.cancelRecv(c) }
 
-// cancelRecv cancels c's armed receive, if any.
-func (d *uringDriver) cancelRecv(c *Conn) {
-	if c.state&stRecvArmed != 0 {
-		if d.r.PrepareCancel(userData(kindRecv, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) == nil {
-			c.ops++
-		}
+// cancelRecv cancels c's armed receive, if any, and reports false when the
+// cancel could not be queued.
+func (d *uringDriver) cancelRecv(c *Conn) bool {
+	if c.state&(stRecvArmed|stRecvCancel) != stRecvArmed {
+		return true
 	}
+	if !d.cancel(c, kindRecv) {
+		return false
+	}
+	c.state |= stRecvCancel
+	return true
+}
+
+// cancel queues a cancel of c's operation of kind, found by its user data:
+// the kernel looks that up in a hash table, where a cancel by descriptor
+// walks every request the ring holds (closing n connections that way costs
+// n², measured in docs/performance.md). It reports false when the
+// submission queue took no entry.
+func (d *uringDriver) cancel(c *Conn, kind uint8) bool {
+	if faultInjected(kindCancel) {
+		return false
+	}
+	if d.r.PrepareCancel(userData(kind, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) != nil {
+		return false
+	}
+	c.ops++
+	return true
+}
+
+// prepareFault, when set (by tests), makes the preparation of an entry of
+// the given kind fail as a full submission queue that the kernel does not
+// drain would.
+var prepareFault atomic.Pointer[func(kind uint8) bool]
+
+func faultInjected(kind uint8) bool {
+	f := prepareFault.Load()
+	return f != nil && (*f)(kind)
 }
 
 func (d *uringDriver) resumeRead(c *Conn) {
+	// What arrived while c was paused is delivered first, in order, from
+	// the next turn on.
+	if len(c.parked) > 0 {
+		d.deferred = append(d.deferred, c.parked...)
+		clear(c.parked)
+		c.parked = c.parked[:0]
+	}
 	// The receive re-arms once the cancelled one has completed, if it
 	// has not yet.
 	if c.state&stRecvArmed == 0 {
@@ -255,7 +303,7 @@ func (d *uringDriver) send(c *Conn) {
 		return
 	}
 	c.sending, c.out, c.sent = c.out, nil, 0
-	if err := d.r.PrepareSend(c.fd, c.sending, userData(kindSend, c.slot, c.gen)); err != nil {
+	if err := d.r.PrepareSend(c.fd, sendChunk(c.sending), userData(kindSend, c.slot, c.gen)); err != nil {
 		d.l.fail(c, "write", err)
 		return
 	}
@@ -274,26 +322,89 @@ func (d *uringDriver) shutdownWrite(c *Conn) {
 	c.ops++
 }
 
+// release cancels what the kernel still holds of c (the armed receive, a
+// send or a connect in flight: their memory stays referenced by c until
+// they complete) and queues the close of its descriptor behind the
+// cancels. Should the submission queue take no entry, c goes on the retry
+// list and release runs again next turn, after the completions are reaped:
+// until its close is queued, c keeps its descriptor open, so that its
+// number cannot go to a new socket that an entry still queued for c would
+// then reach, and its slot, so that the loop does not exit with its
+// receive still armed.
 func (d *uringDriver) release(c *Conn) {
 	if c.fd < 0 {
 		return
 	}
-	if c.ops > 0 {
-		// Cancel the armed receive, a send or connect in flight: their
-		// buffers stay referenced by c until they complete.
-		if d.r.PrepareCancelFd(c.fd, userData(kindCancel, c.slot, c.gen)) == nil {
-			c.ops++
+	d.dropParked(c)
+	if !d.cancelRecv(c) ||
+		!d.cancelOnce(c, c.sending != nil, stSendCancel, kindSend) ||
+		!d.cancelOnce(c, c.state&stConnecting != 0, stConnectCancel, kindConnect) ||
+		!d.closeFd(c) {
+		if c.state&stReleasing == 0 {
+			c.state |= stReleasing
+			d.retry = append(d.retry, c)
 		}
+		return
 	}
-	if err := d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)); err != nil {
-		unix.Close(c.fd)
-	} else {
-		c.ops++
-	}
+	c.state &^= stReleasing
 	c.fd = -1
 	if c.ops == 0 {
 		d.l.freeSlot(c)
 	}
+}
+
+// dropParked gives back what a closed connection held while paused.
+func (d *uringDriver) dropParked(c *Conn) {
+	for i, r := range c.parked {
+		c.parked[i] = deferredRecv{}
+		c.deferred--
+		switch {
+		case r.copy != nil:
+			d.l.putBuf(r.copy)
+		case r.n > 0:
+			d.held--
+			d.br.Recycle(r.id)
+		}
+	}
+	c.parked = nil
+}
+
+// cancelOnce cancels c's operation of kind if inFlight and not cancelled
+// yet (flag); it reports false when the cancel could not be queued.
+func (d *uringDriver) cancelOnce(c *Conn, inFlight bool, flag connState, kind uint8) bool {
+	if !inFlight || c.state&flag != 0 {
+		return true
+	}
+	if !d.cancel(c, kind) {
+		return false
+	}
+	c.state |= flag
+	return true
+}
+
+// closeFd queues the close of c's descriptor.
+func (d *uringDriver) closeFd(c *Conn) bool {
+	if faultInjected(kindClose) {
+		return false
+	}
+	if d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)) != nil {
+		return false
+	}
+	c.ops++
+	return true
+}
+
+// retryReleases runs release again for the connections whose cancels or
+// close found the submission queue full.
+func (d *uringDriver) retryReleases() {
+	retry := d.retry
+	d.retry = d.spareRetry[:0]
+	for i, c := range retry {
+		retry[i] = nil
+		c.state &^= stReleasing
+		d.release(c)
+	}
+	d.spareRetry = retry[:0]
 }
 
 func (d *uringDriver) connect(c *Conn, ds *dialState) error {
@@ -303,6 +414,15 @@ func (d *uringDriver) connect(c *Conn, ds *dialState) error {
 	c.ops++
 	return nil
 }
+
+// maxSend is the most one send hands the kernel. io_uring completes a
+// stream send only once all of it is sent, so a queue of megabytes in one
+// send would report no progress to the write timeout until the peer had
+// read all of it; at most this much per send, a peer that reads a few
+// kilobytes a second is never taken for one that stopped.
+const maxSend = 256 << 10
+
+func sendChunk(p []byte) []byte { return p[:min(len(p), maxSend)] }
 
 // sendDirty prepares the sends of every connection that wrote this turn.
 func (d *uringDriver) sendDirty() {
@@ -326,6 +446,9 @@ func (d *uringDriver) submit() {
 func (d *uringDriver) poll(timeout time.Duration) error {
 	d.sendDirty()
 	var err error
+	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
+		timeout = retryWait
+	}
 	if d.r.Ready() == 0 && len(d.deferred) == 0 {
 		err = d.r.SubmitAndWait(timeout)
 	} else {
@@ -355,6 +478,9 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		if n < len(d.cqes) {
 			break
 		}
+	}
+	if len(d.retry) > 0 {
+		d.retryReleases()
 	}
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
@@ -403,9 +529,11 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 		d.received(c, e)
 	case kindSend:
 		c.ops--
+		c.state &^= stSendCancel
 		d.sent(c, e.Res)
 	case kindConnect:
 		c.ops--
+		c.state &^= stConnectCancel
 		var err error
 		if e.Res < 0 {
 			err = errnoErr("connect", unix.Errno(-e.Res))
@@ -491,16 +619,22 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 	l := d.l
 	more := e.More()
 	if !more {
-		c.state &^= stRecvArmed
+		c.state &^= stRecvArmed | stRecvCancel
 		c.ops--
 	}
 	switch {
 	case e.Res > 0:
-		id, _ := e.Buffer()
+		id, ok := e.Buffer()
+		if !ok {
+			// The kernel always selects a buffer for these receives;
+			// a completion without one is not ours to recycle.
+			l.fail(c, "read", errRecvNoBuffer)
+			break
+		}
 		if c.state&stThrottled != 0 && int(e.Res) < d.br.Size() {
 			c.state &^= stThrottled // it drained its socket: multishot again
 		}
-		if c.deferred > 0 || d.overBudget(c) {
+		if c.deferred > 0 || c.state&stPaused != 0 || d.overBudget(c) {
 			d.deferRecv(c, id, e.Res)
 		} else {
 			d.deliver(c, id, e.Res)
@@ -563,7 +697,7 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 			d.br.Recycle(id)
 		}
 	}
-	d.deferred = append(d.deferred, r)
+	d.hold(r)
 	if c.deferred == 1 && c.state&stBudgetHeld == 0 {
 		// Stop receiving until the held data is delivered, and then
 		// receive one buffer at a time: otherwise the kernel keeps
@@ -572,6 +706,17 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 		c.state |= stBudgetHeld | stThrottled
 		d.cancelRecv(c)
 	}
+}
+
+// hold queues a deferred receive: on the connection while reading it is
+// paused (the loop's queue then holds nothing it could deliver, so the
+// loop does not spin on it), else on the loop's queue for the next turn.
+func (d *uringDriver) hold(r deferredRecv) {
+	if r.c.state&stPaused != 0 {
+		r.c.parked = append(r.c.parked, r)
+		return
+	}
+	d.deferred = append(d.deferred, r)
 }
 
 // maxHeld is how many provided buffers deferred receives may keep out of
@@ -589,11 +734,11 @@ func (d *uringDriver) deliverDeferred() {
 		c := r.c
 		c.deferred--
 		switch {
-		case d.overBudget(c):
-			// Still over budget: wait another turn, and keep every
-			// later receive of c behind this one.
+		case c.state&stPaused != 0 || d.overBudget(c):
+			// Paused for backpressure, or still over budget: wait,
+			// and keep every later receive of c behind this one.
 			c.deferred++
-			d.deferred = append(d.deferred, r)
+			d.hold(r)
 			continue
 		case r.copy != nil:
 			if c.state&stClosed == 0 {
@@ -635,7 +780,7 @@ func (d *uringDriver) sent(c *Conn, res int32) {
 		return
 	}
 	if c.sent < len(c.sending) {
-		if err := d.r.PrepareSend(c.fd, c.sending[c.sent:], userData(kindSend, c.slot, c.gen)); err != nil {
+		if err := d.r.PrepareSend(c.fd, sendChunk(c.sending[c.sent:]), userData(kindSend, c.slot, c.gen)); err != nil {
 			l.fail(c, "write", err)
 			return
 		}

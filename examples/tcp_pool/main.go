@@ -53,7 +53,7 @@ func main() {
 	flag.StringVar(&cfg.upstream, "upstream", "127.0.0.1:7000", "upstream address (literal ip:port)")
 	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
 	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
-	flag.IntVar(&cfg.max, "max", 10, "upstream connections per loop")
+	flag.IntVar(&cfg.max, "max", 10, "upstream connections per loop (0: the pool's default, 10)")
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (the pool's connection timeout)")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long the upstream may take to reply")
 	flag.IntVar(&cfg.maxLine, "max-line", 64<<10, "longest request or reply line, newline included")
@@ -71,8 +71,7 @@ func run(cfg config, stats bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tcp_pool: %d loops listening on %s, upstream %s, at most %d upstream connections per loop\n",
-		len(s.rt.Loops()), s.rt.Addr(), cfg.upstream, cfg.max)
+	fmt.Println(s.banner(cfg))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if stats {
@@ -83,6 +82,13 @@ func run(cfg config, stats bool) error {
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return s.shutdown(sctx)
+}
+
+// banner says what the front serves, with the pool's limit as the pool
+// applies it (-max 0 is the pool's default).
+func (s *server) banner(cfg config) string {
+	return fmt.Sprintf("tcp_pool: %d loops listening on %s, upstream %s, at most %d upstream connections per loop",
+		len(s.rt.Loops()), s.rt.Addr(), cfg.upstream, s.pool.Config().MaxSize)
 }
 
 // server is a running front.

@@ -243,3 +243,24 @@ func TestShutdownAnswersAPendingRequest(t *testing.T) {
 		}
 	})
 }
+
+// TestBannerSaysTheLimitInForce: -max 0 is the pool's default, and the
+// banner says so instead of "at most 0".
+func TestBannerSaysTheLimitInForce(t *testing.T) {
+	up := pctest.Serve(t, pctest.LineEcho)
+	for _, tc := range []struct {
+		name string
+		max  int
+		want string
+	}{
+		{"default", 0, "at most 10 upstream connections"},
+		{"explicit", 3, "at most 3 upstream connections"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startFront(t, percore.Epoll, up.Addr(), tc.max)
+			if got := s.banner(config{upstream: up.Addr()}); !strings.Contains(got, tc.want) {
+				t.Errorf("banner %q does not say %q", got, tc.want)
+			}
+		})
+	}
+}

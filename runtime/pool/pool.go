@@ -146,7 +146,10 @@ func (p *Pool[C]) retire(l *Local[C]) {
 // are closed and Warm and Maintain do nothing. Gets that a loop serves
 // before it runs the posted close (within its current turn) still succeed.
 // Close does not wait for the loops and may be called from any goroutine,
-// loop threads included. It is idempotent and returns nil.
+// loop threads included. It returns the loops it could not reach (a loop
+// whose queue of posted functions is full: its Local then stays open
+// until it stops), joined, or nil; a loop that has stopped has closed its
+// Local already and is no error. A second Close returns nil.
 func (p *Pool[C]) Close() error {
 	p.mu.Lock()
 	if p.closed {
@@ -156,10 +159,13 @@ func (p *Pool[C]) Close() error {
 	p.closed = true
 	locals := *p.locals.Load()
 	p.mu.Unlock()
+	var errs []error
 	for loop, l := range locals {
-		_ = loop.Post(l.close) // a stopped loop has closed its Local already
+		if err := loop.Post(l.close); err != nil && !errors.Is(err, net.ErrClosed) {
+			errs = append(errs, fmt.Errorf("pool: close: %w", err))
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Clear posts Local.Clear to every loop: idle connections are closed at

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# scale.sh: percore's behaviour with thousands of connections, the figures
+# of docs/performance.md's "At scale" section. It changes nothing on the
+# host: it builds examples/echo, examples/lines and examples/scale into a
+# temporary directory, runs them on loopback and prints one line per run.
+#
+#   scripts/scale.sh                 # both scenarios, both backends
+#   CONNS=5000 scripts/scale.sh      # fewer connections
+#   SCENARIOS=burst scripts/scale.sh # one scenario (shutdown, burst, expiry)
+#   TREE=/path/to/checkout scripts/scale.sh   # measure another checkout
+#   scripts/scale.sh --dry-run       # print what it would run
+#
+# Scenarios (server on cpu0, client on cpu1):
+#   shutdown  examples/echo with CONNS silent connections (default 18000)
+#             gets SIGTERM; the time until it exits.
+#   burst     examples/echo with SLOW slow consumers (default 100), each
+#             sending until its 4 MiB outbound queue is full, which then
+#             disconnect together: the server's RSS idle, full, and each
+#             second for 10 s after the close.
+#   expiry    examples/lines -idle-timeout 3s with EXPIRE silent
+#             connections (default 15000) opened together: how late after
+#             its timeout each is closed, and the round trips of a live
+#             connection that pings every millisecond meanwhile.
+#
+# Needs a descriptor limit of CONNS + a few (the hard limit here is 20000).
+set -euo pipefail
+
+dry=0
+if [ "${1:-}" = "--dry-run" ]; then dry=1; fi
+here=$(cd "$(dirname "$0")/.." && pwd)
+tree=${TREE:-$here}
+conns=${CONNS:-18000}
+expire=${EXPIRE:-15000}
+slow=${SLOW:-100}
+scenarios=${SCENARIOS:-shutdown burst expiry}
+backends=${BACKENDS:-uring epoll}
+reps=${REPS:-1}
+ulimit -n "$(( (conns > expire ? conns : expire) + 200 ))"
+
+run() {
+  if [ "$dry" = 1 ]; then echo "+ $*"; else "$@"; fi
+}
+
+work=$(mktemp -d)
+cleanup() {
+  if [ -n "${srv:-}" ]; then kill "$srv" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The servers come from the tree measured, the client from this one.
+export GOFLAGS="${GOFLAGS:--ldflags=-checklinkname=0}"
+run sh -c "cd '$tree' && go build -o '$work/echo' ./examples/echo && go build -o '$work/lines' ./examples/lines"
+run sh -c "cd '$here' && go build -o '$work/scale' ./examples/scale"
+[ "$dry" = 1 ] && exit 0
+
+# wait_file FILE SECONDS: wait until FILE exists.
+wait_file() {
+  local i
+  for ((i = 0; i < $2 * 10; i++)); do
+    [ -s "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "scale.sh: $1 did not appear within $2 s" >&2
+  return 1
+}
+
+# rss PID: the process's resident set, in KiB.
+rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+
+port=17400
+
+# shutdown B: CONNS silent connections, then SIGTERM; the time to exit.
+shutdown_run() {
+  port=$((port + 1))
+  rm -f "$work/ready"
+  taskset -c 0 "$work/echo" -addr "127.0.0.1:$port" -cores 0 -backend "$1" >/dev/null 2>"$work/echo.log" &
+  srv=$!
+  sleep 0.5
+  taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$conns" -wait 30s -ready "$work/ready" >"$work/client.json" &
+  local cli=$! t0 t1
+  wait_file "$work/ready" 120
+  t0=$(date +%s%N)
+  kill -TERM "$srv"
+  wait "$srv" || true
+  t1=$(date +%s%N)
+  srv=
+  wait "$cli" || true
+  echo "shutdown backend=$1 conns=$(cat "$work/ready") exit_ms=$(((t1 - t0) / 1000000)) client=$(cat "$work/client.json")"
+}
+
+# burst B: SLOW slow consumers that disconnect together; the server's RSS.
+burst_run() {
+  port=$((port + 1))
+  rm -f "$work/ready"
+  taskset -c 0 "$work/echo" -addr "127.0.0.1:$port" -cores 0 -backend "$1" >/dev/null 2>"$work/echo.log" &
+  srv=$!
+  sleep 0.5
+  local idle full after="" cli s
+  idle=$(rss "$srv")
+  taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$slow" -slow -wait 60s -ready "$work/ready" >/dev/null &
+  cli=$!
+  wait_file "$work/ready" 120
+  full=$(rss "$srv")
+  rm -f "$work/ready"
+  wait "$cli" || true
+  for s in 1 2 3 4 5 6 7 8 9 10; do
+    sleep 1
+    after="$after $s:$(rss "$srv")"
+  done
+  kill -TERM "$srv"
+  wait "$srv" || true
+  srv=
+  echo "burst backend=$1 consumers=$slow rss_kib idle=$idle full=$full after_close_s:kib=${after# }"
+}
+
+# expiry B: EXPIRE silent connections reach a 3 s idle timeout together.
+expiry_run() {
+  port=$((port + 1))
+  taskset -c 0 "$work/lines" -addr "127.0.0.1:$port" -cores 0 -backend "$1" -idle-timeout 3s 2>"$work/lines.log" &
+  srv=$!
+  sleep 0.5
+  local out
+  out=$(taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$expire" -proto lines -idle-timeout 3s -wait 60s) || true
+  kill -TERM "$srv"
+  wait "$srv" || true
+  srv=
+  echo "expiry backend=$1 conns=$expire $out"
+}
+
+for ((rep = 1; rep <= reps; rep++)); do
+  for b in $backends; do
+    for sc in $scenarios; do
+      "${sc}_run" "$b"
+    done
+  done
+done
