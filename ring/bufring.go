@@ -131,6 +131,20 @@ func tailWord(bigEndian bool, bid, tail uint16) uint32 {
 	return uint32(tail)<<16 | uint32(bid)
 }
 
+// Discard gives the buffers' pages back to the kernel (MADV_DONTNEED): the
+// memory stays mapped and the buffers stay provided, and a page the kernel
+// fills again later is faulted back in, zeroed. Call it only while no
+// operation that selects from the group is armed or in flight, and no
+// buffer is held: the kernel could be filling one as its page is dropped.
+// A loop with no connection open calls it, so that a quiet server does not
+// keep resident the pages a burst touched.
+func (b *BufRing) Discard() error {
+	if err := unix.Madvise(b.bufMem, unix.MADV_DONTNEED); err != nil {
+		return os.NewSyscallError("madvise", err)
+	}
+	return nil
+}
+
 // Close unregisters the buffer group and unmaps its memory. It is
 // idempotent. Operations that select from the group must have completed.
 func (b *BufRing) Close() error {

@@ -7,10 +7,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// bufPool is a loop's outbound buffers: free lists by power-of-two size
-// class from 4 KiB to 1 MiB, each kept within a byte budget. Buffers of
-// mmapMin bytes and more (a class of 64 KiB or above, and anything past the
-// largest class) are anonymous mappings, not Go heap: a queue that grew to
+// bufPool is a loop's outbound buffers (and the copies of deferred
+// receives): free lists by power-of-two size class from 4 KiB to 1 MiB,
+// each kept within a byte budget. Buffers of mmapMin bytes and more (a
+// class of 16 KiB or above, and anything past the largest class) are
+// anonymous mappings, not Go heap: a queue that grew to
 // megabytes for a slow consumer goes back to the kernel the moment it is
 // dropped, instead of waiting for a collection and the scavenger while the
 // process's RSS stays high. A free list also gives back, once per
@@ -35,7 +36,7 @@ const (
 	minBuf         = 4 << 10
 	numBufClasses  = 9 // 4 KiB .. 1 MiB
 	maxPooledBytes = 4 << 20
-	mmapMin        = 64 << 10
+	mmapMin        = 16 << 10
 	trimEvery      = time.Second
 )
 
@@ -175,9 +176,23 @@ func (l *Loop) armTrim() {
 	l.trimTimer.Reset(trimEvery)
 }
 
-// trimBufs runs every trimEvery while the free lists hold buffers.
+// trimBufs runs every trimEvery while the free lists hold buffers, and
+// once the loop has no connection left: then the driver may also give back
+// the pages of its receive buffers.
 func (l *Loop) trimBufs() {
-	if l.bufs.trim() {
+	more := l.bufs.trim()
+	if l.open == 0 && !l.d.discardBuffers() {
+		more = true // a released connection's last operation is still in flight
+	}
+	if more {
+		l.armTrim()
+	}
+}
+
+// lastClosed is called when the loop's last connection closes: the next
+// trim looks at the receive buffers too.
+func (l *Loop) lastClosed() {
+	if l.trimTimer == nil || l.trimTimer.index < 0 {
 		l.armTrim()
 	}
 }

@@ -20,8 +20,8 @@ func TestBufPoolClassesAndMappings(t *testing.T) {
 		{"smallest class", 1, 4 << 10, false},
 		{"class boundary", 4 << 10, 4 << 10, false},
 		{"next class", 4<<10 + 1, 8 << 10, false},
-		{"below mappings", 32 << 10, 32 << 10, false},
-		{"first mapped class", 33 << 10, 64 << 10, true},
+		{"below mappings", 8 << 10, 8 << 10, false},
+		{"first mapped class", 8<<10 + 1, 16 << 10, true},
 		{"largest class", 1 << 20, 1 << 20, true},
 		{"past the classes, page-rounded", 1<<20 + 1, 1<<20 + 4<<10, true},
 	} {

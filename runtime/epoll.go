@@ -373,6 +373,10 @@ func (d *epollDriver) acceptAll() {
 // submit has nothing to do: the epoll loop writes as handlers write.
 func (d *epollDriver) submit() {}
 
+// discardBuffers has nothing to give back: the epoll loop reads into one
+// buffer.
+func (d *epollDriver) discardBuffers() bool { return true }
+
 func (d *epollDriver) idle() bool { return true }
 
 func (d *epollDriver) wake() {

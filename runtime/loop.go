@@ -53,6 +53,11 @@ type driver interface {
 	poll(timeout time.Duration) error
 	// submit hands everything prepared to the kernel without waiting.
 	submit()
+	// discardBuffers gives back the pages of the receive buffers if no
+	// connection can be receiving into them (the loop has none open),
+	// and reports false when that cannot be known yet (a released
+	// connection's operations are still in flight).
+	discardBuffers() bool
 	// idle reports whether the kernel holds nothing of this loop any more
 	// (after stopListening and every release), so the loop may exit.
 	idle() bool
@@ -551,6 +556,9 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	c.state |= stClosed | stClosing
 	c.state &^= stPaused
 	l.open--
+	if l.open == 0 {
+		l.lastClosed()
+	}
 	// A dial that never connected was never counted open. c.dial stays
 	// until the slot is freed: a connect still in flight reads the socket
 	// address in it.

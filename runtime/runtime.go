@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	goruntime "runtime"
+	"runtime/pprof"
+	"strconv"
 	"sync"
 	"time"
 
@@ -121,6 +123,10 @@ func (rt *Runtime) start(l *Loop, backend Backend, addr string) (Backend, error)
 		// SINGLE_ISSUER a ring belongs to the thread that made it. The
 		// goroutine never unlocks, so the thread exits with it.
 		goruntime.LockOSThread()
+		// Profiles tell the loops apart: every sample taken on this
+		// goroutine carries its loop and CPU.
+		pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(),
+			pprof.Labels("percore_loop", strconv.Itoa(l.id), "percore_cpu", strconv.Itoa(l.cpu))))
 		if err := cpu.Pin(l.cpu); err != nil {
 			close(l.done)
 			ready <- result{err: err}

@@ -51,7 +51,7 @@ type Stats struct {
 	PostRejects, GoRejects, GoDropped, GoRunning uint64
 	// PooledBytes is the size of the outbound buffers kept for reuse now;
 	// MappedBytes, of the outbound buffers held as anonymous mappings now
-	// (queues of 64 KiB and more, in use or pooled). Both return towards
+	// (buffers of 16 KiB and more, in use or pooled). Both return towards
 	// zero within seconds of a burst.
 	PooledBytes, MappedBytes uint64
 	// CQOverflows counts loop turns that found the io_uring completion

@@ -71,6 +71,9 @@ type uringDriver struct {
 	// that still hold a provided buffer.
 	deferred, spare []deferredRecv
 	held            int
+	// bufsTouched says a receive filled a provided buffer since the
+	// buffers' pages were last given back.
+	bufsTouched bool
 }
 
 // deferredRecv is a receive completion whose delivery waits for a later
@@ -624,6 +627,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 	}
 	switch {
 	case e.Res > 0:
+		d.bufsTouched = true
 		id, ok := e.Buffer()
 		if !ok {
 			// The kernel always selects a buffer for these receives;
@@ -794,6 +798,23 @@ func (d *uringDriver) sent(c *Conn, res int32) {
 		return
 	}
 	l.drained(c)
+}
+
+// discardBuffers drops the pages of the provided buffers once no
+// connection holds a receive or a buffer: the kernel cannot be filling one.
+// Pages a burst touched would otherwise stay resident for good.
+func (d *uringDriver) discardBuffers() bool {
+	if !d.bufsTouched {
+		return true
+	}
+	if len(d.l.free) != len(d.l.conns) || d.held > 0 || len(d.deferred) > 0 {
+		return false
+	}
+	if err := d.br.Discard(); err != nil {
+		d.l.log.Warn("percore: give back receive buffer pages", "loop", d.l.id, "err", err)
+	}
+	d.bufsTouched = false
+	return true
 }
 
 func (d *uringDriver) idle() bool {
