@@ -60,7 +60,7 @@ func BenchmarkEcho(b *testing.B) {
 					n++
 				}
 				after := rt.Stats()
-				b.ReportMetric(float64(after.Enters-before.Enters)/float64(n), "enters/op")
+				b.ReportMetric(float64(after.Syscalls-before.Syscalls)/float64(n), "syscalls/op")
 				b.ReportMetric(float64(after.Turns-before.Turns)/float64(n), "turns/op")
 			})
 		}

@@ -119,19 +119,22 @@ func TestReadiness(t *testing.T) {
 		name        string
 		events      uint32
 		st          connState
+		pollOut     bool
 		read, write bool
 	}{
-		{"readable", in, 0, true, false},
-		{"writable", out, stPollOut, false, true},
-		{"peer half-closed", rdhup, 0, true, false},
-		{"paused: no read", in, stPaused, false, false},
-		{"after EOF: no read", in | out, stRecvEOF, false, true},
-		{"hang-up while waiting to write", hup, stPollOut | stPaused, false, true},
-		{"error while waiting to write", errv, stPollOut, true, true},
-		{"hang-up, nothing to write", hup, stPaused, false, false},
+		{"readable", in, 0, false, true, false},
+		{"writable", out, 0, true, false, true},
+		{"peer half-closed", rdhup, 0, false, true, false},
+		{"paused: no read", in, stPaused, false, false, false},
+		{"after EOF: no read", in | out, stEOF, false, false, true},
+		{"closing: read to drop", in, stClosing, false, true, false},
+		{"hang-up while waiting to write", hup, stPaused, true, false, true},
+		{"error while waiting to write", errv, 0, true, true, true},
+		{"hang-up, nothing to write", hup, stPaused, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			read, write := readiness(tc.events, tc.st)
+			c := &Conn{state: tc.st, ep: epollConn{pollOut: tc.pollOut}}
+			read, write := readiness(tc.events, c)
 			if read != tc.read || write != tc.write {
 				t.Errorf("readiness(%#x, %#x) = read %v write %v, want %v %v", tc.events, tc.st, read, write, tc.read, tc.write)
 			}

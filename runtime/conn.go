@@ -21,16 +21,16 @@ type Conn struct {
 
 	value any
 
-	// out holds bytes written but not yet handed to the kernel; sending
-	// holds the bytes of the send in flight (io_uring), from sent on.
-	out     []byte
-	sending []byte
-	sent    int
-
+	// state is the connection's lifecycle, owned by the loop; ur and ep
+	// are the drivers' own state (only the loop's driver touches its
+	// own).
 	state connState
-	// ops counts operations the kernel still holds for this connection
-	// (io_uring); the slot is freed when a closed connection has none.
-	ops int
+	ur    uringConn
+	ep    epollConn
+
+	// out is the outbound queue, shared by the loop (which fills it) and
+	// the driver (which sends from it).
+	out outQueue
 
 	dial  *dialState
 	laddr net.Addr
@@ -47,41 +47,100 @@ type Conn struct {
 	writeTimer  *Timer
 	lingerTimer *Timer
 	requests    int // in flight, as BeginRequest/EndRequest count them
-
-	// The turn budget: bytes delivered in turn turnStamp, and receives
-	// waiting for a later turn (io_uring).
-	turnStamp uint64
-	turnBytes int
-	deferred  int
-	// Deferred receives that arrived while reading was paused (io_uring):
-	// they wait here, not on the loop's queue, until reading resumes.
-	parked []deferredRecv
 }
 
-type connState uint32
+// connState is a connection's lifecycle, as the loop sees it on either
+// backend. What a driver needs beyond it lives in its own per-connection
+// state (uringConn, epollConn).
+type connState uint16
 
 const (
-	stOpen          connState = 1 << iota // OnOpen has run (or is running)
-	stClosing                             // Close asked: send what is queued, then close
-	stClosed                              // the descriptor is released; OnClose has run
-	stShutWrite                           // CloseWrite asked: shut down after the queue drains
-	stWriteShut                           // the write side is shut down
-	stEOF                                 // the peer ended its stream
-	stRecvArmed                           // io_uring: a receive is armed (multishot, or one buffer when throttled)
-	stDirty                               // io_uring: queued on the loop's send list
-	stPollOut                             // epoll: registered for writability
-	stConnecting                          // a dial is in progress
-	stPaused                              // reading paused for outbound backpressure
-	stOverCap                             // the queue reached the cap and has not drained yet
-	stRecvEOF                             // the kernel reported end of stream (delivery may wait)
-	stBudgetHeld                          // io_uring: receiving stopped while over the turn budget
-	stThrottled                           // io_uring: receiving one buffer at a time after the budget
-	stUnpolled                            // epoll: out of the epoll set (nothing to wait for)
-	stRecvCancel                          // io_uring: the armed receive's cancel is queued
-	stSendCancel                          // io_uring: the send in flight's cancel is queued
-	stConnectCancel                       // io_uring: the connect in flight's cancel is queued
-	stReleasing                           // io_uring: closed, its cancels or close still to be queued
+	stOpen            connState = 1 << iota // OnOpen has run (or is running)
+	stClosing                               // Close asked: send what is queued, then close
+	stClosed                                // closed: the descriptor is released (or being released)
+	stCloseWriteAsked                       // CloseWrite asked: shut the write side once the queue drains
+	stWriteClosed                           // the write side is shut down
+	stEOF                                   // the end of the peer's stream was handled
+	stConnecting                            // a dial is in progress
+	stPaused                                // reading paused for outbound backpressure
+	stOverCap                               // the queue reached the cap and has not drained since
 )
+
+// closed reports whether c is closed (its OnClose has run or is queued).
+func (c *Conn) closed() bool { return c.state&stClosed != 0 }
+
+// writable reports whether a handler may still write to c.
+func (c *Conn) writable() bool {
+	return c.state&(stClosing|stClosed|stCloseWriteAsked|stWriteClosed) == 0
+}
+
+// wantsInput reports whether the loop takes input from c: it is open, its
+// peer's stream has not ended and reading is not paused. (A closing
+// connection's input is taken and dropped, so that its peer sees a clean
+// end rather than a reset.)
+func (c *Conn) wantsInput() bool {
+	return c.state&(stClosed|stEOF|stPaused) == 0
+}
+
+// outQueue is a connection's outbound bytes: those the kernel is taking
+// (sending, from sent on) and those written after them (next). Bytes never
+// move once queued, so a long queue drains in linear time, and the bytes of
+// a send in flight stay where the kernel reads them. Both backends use it
+// the same way: pending gives the bytes to send, advance takes the count
+// the kernel accepted.
+type outQueue struct {
+	next    []byte
+	sending []byte
+	sent    int
+}
+
+// buffered returns how many queued bytes the kernel has not taken yet.
+func (q *outQueue) buffered() int { return len(q.next) + len(q.sending) - q.sent }
+
+// inFlight reports whether the driver is taking bytes from sending.
+func (q *outQueue) inFlight() bool { return q.sending != nil }
+
+// pending returns the bytes to send next: the rest of the buffer being
+// sent, or, once that is done, everything written since (which becomes the
+// buffer being sent).
+func (q *outQueue) pending() []byte {
+	if q.sending == nil {
+		if len(q.next) == 0 {
+			return nil
+		}
+		q.sending, q.next, q.sent = q.next, nil, 0
+	}
+	return q.sending[q.sent:]
+}
+
+// advance records that the kernel took n bytes of pending, and gives the
+// buffer back to l's pool once all of it is sent.
+func (q *outQueue) advance(l *Loop, n int) {
+	q.sent += n
+	if q.sent >= len(q.sending) {
+		l.putBuf(q.sending)
+		q.sending, q.sent = nil, 0
+	}
+}
+
+// add queues p after everything queued. Past the loop's largest pooled
+// size the buffer at least doubles when it grows, so that a long burst of
+// writes costs amortised constant time per byte.
+func (q *outQueue) add(l *Loop, p []byte) {
+	if n := len(q.next) + len(p); n > cap(q.next) {
+		b := append(l.getBuf(max(n, 2*cap(q.next))), q.next...)
+		l.putBuf(q.next)
+		q.next = b
+	}
+	q.next = append(q.next, p...)
+}
+
+// dropNext gives back the bytes not yet being sent (a closed connection's);
+// the buffer being sent, if any, goes back when the slot is freed.
+func (q *outQueue) dropNext(l *Loop) {
+	l.putBuf(q.next)
+	q.next = nil
+}
 
 // Loop returns the loop that owns c.
 func (c *Conn) Loop() *Loop { return c.loop }
@@ -100,25 +159,26 @@ func (c *Conn) SetValue(v any) { c.value = v }
 func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
 
 // Buffered returns how many written bytes the kernel has not taken yet.
-func (c *Conn) Buffered() int { return len(c.out) + len(c.sending) - c.sent }
+func (c *Conn) Buffered() int { return c.out.buffered() }
 
 // Write queues p to be sent and returns len(p). It copies p, so the caller
 // may reuse it at once (also a slice of the data OnData received). When
 // nothing is queued, the epoll backend sends at once; the io_uring backend
 // hands the bytes to the kernel in the loop's next enter, together with
-// every other submission of the turn.
+// every other submission of the turn. A write that fails closes the
+// connection; its OnClose runs after the callback that wrote returns.
 func (c *Conn) Write(p []byte) (int, error) {
-	if c.state&(stClosing|stClosed|stShutWrite|stWriteShut) != 0 {
+	if !c.writable() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
 	if len(p) == 0 {
 		return 0, nil
 	}
-	if c.Buffered() == 0 {
+	if c.out.buffered() == 0 {
 		c.progress = c.loop.now
 	}
 	c.loop.d.write(c, p)
-	if len(c.out) > 0 {
+	if c.out.buffered() > 0 {
 		c.loop.queued(c)
 	}
 	return len(p), nil
@@ -127,7 +187,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // Writev queues the buffers as one gathered write and returns the number of
 // bytes queued.
 func (c *Conn) Writev(bufs ...[]byte) (int, error) {
-	if c.state&(stClosing|stClosed|stShutWrite|stWriteShut) != 0 {
+	if !c.writable() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
 	n := 0
@@ -137,11 +197,11 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
-	if c.Buffered() == 0 {
+	if c.out.buffered() == 0 {
 		c.progress = c.loop.now
 	}
 	c.loop.d.writev(c, bufs)
-	if len(c.out) > 0 {
+	if c.out.buffered() > 0 {
 		c.loop.queued(c)
 	}
 	return n, nil
@@ -154,7 +214,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.state |= stClosing
-	if c.Buffered() == 0 || c.state&stWriteShut != 0 {
+	if c.Buffered() == 0 || c.state&stWriteClosed != 0 {
 		c.loop.closeConn(c, nil)
 		return nil
 	}
@@ -168,7 +228,7 @@ func (c *Conn) Close() error {
 // within Config.Linger.
 func (c *Conn) lingerExpired() {
 	if c.state&stClosed == 0 {
-		c.loop.cnt.lingerTimeouts++
+		c.loop.cnt[sLingerTimeouts]++
 		c.loop.closeConn(c, c.opError("close", ErrLingerTimeout))
 	}
 }
@@ -199,7 +259,7 @@ func (c *Conn) checkWrite() {
 		c.writeTimer.Reset(left)
 		return
 	}
-	l.cnt.writeTimeouts++
+	l.cnt[sWriteTimeouts]++
 	l.closeConn(c, c.opError("write", ErrWriteTimeout))
 }
 
@@ -213,12 +273,12 @@ func (c *Conn) Abort() {
 // CloseWrite shuts down the write side once the queued bytes are sent: the
 // peer reads end of stream, and c still receives.
 func (c *Conn) CloseWrite() error {
-	if c.state&(stClosing|stClosed|stShutWrite|stWriteShut) != 0 {
+	if !c.writable() {
 		return nil
 	}
-	c.state |= stShutWrite
+	c.state |= stCloseWriteAsked
 	if c.Buffered() == 0 {
-		c.loop.d.shutdownWrite(c)
+		c.loop.shutWrite(c)
 	}
 	return nil
 }
@@ -281,7 +341,7 @@ func (c *Conn) checkIdle() {
 		c.idleTimer.Reset(left)
 		return
 	}
-	l.cnt.idleTimeouts++
+	l.cnt[sIdleTimeouts]++
 	l.closeConn(c, c.opError("read", ErrIdleTimeout))
 }
 
@@ -304,7 +364,7 @@ func (c *Conn) SetMaxLifetime(d time.Duration) {
 
 func (c *Conn) expire() {
 	if c.state&stClosed == 0 {
-		c.loop.cnt.lifetimeCloses++
+		c.loop.cnt[sLifetimeCloses]++
 		c.loop.closeConn(c, c.opError("close", ErrMaxLifetime))
 	}
 }
@@ -336,18 +396,6 @@ func (c *Conn) EndRequest() {
 // Paused reports whether reading from c is paused because its outbound
 // queue reached the cap.
 func (c *Conn) Paused() bool { return c.state&stPaused != 0 }
-
-// appendOut queues p. Past the loop's largest pooled size the queue at
-// least doubles when it grows, so that a long burst of writes costs
-// amortised constant time per byte.
-func (c *Conn) appendOut(p []byte) {
-	if n := len(c.out) + len(p); n > cap(c.out) {
-		b := append(c.loop.getBuf(max(n, 2*cap(c.out))), c.out...)
-		c.loop.putBuf(c.out)
-		c.out = b
-	}
-	c.out = append(c.out, p...)
-}
 
 // opError wraps err for the public boundary with the connection's
 // addresses, asking the kernel for those not known yet while the

@@ -79,7 +79,7 @@ func (l *Loop) DialAddrPort(ap netip.AddrPort, h Handler, done func(*Conn, error
 func (l *Loop) connected(c *Conn, err error) {
 	d := c.dial
 	c.state &^= stConnecting
-	if c.state&stClosed != 0 {
+	if c.closed() {
 		return
 	}
 	if err != nil {
@@ -91,7 +91,7 @@ func (l *Loop) connected(c *Conn, err error) {
 		return
 	}
 	c.dial = nil
-	l.cnt.dials++
+	l.cnt[sDials]++
 	l.opened(c)
 	if d != nil && d.done != nil {
 		l.safely("dial done function", func() { d.done(c, nil) })

@@ -12,22 +12,29 @@ import (
 
 // epollDriver runs a loop on epoll: level-triggered readiness, one read per
 // readable connection per turn into the loop's single read buffer, and
-// writes made at once when nothing is queued (the rest waits for
-// writability). Reads, writes and accepts on non-blocking descriptors use
-// raw system calls: the kernel never blocks them.
+// writes made at once when nothing is queued (the rest waits in the
+// connection's queue for writability). The socket calls are poller's raw
+// system calls on non-blocking descriptors: the kernel never blocks them.
 type epollDriver struct {
-	l        *Loop
-	p        *poller.Poller
-	buf      []byte
-	iov      []unix.Iovec
-	lnfd     int
-	held     bool // the listener is out of the epoll set (paused)
-	syscalls uint64
+	l            *Loop
+	p            *poller.Poller
+	buf          []byte
+	iov          []unix.Iovec
+	lnfd         int
+	lnRegistered bool // the listener is in the epoll set
+	calls        uint64
 }
 
-const listenerData = ^uint64(0) - 1
+// epollConn is the epoll driver's own state of a connection.
+type epollConn struct {
+	pollOut  bool // registered for writability: bytes are queued
+	unpolled bool // out of the epoll set: nothing to wait for
+}
 
 func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
+	if poller.WakeData != epollWakeTag {
+		panic("percore: poller.WakeData moved: see the event tags in driver.go")
+	}
 	p, err := poller.Open(512)
 	if err != nil {
 		return nil, err
@@ -35,54 +42,61 @@ func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	return &epollDriver{l: l, p: p, buf: make([]byte, cfg.BufferSize), lnfd: -1, iov: make([]unix.Iovec, 0, 64)}, nil
 }
 
-func connData(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }
+func connTag(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }
 
 func (d *epollDriver) listen(fd int) error {
-	d.lnfd = fd
-	d.syscalls++
-	return d.p.Add(fd, poller.In, listenerData)
+	d.calls++
+	if err := d.p.Add(fd, poller.In, epollListenerTag); err != nil {
+		return err
+	}
+	d.lnfd, d.lnRegistered = fd, true
+	return nil
+}
+
+// register puts the listener in the epoll set.
+func (d *epollDriver) register() {
+	if d.lnfd < 0 || d.lnRegistered {
+		return
+	}
+	d.calls++
+	if err := d.p.Add(d.lnfd, poller.In, epollListenerTag); err != nil {
+		d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
+		return
+	}
+	d.lnRegistered = true
+}
+
+// unregister takes the listener out of the epoll set.
+func (d *epollDriver) unregister() {
+	if d.lnfd >= 0 && d.lnRegistered {
+		d.calls++
+		_ = d.p.Delete(d.lnfd)
+		d.lnRegistered = false
+	}
 }
 
 func (d *epollDriver) stopListening() {
-	if d.lnfd >= 0 && !d.held {
-		d.syscalls++
-		_ = d.p.Delete(d.lnfd)
-	}
+	d.unregister()
 	d.lnfd = -1
 }
 
-func (d *epollDriver) pauseAccept() {
-	if d.lnfd >= 0 && !d.held {
-		d.held = true
-		d.syscalls++
-		_ = d.p.Delete(d.lnfd)
-	}
-}
-
-func (d *epollDriver) resumeAccept() {
-	if d.lnfd >= 0 && d.held {
-		d.held = false
-		d.syscalls++
-		if err := d.p.Add(d.lnfd, poller.In, listenerData); err != nil {
-			d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
-		}
-	}
-}
+func (d *epollDriver) pauseAccept()  { d.unregister() }
+func (d *epollDriver) resumeAccept() { d.register() }
 
 func (d *epollDriver) pauseRead(c *Conn)  { d.update(c) }
 func (d *epollDriver) resumeRead(c *Conn) { d.update(c) }
 
 func (d *epollDriver) start(c *Conn) error {
-	d.syscalls++
-	return d.p.Add(c.fd, poller.In|poller.RDHup, connData(c))
+	d.calls++
+	return d.p.Add(c.fd, poller.In|poller.RDHup, connTag(c))
 }
 
 func (d *epollDriver) events(c *Conn) uint32 {
 	var ev uint32
-	if c.state&(stEOF|stRecvEOF|stPaused) == 0 {
+	if c.wantsInput() {
 		ev |= poller.In | poller.RDHup
 	}
-	if c.state&stPollOut != 0 {
+	if c.ep.pollOut {
 		ev |= poller.Out
 	}
 	return ev
@@ -97,61 +111,62 @@ func (d *epollDriver) update(c *Conn) {
 	ev := d.events(c)
 	var err error
 	switch {
-	case ev == 0 && c.state&stUnpolled != 0:
+	case ev == 0 && c.ep.unpolled:
 		return
 	case ev == 0:
-		c.state |= stUnpolled
+		c.ep.unpolled = true
 		err = d.p.Delete(c.fd)
-	case c.state&stUnpolled != 0:
-		c.state &^= stUnpolled
-		err = d.p.Add(c.fd, ev, connData(c))
+	case c.ep.unpolled:
+		c.ep.unpolled = false
+		err = d.p.Add(c.fd, ev, connTag(c))
 	default:
-		err = d.p.Modify(c.fd, ev, connData(c))
+		err = d.p.Modify(c.fd, ev, connTag(c))
 	}
-	d.syscalls++
+	d.calls++
 	if err != nil {
 		d.l.fail(c, "write", err)
 	}
 }
 
 func (d *epollDriver) write(c *Conn, p []byte) {
-	if len(c.out) > 0 || c.state&stPollOut != 0 {
-		c.appendOut(p)
+	if c.out.buffered() > 0 || c.ep.pollOut {
+		c.out.add(d.l, p)
 		return
 	}
-	n, errno := d.rawWrite(c.fd, p)
+	d.calls++
+	n, errno := poller.Write(c.fd, p)
 	if errno != 0 && errno != unix.EAGAIN {
 		d.l.fail(c, "write", errnoErr("write", errno))
 		return
 	}
-	d.l.cnt.bytesOut += uint64(n)
+	d.l.wroteDirect(n)
 	if n < len(p) {
-		c.appendOut(p[n:])
-		c.state |= stPollOut
-		d.update(c)
+		c.out.add(d.l, p[n:])
+		d.waitWritable(c)
 	}
 }
 
 func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
-	if len(c.out) > 0 || c.state&stPollOut != 0 || len(bufs) > cap(d.iov) {
+	if c.out.buffered() > 0 || c.ep.pollOut || len(bufs) > cap(d.iov) {
 		for _, b := range bufs {
-			c.appendOut(b)
+			c.out.add(d.l, b)
 		}
-		d.flush(c)
+		if !c.ep.pollOut {
+			d.writeOut(c)
+		}
 		return
 	}
 	iov := d.iov[:0]
 	for _, b := range bufs {
 		if len(b) > 0 {
-			v := unix.Iovec{Base: unsafe.SliceData(b)}
-			v.SetLen(len(b))
+			var v unix.Iovec
+			poller.SetIovec(&v, b)
 			iov = append(iov, v)
 		}
 	}
-	d.syscalls++
-	r, _, errno := unix.RawSyscall(unix.SYS_WRITEV, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(iov))), uintptr(len(iov)))
+	d.calls++
+	n, errno := poller.Writev(c.fd, iov)
 	clear(iov)
-	n := int(r)
 	if errno != 0 {
 		if errno != unix.EAGAIN {
 			d.l.fail(c, "write", errnoErr("writev", errno))
@@ -159,76 +174,58 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 		}
 		n = 0
 	}
-	d.l.cnt.bytesOut += uint64(n)
+	d.l.wroteDirect(n)
 	for _, b := range bufs {
 		if n >= len(b) {
 			n -= len(b)
 			continue
 		}
-		c.appendOut(b[n:])
+		c.out.add(d.l, b[n:])
 		n = 0
 	}
-	if len(c.out) > 0 {
-		c.state |= stPollOut
+	if c.out.buffered() > 0 {
+		d.waitWritable(c)
+	}
+}
+
+// waitWritable registers c for writability: bytes are queued.
+func (d *epollDriver) waitWritable(c *Conn) {
+	if !c.ep.pollOut {
+		c.ep.pollOut = true
 		d.update(c)
 	}
 }
 
-func (d *epollDriver) flush(c *Conn) {
-	if len(c.out) > 0 && c.state&stPollOut == 0 {
-		d.writeOut(c)
-	}
-}
-
-// writeOut sends queued output; called when the socket is writable.
+// writeOut sends queued bytes while the socket takes them; called when it
+// is writable.
 func (d *epollDriver) writeOut(c *Conn) {
-	for len(c.out) > 0 {
-		n, errno := d.rawWrite(c.fd, c.out)
-		if errno == unix.EAGAIN {
+	for {
+		p := c.out.pending()
+		if len(p) == 0 {
 			break
 		}
+		d.calls++
+		n, errno := poller.Write(c.fd, p)
+		if errno == unix.EAGAIN {
+			d.waitWritable(c)
+			return
+		}
+		var err error
 		if errno != 0 {
-			d.l.fail(c, "write", errnoErr("write", errno))
-			return
+			err, n = errnoErr("write", errno), 0
 		}
-		d.l.cnt.bytesOut += uint64(n)
-		c.out = c.out[:copy(c.out, c.out[n:])]
-		d.l.sentSome(c)
-		if c.state&stClosed != 0 {
-			return
+		if !d.l.sendResult(c, n, err) {
+			break
 		}
 	}
-	if len(c.out) > 0 {
-		if c.state&stPollOut == 0 {
-			c.state |= stPollOut
-			d.update(c)
-		}
-		return
-	}
-	d.l.putBuf(c.out)
-	c.out = nil
-	if c.state&stPollOut != 0 {
-		c.state &^= stPollOut
+	if c.ep.pollOut && !c.closed() {
+		c.ep.pollOut = false
 		d.update(c)
 	}
-	d.l.drained(c)
-}
-
-func (d *epollDriver) rawWrite(fd int, p []byte) (int, unix.Errno) {
-	d.syscalls++
-	r, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(p))), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(r), 0
 }
 
 func (d *epollDriver) shutdownWrite(c *Conn) {
-	if c.state&(stClosed|stWriteShut) != 0 {
-		return
-	}
-	c.state |= stWriteShut
-	d.syscalls++
+	d.calls++
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		d.l.fail(c, "shutdown", os.NewSyscallError("shutdown", err))
 	}
@@ -236,7 +233,7 @@ func (d *epollDriver) shutdownWrite(c *Conn) {
 
 func (d *epollDriver) release(c *Conn) {
 	if c.fd >= 0 {
-		d.syscalls++
+		d.calls++
 		unix.Close(c.fd) // also leaves the epoll set: nothing else holds the file
 		c.fd = -1
 	}
@@ -244,36 +241,35 @@ func (d *epollDriver) release(c *Conn) {
 }
 
 func (d *epollDriver) connect(c *Conn, ds *dialState) error {
-	d.syscalls++
-	_, _, errno := unix.RawSyscall(unix.SYS_CONNECT, uintptr(c.fd), uintptr(unsafe.Pointer(&ds.sa)), uintptr(ds.salen))
-	if errno != 0 && errno != unix.EINPROGRESS {
+	d.calls++
+	if errno := poller.Connect(c.fd, unsafe.Pointer(&ds.sa), ds.salen); errno != 0 && errno != unix.EINPROGRESS {
 		return errnoErr("connect", errno)
 	}
-	d.syscalls++
-	return d.p.Add(c.fd, poller.Out, connData(c))
+	d.calls++
+	return d.p.Add(c.fd, poller.Out, connTag(c))
 }
 
 func (d *epollDriver) poll(timeout time.Duration) error {
-	d.syscalls++
+	d.calls++
 	evs, err := d.p.Wait(timeout)
 	if err != nil {
 		return err
 	}
 	l := d.l
 	l.awoke()
-	l.cnt.completions += uint64(len(evs))
+	l.cnt[sCompletions] += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
 		switch data := ev.Data(); data {
-		case poller.WakeData:
-			d.syscalls++
+		case epollWakeTag:
+			d.calls++
 			d.p.Drain()
 			l.runPosted()
-		case listenerData:
+		case epollListenerTag:
 			d.acceptAll()
 		default:
 			c := l.conn(uint32(data), uint32(data>>32))
-			if c == nil || c.state&stClosed != 0 {
+			if c == nil || c.closed() {
 				continue
 			}
 			d.ready(c, ev.Events())
@@ -285,7 +281,7 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 func (d *epollDriver) ready(c *Conn, events uint32) {
 	l := d.l
 	if c.state&stConnecting != 0 {
-		d.syscalls++
+		d.calls++
 		soerr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
 		if err == nil && soerr != 0 {
 			err = unix.Errno(soerr)
@@ -294,7 +290,7 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 			l.connected(c, os.NewSyscallError("connect", err))
 			return
 		}
-		d.syscalls++
+		d.calls++
 		if err := d.p.Delete(c.fd); err != nil {
 			l.connected(c, err)
 			return
@@ -302,71 +298,59 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 		l.connected(c, nil)
 		return
 	}
-	read, write := readiness(events, c.state)
+	read, write := readiness(events, c)
 	if read {
 		d.read(c)
 	}
-	if write && c.state&stClosed == 0 {
+	if write && !c.closed() {
 		d.writeOut(c)
 	}
 }
 
 // readiness turns a connection's epoll events into what to do: read when
-// it is readable, hung up or in error and reading is not over or paused;
-// write when it is writable, and also (as Go's netpoll does) on a hang-up
-// or an error while it waits to write, so that the write reports the
-// error instead of the queue waiting for a writability that never comes.
-func readiness(events uint32, st connState) (read, write bool) {
-	read = events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && st&(stEOF|stRecvEOF|stPaused) == 0
-	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && st&stPollOut != 0
+// it is readable, hung up or in error and the loop takes its input; write
+// when it is writable, and also (as Go's netpoll does) on a hang-up or an
+// error while it waits to write, so that the write reports the error
+// instead of the queue waiting for a writability that never comes.
+func readiness(events uint32, c *Conn) (read, write bool) {
+	read = events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.wantsInput()
+	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && c.ep.pollOut
 	return read, write
 }
 
 func (d *epollDriver) read(c *Conn) {
-	d.syscalls++
-	r, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(c.fd), uintptr(unsafe.Pointer(unsafe.SliceData(d.buf))), uintptr(len(d.buf)))
+	d.calls++
+	n, errno := poller.Read(c.fd, d.buf)
 	switch {
 	case errno == unix.EAGAIN:
+		return
 	case errno != 0:
-		d.l.fail(c, "read", errnoErr("read", errno))
-	case r == 0:
-		c.state |= stRecvEOF
-		d.l.eof(c)
-		if c.state&stClosed == 0 {
-			d.update(c) // stop polling for input
-		}
-	default:
-		d.l.received(c, d.buf[:r])
+		n = -int(errno)
+	}
+	d.l.readResult(c, d.buf, n, "read")
+	if n == 0 && !c.closed() {
+		d.update(c) // the stream ended: stop polling for input
 	}
 }
 
 func (d *epollDriver) acceptAll() {
 	l := d.l
 	for range 64 {
-		if d.lnfd < 0 || d.held {
+		if d.lnfd < 0 || !l.accepting() {
 			return
 		}
-		if !l.canAccept() {
-			l.capReached()
-			return
-		}
-		d.syscalls++
-		fd, _, errno := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(d.lnfd), 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
+		d.calls++
+		fd, errno := poller.Accept(d.lnfd)
 		if errno == unix.EAGAIN {
 			return
 		}
-		if errno != 0 {
-			// Per-connection errors are skipped. Out of descriptors or
-			// memory with a connection waiting pauses accepting for a
-			// back-off (connections wait in the kernel's backlog); with
-			// none waiting, the listener's next readiness says when to
-			// try again.
-			if l.acceptFailed(errnoErr("accept", errno), d.lnfd) == acceptSkip {
-				continue
-			}
+		// Out of descriptors or memory with a connection waiting holds
+		// accepting for a back-off (connections wait in the kernel's
+		// backlog); with none waiting, the listener's next readiness
+		// says when to try again.
+		if l.acceptResult(fd, errno, d.lnfd) != acceptNext {
 			return
 		}
-		l.accepted(int(fd))
 	}
 }
 
@@ -385,6 +369,8 @@ func (d *epollDriver) wake() {
 	}
 }
 
-func (d *epollDriver) enters() uint64 { return d.syscalls }
+func (d *epollDriver) syscalls() uint64 { return d.calls }
+
+func (d *epollDriver) waits() uint64 { return d.p.Waits() }
 
 func (d *epollDriver) close() error { return d.p.Close() }

@@ -45,6 +45,14 @@ type DrainHandler interface {
 	OnDrain(c *Conn)
 }
 
+// ShutdownHandler is implemented by handlers that want to know when a
+// graceful Shutdown begins, so that a protocol can say goodbye. It is
+// called once for every open connection; the connection stays open until
+// the handler (or the peer) closes it, or the shutdown deadline passes.
+type ShutdownHandler interface {
+	OnShutdown(c *Conn)
+}
+
 // HandlerFunc adapts a function to Handler.
 type HandlerFunc func(c *Conn, data []byte)
 

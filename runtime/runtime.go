@@ -57,7 +57,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	addr := cfg.Addr
 	for i, core := range cores {
 		l := &Loop{
-			cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger,
+			cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger, clock: time.Now,
 			done: make(chan struct{}),
 		}
 		chosen, err := rt.start(l, backend, addr)
@@ -197,12 +197,13 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 			l.d.close()
 			return 0, os.NewSyscallError("setsockopt", err)
 		}
+		l.ln = ln // before listen: the driver asks the loop whether it accepts
 		if err := l.d.listen(ln.Fd()); err != nil {
+			l.ln = nil
 			ln.Close()
 			l.d.close()
 			return 0, err
 		}
-		l.ln = ln
 	}
 	return l.backend, nil
 }
@@ -309,37 +310,4 @@ func (rt *Runtime) awaitLoops(stop <-chan struct{}, warn func(l *Loop, waited ti
 		}
 	}
 	return true
-}
-
-// ShutdownHandler is implemented by handlers that want to know when a
-// graceful Shutdown begins, so that a protocol can say goodbye. It is
-// called once for every open connection; the connection stays open until
-// the handler (or the peer) closes it, or the shutdown deadline passes.
-type ShutdownHandler interface {
-	OnShutdown(c *Conn)
-}
-
-// beginShutdown stops accepting and tells every connection's handler.
-func (l *Loop) beginShutdown() {
-	if l.stopping {
-		return
-	}
-	l.stopping = true
-	l.closeListener()
-	for _, c := range l.conns {
-		if c == nil || c.state&stClosed != 0 {
-			continue
-		}
-		if sh, ok := c.h.(ShutdownHandler); ok && c.state&stOpen != 0 {
-			l.notifyShutdown(sh, c)
-		}
-		if c.state&stClosed == 0 {
-			l.closeIfIdle(c)
-		}
-	}
-}
-
-func (l *Loop) notifyShutdown(sh ShutdownHandler, c *Conn) {
-	defer l.recoverConn(c)
-	sh.OnShutdown(c)
 }

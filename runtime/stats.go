@@ -6,8 +6,10 @@ import (
 )
 
 // Stats are a loop's counters, or their sum over a runtime. The loop counts
-// in plain fields and publishes them once per turn; reading them is safe
-// from any goroutine.
+// in plain fields and publishes them once per turn as one consistent
+// snapshot; reading them is safe from any goroutine, and the figures of one
+// Stats belong to the same moment (Accepts + Dials - Closes is the open
+// connections that are not dials in progress).
 type Stats struct {
 	// Loops is the number of loops summed (1 for one loop).
 	Loops int
@@ -26,13 +28,15 @@ type Stats struct {
 	// Turns counts loop iterations; Completions counts kernel events
 	// handled (io_uring completions, epoll events).
 	Turns, Completions uint64
-	// Enters counts system calls the loop made (io_uring_enter on the
-	// io_uring backend; epoll_wait, read, write, accept... on epoll).
-	Enters uint64
+	// Syscalls counts the system calls the loop's thread made (on
+	// io_uring nearly all are io_uring_enter; on epoll every read, write,
+	// accept and epoll_wait); Waits counts those of them that waited for
+	// the kernel (io_uring_enter with a wait, epoll_wait).
+	Syscalls, Waits uint64
 	// Posted and Timers count functions run from Post and timers.
 	Posted, Timers uint64
 
-	// Limits, each counted when it fires: accepting paused at MaxConns;
+	// Limits, each counted when it fires: accepting held at MaxConns;
 	// connections closed for idling, for their lifetime, as slow
 	// consumers; reads paused for backpressure; receives deferred to a
 	// later turn by the turn budget; handler panics recovered.
@@ -47,7 +51,8 @@ type Stats struct {
 	// PostRejects counts Posts refused at MaxPosted; GoRejects, Go calls
 	// refused at MaxGo; GoDropped, continuations of Go that could not run
 	// because the loop had stopped; GoRunning is how many Go goroutines
-	// run now.
+	// run now. (These four are written by other goroutines and read
+	// beside the snapshot.)
 	PostRejects, GoRejects, GoDropped, GoRunning uint64
 	// PooledBytes is the size of the outbound buffers kept for reuse now;
 	// MappedBytes, of the outbound buffers held as anonymous mappings now
@@ -69,110 +74,161 @@ type Stats struct {
 	PostedBatchMax         uint64
 }
 
-// Add returns the sum of s and o.
+// stat indexes the loop's counters. Each one is named once more, in
+// statTable: where it goes in Stats and how loops add up.
+type stat int
+
+const (
+	sAccepts stat = iota
+	sDials
+	sCloses
+	sOpen
+	sAcceptErrors
+	sBytesIn
+	sBytesOut
+	sTurns
+	sCompletions
+	sSyscalls
+	sWaits
+	sPosted
+	sTimers
+	sCapPauses
+	sIdleTimeouts
+	sLifetimeCloses
+	sSlowConsumers
+	sPauses
+	sDeferrals
+	sPanics
+	sWriteTimeouts
+	sLingerTimeouts
+	sPaused
+	sPostRejects
+	sGoRejects
+	sGoDropped
+	sGoRunning
+	sPooledBytes
+	sMappedBytes
+	sCQOverflows
+	sLagP50
+	sLagP99
+	sLagMax
+	sPostedBatchMax
+	numStats
+)
+
+// statField says where a counter goes in Stats (a count, or a duration)
+// and whether loops add up by sum or by maximum.
+type statField struct {
+	n   func(*Stats) *uint64
+	d   func(*Stats) *time.Duration
+	max bool
+}
+
+var statTable = [numStats]statField{
+	sAccepts:        {n: func(s *Stats) *uint64 { return &s.Accepts }},
+	sDials:          {n: func(s *Stats) *uint64 { return &s.Dials }},
+	sCloses:         {n: func(s *Stats) *uint64 { return &s.Closes }},
+	sOpen:           {n: func(s *Stats) *uint64 { return &s.Open }},
+	sAcceptErrors:   {n: func(s *Stats) *uint64 { return &s.AcceptErrors }},
+	sBytesIn:        {n: func(s *Stats) *uint64 { return &s.BytesIn }},
+	sBytesOut:       {n: func(s *Stats) *uint64 { return &s.BytesOut }},
+	sTurns:          {n: func(s *Stats) *uint64 { return &s.Turns }},
+	sCompletions:    {n: func(s *Stats) *uint64 { return &s.Completions }},
+	sSyscalls:       {n: func(s *Stats) *uint64 { return &s.Syscalls }},
+	sWaits:          {n: func(s *Stats) *uint64 { return &s.Waits }},
+	sPosted:         {n: func(s *Stats) *uint64 { return &s.Posted }},
+	sTimers:         {n: func(s *Stats) *uint64 { return &s.Timers }},
+	sCapPauses:      {n: func(s *Stats) *uint64 { return &s.CapPauses }},
+	sIdleTimeouts:   {n: func(s *Stats) *uint64 { return &s.IdleTimeouts }},
+	sLifetimeCloses: {n: func(s *Stats) *uint64 { return &s.LifetimeCloses }},
+	sSlowConsumers:  {n: func(s *Stats) *uint64 { return &s.SlowConsumers }},
+	sPauses:         {n: func(s *Stats) *uint64 { return &s.Pauses }},
+	sDeferrals:      {n: func(s *Stats) *uint64 { return &s.Deferrals }},
+	sPanics:         {n: func(s *Stats) *uint64 { return &s.Panics }},
+	sWriteTimeouts:  {n: func(s *Stats) *uint64 { return &s.WriteTimeouts }},
+	sLingerTimeouts: {n: func(s *Stats) *uint64 { return &s.LingerTimeouts }},
+	sPaused:         {n: func(s *Stats) *uint64 { return &s.Paused }},
+	sPostRejects:    {n: func(s *Stats) *uint64 { return &s.PostRejects }},
+	sGoRejects:      {n: func(s *Stats) *uint64 { return &s.GoRejects }},
+	sGoDropped:      {n: func(s *Stats) *uint64 { return &s.GoDropped }},
+	sGoRunning:      {n: func(s *Stats) *uint64 { return &s.GoRunning }},
+	sPooledBytes:    {n: func(s *Stats) *uint64 { return &s.PooledBytes }},
+	sMappedBytes:    {n: func(s *Stats) *uint64 { return &s.MappedBytes }},
+	sCQOverflows:    {n: func(s *Stats) *uint64 { return &s.CQOverflows }},
+	sLagP50:         {d: func(s *Stats) *time.Duration { return &s.LagP50 }, max: true},
+	sLagP99:         {d: func(s *Stats) *time.Duration { return &s.LagP99 }, max: true},
+	sLagMax:         {d: func(s *Stats) *time.Duration { return &s.LagMax }, max: true},
+	sPostedBatchMax: {n: func(s *Stats) *uint64 { return &s.PostedBatchMax }, max: true},
+}
+
+// get returns counter i of s.
+func (s *Stats) get(i stat) uint64 {
+	if f := statTable[i]; f.n != nil {
+		return *f.n(s)
+	}
+	return uint64(*statTable[i].d(s))
+}
+
+// set stores v as counter i of s.
+func (s *Stats) set(i stat, v uint64) {
+	if f := statTable[i]; f.n != nil {
+		*f.n(s) = v
+		return
+	}
+	*statTable[i].d(s) = time.Duration(v)
+}
+
+// Add returns the sum of s and o (the maximum, for the signals).
 func (s Stats) Add(o Stats) Stats {
 	s.Loops += o.Loops
-	s.Accepts += o.Accepts
-	s.Dials += o.Dials
-	s.Closes += o.Closes
-	s.Open += o.Open
-	s.AcceptErrors += o.AcceptErrors
-	s.BytesIn += o.BytesIn
-	s.BytesOut += o.BytesOut
-	s.Turns += o.Turns
-	s.Completions += o.Completions
-	s.Enters += o.Enters
-	s.Posted += o.Posted
-	s.Timers += o.Timers
-	s.CapPauses += o.CapPauses
-	s.IdleTimeouts += o.IdleTimeouts
-	s.LifetimeCloses += o.LifetimeCloses
-	s.SlowConsumers += o.SlowConsumers
-	s.Pauses += o.Pauses
-	s.Deferrals += o.Deferrals
-	s.Panics += o.Panics
-	s.WriteTimeouts += o.WriteTimeouts
-	s.PostRejects += o.PostRejects
-	s.GoRejects += o.GoRejects
-	s.GoDropped += o.GoDropped
-	s.GoRunning += o.GoRunning
-	s.PooledBytes += o.PooledBytes
-	s.MappedBytes += o.MappedBytes
-	s.LingerTimeouts += o.LingerTimeouts
-	s.Paused += o.Paused
-	s.CQOverflows += o.CQOverflows
-	s.LagP50 = max(s.LagP50, o.LagP50)
-	s.LagP99 = max(s.LagP99, o.LagP99)
-	s.LagMax = max(s.LagMax, o.LagMax)
-	s.PostedBatchMax = max(s.PostedBatchMax, o.PostedBatchMax)
+	for i := range numStats {
+		a, b := s.get(i), o.get(i)
+		if statTable[i].max {
+			s.set(i, max(a, b))
+		} else {
+			s.set(i, a+b)
+		}
+	}
 	return s
 }
 
-// counters are the loop's own plain counters.
-type counters struct {
-	accepts, dials, closes, acceptErrors uint64
-	bytesIn, bytesOut                    uint64
-	turns, completions                   uint64
-	posted, timers                       uint64
-	capPauses, idleTimeouts              uint64
-	lifetimeCloses, slowConsumers        uint64
-	pauses, deferrals, panics            uint64
-	writeTimeouts, lingerTimeouts        uint64
-	cqOverflows                          uint64
+// published is a loop's snapshot, written by the loop once per turn and
+// read by Stats from any goroutine. seq is odd while the loop writes it: a
+// reader that sees an odd or changed seq reads again (a sequence lock), so
+// a snapshot never mixes two turns.
+type published struct {
+	seq  atomic.Uint64
+	vals [numStats]atomic.Uint64
+	last [numStats]uint64 // what vals holds, for the loop alone
 }
 
-// publishedStats are the counters as other goroutines read them. Only the
-// loop writes them.
-type publishedStats struct {
-	accepts, dials, closes, open, acceptErrors atomic.Uint64
-	bytesIn, bytesOut                          atomic.Uint64
-	turns, completions, enters                 atomic.Uint64
-	posted, timers                             atomic.Uint64
-	capPauses, idleTimeouts                    atomic.Uint64
-	lifetimeCloses, slowConsumers              atomic.Uint64
-	pauses, deferrals, panics, paused          atomic.Uint64
-	writeTimeouts, lingerTimeouts              atomic.Uint64
-	pooledBytes, mappedBytes                   atomic.Uint64
-	cqOverflows                                atomic.Uint64
-	lagP50, lagP99, lagMax, postedBatch        atomic.Int64
-}
-
+// publish fills in the gauges and publishes the counters.
 func (l *Loop) publish() {
-	p, c := &l.pub, &l.cnt
-	p.accepts.Store(c.accepts)
-	p.dials.Store(c.dials)
-	p.closes.Store(c.closes)
-	p.open.Store(uint64(l.open))
-	p.acceptErrors.Store(c.acceptErrors)
-	p.bytesIn.Store(c.bytesIn)
-	p.bytesOut.Store(c.bytesOut)
-	p.turns.Store(c.turns)
-	p.completions.Store(c.completions)
-	p.enters.Store(l.d.enters())
-	p.posted.Store(c.posted)
-	p.timers.Store(c.timers)
-	p.capPauses.Store(c.capPauses)
-	p.idleTimeouts.Store(c.idleTimeouts)
-	p.lifetimeCloses.Store(c.lifetimeCloses)
-	p.slowConsumers.Store(c.slowConsumers)
-	p.pauses.Store(c.pauses)
-	p.deferrals.Store(c.deferrals)
-	p.panics.Store(c.panics)
-	p.writeTimeouts.Store(c.writeTimeouts)
-	p.lingerTimeouts.Store(c.lingerTimeouts)
-	p.pooledBytes.Store(uint64(l.bufs.pooledBytes))
-	p.mappedBytes.Store(uint64(l.bufs.mappedBytes))
-	p.paused.Store(uint64(l.paused))
-	p.cqOverflows.Store(c.cqOverflows)
+	c := &l.cnt
+	c[sOpen] = uint64(l.open)
+	c[sPaused] = uint64(l.paused)
+	c[sSyscalls] = l.d.syscalls()
+	c[sWaits] = l.d.waits()
+	c[sPooledBytes] = uint64(l.bufs.pooledBytes)
+	c[sMappedBytes] = uint64(l.bufs.mappedBytes)
 	if l.now.Sub(l.lagWindow) >= signalWindow {
-		p.lagP50.Store(l.lag.Quantile(0.5))
-		p.lagP99.Store(l.lag.Quantile(0.99))
-		p.lagMax.Store(l.lag.Max())
-		p.postedBatch.Store(int64(l.postedBatch))
+		c[sLagP50] = uint64(l.lag.Quantile(0.5))
+		c[sLagP99] = uint64(l.lag.Quantile(0.99))
+		c[sLagMax] = uint64(l.lag.Max())
+		c[sPostedBatchMax] = uint64(l.postedBatch)
 		l.lag.Reset()
 		l.postedBatch = 0
 		l.lagWindow = l.now
 	}
+	p := &l.pub
+	p.seq.Add(1)
+	for i := range c {
+		if c[i] != p.last[i] { // a busy turn changes a handful
+			p.vals[i].Store(c[i])
+			p.last[i] = c[i]
+		}
+	}
+	p.seq.Add(1)
 }
 
 // signalWindow is how often the loop publishes its lag percentiles.
@@ -181,42 +237,23 @@ const signalWindow = time.Second
 // Stats returns the loop's counters as of its last turn. It is safe for
 // concurrent use.
 func (l *Loop) Stats() Stats {
+	s := Stats{Loops: 1}
 	p := &l.pub
-	return Stats{
-		Loops:        1,
-		Accepts:      p.accepts.Load(),
-		Dials:        p.dials.Load(),
-		Closes:       p.closes.Load(),
-		Open:         p.open.Load(),
-		AcceptErrors: p.acceptErrors.Load(),
-		BytesIn:      p.bytesIn.Load(),
-		BytesOut:     p.bytesOut.Load(),
-		Turns:        p.turns.Load(),
-		Completions:  p.completions.Load(),
-		Enters:       p.enters.Load(),
-		Posted:       p.posted.Load(),
-		Timers:       p.timers.Load(),
-
-		CapPauses:      p.capPauses.Load(),
-		IdleTimeouts:   p.idleTimeouts.Load(),
-		LifetimeCloses: p.lifetimeCloses.Load(),
-		SlowConsumers:  p.slowConsumers.Load(),
-		Pauses:         p.pauses.Load(),
-		Deferrals:      p.deferrals.Load(),
-		Panics:         p.panics.Load(),
-		WriteTimeouts:  p.writeTimeouts.Load(),
-		LingerTimeouts: p.lingerTimeouts.Load(),
-		PostRejects:    l.postRejects.Load(),
-		PooledBytes:    p.pooledBytes.Load(),
-		MappedBytes:    p.mappedBytes.Load(),
-		GoRejects:      l.goRejects.Load(),
-		GoDropped:      l.goDropped.Load(),
-		GoRunning:      uint64(max(l.goRunning.Load(), 0)),
-		Paused:         p.paused.Load(),
-		CQOverflows:    p.cqOverflows.Load(),
-		LagP50:         time.Duration(p.lagP50.Load()),
-		LagP99:         time.Duration(p.lagP99.Load()),
-		LagMax:         time.Duration(p.lagMax.Load()),
-		PostedBatchMax: uint64(p.postedBatch.Load()),
+	for {
+		seq := p.seq.Load()
+		if seq&1 != 0 {
+			continue // the loop is publishing: a few stores
+		}
+		for i := range numStats {
+			s.set(i, p.vals[i].Load())
+		}
+		if p.seq.Load() == seq {
+			break
+		}
 	}
+	s.PostRejects = l.postRejects.Load()
+	s.GoRejects = l.goRejects.Load()
+	s.GoDropped = l.goDropped.Load()
+	s.GoRunning = uint64(max(l.goRunning.Load(), 0))
+	return s
 }

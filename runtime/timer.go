@@ -34,7 +34,7 @@ func (t *Timer) Stop() bool {
 // was pending.
 func (t *Timer) Reset(d time.Duration) bool {
 	pending := t.Stop()
-	t.when = time.Now().Add(d)
+	t.when = t.loop.clock().Add(d)
 	t.loop.timers.push(t)
 	return pending
 }
@@ -52,7 +52,7 @@ func (l *Loop) runTimers() {
 			return
 		}
 		l.timers.remove(t)
-		l.cnt.timers++
+		l.cnt[sTimers]++
 		l.safely("timer", t.f)
 	}
 }

@@ -26,8 +26,6 @@ const (
 	kindShutdown
 	kindConnect
 	kindWake
-
-	genMask = 1<<24 - 1
 )
 
 func userData(kind uint8, slot, gen uint32) uint64 {
@@ -50,11 +48,11 @@ type uringDriver struct {
 
 	cqes []ring.Completion
 
-	lnfd       int
-	acceptOp   uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
-	awaitConn  bool  // the descriptor table was full with none waiting: poll first
-	acceptHeld bool  // accepting is paused (cap or back-off)
-	loopOps    int   // listener and cancel operations in flight
+	lnfd      int
+	acceptOp  uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
+	awaitConn bool  // the descriptor table was full with none waiting: poll first
+	loopOps   int   // listener and cancel operations in flight
+	waitsN    uint64
 
 	wakefd  int
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
@@ -67,14 +65,45 @@ type uringDriver struct {
 	retry, spareRetry []*Conn
 
 	// Receives held back by the turn budget, in arrival order, and the
-	// spare list they are moved to while being handled; held counts those
-	// that still hold a provided buffer.
+	// spare list they are moved to while being handled; heldBufs counts
+	// the deferred receives (here or parked on a paused connection) that
+	// still hold a provided buffer.
 	deferred, spare []deferredRecv
-	held            int
+	heldBufs        int
 	// bufsTouched says a receive filled a provided buffer since the
 	// buffers' pages were last given back.
 	bufsTouched bool
 }
+
+// uringConn is the io_uring driver's own state of a connection.
+type uringConn struct {
+	// ops counts operations the kernel still holds for the connection;
+	// the slot is freed when a closed connection has none.
+	ops   int
+	flags uringFlags
+	// The turn budget: bytes delivered in turn turnStamp, and receives
+	// waiting for a later turn (on the loop's queue or parked).
+	turnStamp uint64
+	turnBytes int
+	deferred  int
+	// Deferred receives that arrived while reading was paused: they wait
+	// here, not on the loop's queue, until reading resumes.
+	parked []deferredRecv
+}
+
+// uringFlags are the io_uring driver's flags of a connection.
+type uringFlags uint8
+
+const (
+	ufRecvArmed     uringFlags = 1 << iota // a receive is armed (multishot, or one buffer when throttled)
+	ufRecvEOF                              // the kernel reported the end of the stream (delivery may wait)
+	ufDirty                                // on this turn's send list
+	ufBudgetHeld                           // receiving stopped while its deferred receives wait
+	ufThrottled                            // receiving one buffer at a time after going over budget
+	ufRecvCancel                           // the armed receive's cancel is queued
+	ufSendCancel                           // the send in flight's cancel is queued
+	ufReleasing                            // closed, its cancels or close still to be queued
+)
 
 // deferredRecv is a receive completion whose delivery waits for a later
 // turn; its buffer stays out of the kernel's ring until then. n == 0 is the
@@ -154,7 +183,7 @@ func (d *uringDriver) listen(fd int) error {
 // fails an accept at once while the descriptor table is full, so an accept
 // armed then would fail again with nobody to refuse.
 func (d *uringDriver) armAccept() error {
-	if d.lnfd < 0 || d.acceptOp != 0 || d.acceptHeld {
+	if d.lnfd < 0 || d.acceptOp != 0 || !d.l.accepting() {
 		return nil
 	}
 	var err error
@@ -189,8 +218,9 @@ func (d *uringDriver) stopListening() {
 	d.cancelAccept()
 }
 
+// pauseAccept cancels a multishot accept; a single accept (with a cap) is
+// left to complete, and nextAccept arms none while accepting is held.
 func (d *uringDriver) pauseAccept() {
-	d.acceptHeld = true
 	if d.multishotAccept() {
 		d.cancelAccept()
 	}
@@ -200,24 +230,14 @@ func (d *uringDriver) pauseAccept() {
 // connection cap.
 func (d *uringDriver) multishotAccept() bool { return d.l.cfg.MaxConns == 0 }
 
-func (d *uringDriver) resumeAccept() {
-	d.acceptHeld = false
-	d.rearmAccept()
-}
+func (d *uringDriver) resumeAccept() { d.rearmAccept() }
 
 func (d *uringDriver) pauseRead(c *Conn) { d.cancelRecv(c) }
 
 // cancelRecv cancels c's armed receive, if any, and reports false when the
 // cancel could not be queued.
 func (d *uringDriver) cancelRecv(c *Conn) bool {
-	if c.state&(stRecvArmed|stRecvCancel) != stRecvArmed {
-		return true
-	}
-	if !d.cancel(c, kindRecv) {
-		return false
-	}
-	c.state |= stRecvCancel
-	return true
+	return d.cancelOnce(c, c.ur.flags&ufRecvArmed != 0, ufRecvCancel, kindRecv)
 }
 
 // cancel queues a cancel of c's operation of kind, found by its user data:
@@ -232,7 +252,7 @@ func (d *uringDriver) cancel(c *Conn, kind uint8) bool {
 	if d.r.PrepareCancel(userData(kind, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) != nil {
 		return false
 	}
-	c.ops++
+	c.ur.ops++
 	return true
 }
 
@@ -249,21 +269,21 @@ func faultInjected(kind uint8) bool {
 func (d *uringDriver) resumeRead(c *Conn) {
 	// What arrived while c was paused is delivered first, in order, from
 	// the next turn on.
-	if len(c.parked) > 0 {
-		d.deferred = append(d.deferred, c.parked...)
-		clear(c.parked)
-		c.parked = c.parked[:0]
+	if u := &c.ur; len(u.parked) > 0 {
+		d.deferred = append(d.deferred, u.parked...)
+		clear(u.parked)
+		u.parked = u.parked[:0]
 	}
 	// The receive re-arms once the cancelled one has completed, if it
 	// has not yet.
-	if c.state&stRecvArmed == 0 {
+	if c.ur.flags&ufRecvArmed == 0 {
 		d.rearm = append(d.rearm, c)
 	}
 }
 
 func (d *uringDriver) start(c *Conn) error {
 	var err error
-	if c.state&stThrottled != 0 {
+	if c.ur.flags&ufThrottled != 0 {
 		// A connection that recently went over its turn budget receives
 		// one buffer at a time, so that it cannot take every provided
 		// buffer from the others.
@@ -274,55 +294,54 @@ func (d *uringDriver) start(c *Conn) error {
 	if err != nil {
 		return err
 	}
-	c.ops++
-	c.state |= stRecvArmed
+	c.ur.ops++
+	c.ur.flags |= ufRecvArmed
 	return nil
 }
 
 func (d *uringDriver) write(c *Conn, p []byte) {
-	c.appendOut(p)
-	d.flush(c)
+	c.out.add(d.l, p)
+	d.markDirty(c)
 }
 
 func (d *uringDriver) writev(c *Conn, bufs [][]byte) {
 	for _, b := range bufs {
-		c.appendOut(b)
+		c.out.add(d.l, b)
 	}
-	d.flush(c)
+	d.markDirty(c)
 }
 
-// flush puts c on this turn's send list; the sends are prepared just before
-// the loop enters the kernel, so that every write of the turn goes out in
-// one send per connection and one enter for all of them.
-func (d *uringDriver) flush(c *Conn) {
-	if c.sending == nil && c.state&stDirty == 0 && len(c.out) > 0 {
-		c.state |= stDirty
+// markDirty puts c on this turn's send list; the sends are prepared just
+// before the loop enters the kernel, so that every write of the turn goes
+// out in one send per connection and one enter for all of them. A
+// connection with a send in flight is left off: its completion sends the
+// rest.
+func (d *uringDriver) markDirty(c *Conn) {
+	if !c.out.inFlight() && c.ur.flags&ufDirty == 0 {
+		c.ur.flags |= ufDirty
 		d.dirty = append(d.dirty, c)
 	}
 }
 
+// send prepares a send of the next bytes of c's queue, at most maxSend.
 func (d *uringDriver) send(c *Conn) {
-	if c.state&stClosed != 0 || c.sending != nil || len(c.out) == 0 {
+	p := c.out.pending()
+	if c.closed() || len(p) == 0 {
 		return
 	}
-	c.sending, c.out, c.sent = c.out, nil, 0
-	if err := d.r.PrepareSend(c.fd, sendChunk(c.sending), userData(kindSend, c.slot, c.gen)); err != nil {
+	if err := d.r.PrepareSend(c.fd, p[:min(len(p), maxSend)], userData(kindSend, c.slot, c.gen)); err != nil {
 		d.l.fail(c, "write", err)
 		return
 	}
-	c.ops++
+	c.ur.ops++
 }
 
 func (d *uringDriver) shutdownWrite(c *Conn) {
-	if c.state&(stClosed|stWriteShut) != 0 {
-		return
-	}
-	c.state |= stWriteShut
 	if err := d.r.PrepareShutdown(c.fd, unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)); err != nil {
 		d.l.fail(c, "shutdown", err)
 		return
 	}
-	c.ops++
+	c.ur.ops++
 }
 
 // release cancels what the kernel still holds of c (the armed receive, a
@@ -338,50 +357,53 @@ func (d *uringDriver) release(c *Conn) {
 	if c.fd < 0 {
 		return
 	}
+	u := &c.ur
 	d.dropParked(c)
 	if !d.cancelRecv(c) ||
-		!d.cancelOnce(c, c.sending != nil, stSendCancel, kindSend) ||
-		!d.cancelOnce(c, c.state&stConnecting != 0, stConnectCancel, kindConnect) ||
+		!d.cancelOnce(c, c.out.inFlight(), ufSendCancel, kindSend) ||
+		!d.cancelOnce(c, c.state&stConnecting != 0, 0, kindConnect) ||
 		!d.closeFd(c) {
-		if c.state&stReleasing == 0 {
-			c.state |= stReleasing
+		if u.flags&ufReleasing == 0 {
+			u.flags |= ufReleasing
 			d.retry = append(d.retry, c)
 		}
 		return
 	}
-	c.state &^= stReleasing
+	u.flags &^= ufReleasing
 	c.fd = -1
-	if c.ops == 0 {
+	if u.ops == 0 {
 		d.l.freeSlot(c)
 	}
 }
 
 // dropParked gives back what a closed connection held while paused.
 func (d *uringDriver) dropParked(c *Conn) {
-	for i, r := range c.parked {
-		c.parked[i] = deferredRecv{}
-		c.deferred--
+	u := &c.ur
+	for i, r := range u.parked {
+		u.parked[i] = deferredRecv{}
+		u.deferred--
 		switch {
 		case r.copy != nil:
 			d.l.putBuf(r.copy)
 		case r.n > 0:
-			d.held--
+			d.heldBufs--
 			d.br.Recycle(r.id)
 		}
 	}
-	c.parked = nil
+	u.parked = nil
 }
 
-// cancelOnce cancels c's operation of kind if inFlight and not cancelled
-// yet (flag); it reports false when the cancel could not be queued.
-func (d *uringDriver) cancelOnce(c *Conn, inFlight bool, flag connState, kind uint8) bool {
-	if !inFlight || c.state&flag != 0 {
+// cancelOnce cancels c's operation of kind if inFlight and its cancel is
+// not queued yet (flag; 0 for an operation that a release cancels once
+// anyway); it reports false when the cancel could not be queued.
+func (d *uringDriver) cancelOnce(c *Conn, inFlight bool, flag uringFlags, kind uint8) bool {
+	if !inFlight || c.ur.flags&flag != 0 {
 		return true
 	}
 	if !d.cancel(c, kind) {
 		return false
 	}
-	c.state |= flag
+	c.ur.flags |= flag
 	return true
 }
 
@@ -393,7 +415,7 @@ func (d *uringDriver) closeFd(c *Conn) bool {
 	if d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)) != nil {
 		return false
 	}
-	c.ops++
+	c.ur.ops++
 	return true
 }
 
@@ -404,7 +426,7 @@ func (d *uringDriver) retryReleases() {
 	d.retry = d.spareRetry[:0]
 	for i, c := range retry {
 		retry[i] = nil
-		c.state &^= stReleasing
+		c.ur.flags &^= ufReleasing
 		d.release(c)
 	}
 	d.spareRetry = retry[:0]
@@ -414,7 +436,7 @@ func (d *uringDriver) connect(c *Conn, ds *dialState) error {
 	if err := d.r.PrepareConnect(c.fd, unsafe.Pointer(&ds.sa), ds.salen, userData(kindConnect, c.slot, c.gen)); err != nil {
 		return err
 	}
-	c.ops++
+	c.ur.ops++
 	return nil
 }
 
@@ -425,14 +447,14 @@ func (d *uringDriver) connect(c *Conn, ds *dialState) error {
 // kilobytes a second is never taken for one that stopped.
 const maxSend = 256 << 10
 
-func sendChunk(p []byte) []byte { return p[:min(len(p), maxSend)] }
-
 // sendDirty prepares the sends of every connection that wrote this turn.
 func (d *uringDriver) sendDirty() {
 	for i, c := range d.dirty {
 		d.dirty[i] = nil
-		c.state &^= stDirty
-		d.send(c)
+		c.ur.flags &^= ufDirty
+		if !c.out.inFlight() {
+			d.send(c)
+		}
 	}
 	d.dirty = d.dirty[:0]
 }
@@ -453,6 +475,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		timeout = retryWait
 	}
 	if d.r.Ready() == 0 && len(d.deferred) == 0 {
+		d.waitsN++
 		err = d.r.SubmitAndWait(timeout)
 	} else {
 		err = d.r.Submit()
@@ -466,7 +489,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		// (IORING_FEAT_NODROP keeps them); reaping below makes room and
 		// the next enter delivers them. Counted: a sign the queue is
 		// too small for the load (Config.RingEntries).
-		d.l.cnt.cqOverflows++
+		d.l.cnt[sCQOverflows]++
 	}
 	if len(d.deferred) > 0 {
 		d.deliverDeferred()
@@ -476,7 +499,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		for i := 0; i < n; i++ {
 			d.dispatch(&d.cqes[i])
 		}
-		d.l.cnt.completions += uint64(n)
+		d.l.cnt[sCompletions] += uint64(n)
 		d.br.Publish()
 		if n < len(d.cqes) {
 			break
@@ -487,7 +510,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	}
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
-		if c.state&(stClosed|stClosing|stEOF|stRecvEOF|stPaused|stBudgetHeld|stRecvArmed) == 0 {
+		if c.wantsInput() && c.state&stClosing == 0 && c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
 			if err := d.start(c); err != nil {
 				d.l.fail(c, "read", err)
 			}
@@ -531,21 +554,20 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	case kindRecv:
 		d.received(c, e)
 	case kindSend:
-		c.ops--
-		c.state &^= stSendCancel
+		c.ur.ops--
+		c.ur.flags &^= ufSendCancel
 		d.sent(c, e.Res)
 	case kindConnect:
-		c.ops--
-		c.state &^= stConnectCancel
+		c.ur.ops--
 		var err error
 		if e.Res < 0 {
 			err = errnoErr("connect", unix.Errno(-e.Res))
 		}
 		l.connected(c, err)
 	case kindShutdown, kindClose, kindCancel:
-		c.ops--
+		c.ur.ops--
 	}
-	if c.state&stClosed != 0 && c.ops == 0 {
+	if c.closed() && c.ur.ops == 0 && c.fd < 0 {
 		l.freeSlot(c)
 	}
 }
@@ -557,18 +579,12 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 		d.acceptOp = 0
 		d.loopOps--
 	}
-	switch {
-	case e.Res >= 0:
-		if l.stopping || d.lnfd < 0 {
-			unix.Close(int(e.Res))
-			break
-		}
-		l.accepted(int(e.Res))
-	case e.Res == -int32(unix.ECANCELED):
-	default:
-		if l.acceptFailed(errnoErr("accept", unix.Errno(-e.Res)), d.lnfd) == acceptIdle {
-			d.awaitConn = true
-		}
+	fd, errno := int(e.Res), unix.Errno(0)
+	if e.Res < 0 {
+		fd, errno = -1, unix.Errno(-e.Res)
+	}
+	if errno != unix.ECANCELED && l.acceptResult(fd, errno, d.lnfd) == acceptIdle {
+		d.awaitConn = true
 	}
 	if !more {
 		d.nextAccept()
@@ -599,17 +615,12 @@ func (d *uringDriver) listenerReady(e *ring.Completion) {
 	d.nextAccept()
 }
 
-// nextAccept arms the listener's next operation unless the listener is
-// gone or the connection cap is reached.
+// nextAccept arms the listener's next operation, unless the listener is
+// gone or accepting is held (armAccept checks).
 func (d *uringDriver) nextAccept() {
-	if d.lnfd < 0 {
-		return
+	if d.lnfd >= 0 {
+		d.rearmAccept()
 	}
-	if !d.l.canAccept() {
-		d.l.capReached()
-		return
-	}
-	d.rearmAccept()
 }
 
 func (d *uringDriver) rearmAccept() {
@@ -619,11 +630,11 @@ func (d *uringDriver) rearmAccept() {
 }
 
 func (d *uringDriver) received(c *Conn, e *ring.Completion) {
-	l := d.l
+	u := &c.ur
 	more := e.More()
 	if !more {
-		c.state &^= stRecvArmed | stRecvCancel
-		c.ops--
+		u.flags &^= ufRecvArmed | ufRecvCancel
+		u.ops--
 	}
 	switch {
 	case e.Res > 0:
@@ -632,29 +643,29 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 		if !ok {
 			// The kernel always selects a buffer for these receives;
 			// a completion without one is not ours to recycle.
-			l.fail(c, "read", errRecvNoBuffer)
+			d.l.fail(c, "read", errRecvNoBuffer)
 			break
 		}
-		if c.state&stThrottled != 0 && int(e.Res) < d.br.Size() {
-			c.state &^= stThrottled // it drained its socket: multishot again
+		if u.flags&ufThrottled != 0 && int(e.Res) < d.br.Size() {
+			u.flags &^= ufThrottled // it drained its socket: multishot again
 		}
-		if c.deferred > 0 || c.state&stPaused != 0 || d.overBudget(c) {
+		if u.deferred > 0 || c.state&stPaused != 0 || d.overBudget(c) {
 			d.deferRecv(c, id, e.Res)
 		} else {
-			d.deliver(c, id, e.Res)
+			d.deliverBuf(c, id, e.Res)
 		}
 	case e.Res == 0:
-		c.state |= stRecvEOF
-		if c.deferred > 0 {
+		u.flags |= ufRecvEOF
+		if u.deferred > 0 {
 			d.deferRecv(c, 0, 0)
 		} else {
-			l.eof(c)
+			d.l.readResult(c, nil, 0, "recv")
 		}
 	case e.Res == -int32(unix.ENOBUFS), e.Res == -int32(unix.ECANCELED):
 		// Out of buffers (re-armed once this batch's buffers are back
 		// with the kernel), or cancelled to pause or close.
 	default:
-		l.fail(c, "read", errnoErr("recv", unix.Errno(-e.Res)))
+		d.l.readResult(c, nil, int(e.Res), "recv")
 	}
 	if !more {
 		d.rearm = append(d.rearm, c)
@@ -668,31 +679,34 @@ func (d *uringDriver) overBudget(c *Conn) bool {
 		return false
 	}
 	d.stampTurn(c)
-	return c.turnBytes >= budget
+	return c.ur.turnBytes >= budget
 }
 
 // stampTurn starts c's count of bytes delivered at a new turn.
 func (d *uringDriver) stampTurn(c *Conn) {
-	if c.turnStamp != d.l.cnt.turns {
-		c.turnStamp = d.l.cnt.turns
-		c.turnBytes = 0
+	if turn := d.l.cnt[sTurns]; c.ur.turnStamp != turn {
+		c.ur.turnStamp = turn
+		c.ur.turnBytes = 0
 	}
 }
 
-func (d *uringDriver) deliver(c *Conn, id uint16, n int32) {
+// deliverBuf hands the loop n bytes of provided buffer id, then gives the
+// buffer back to the kernel.
+func (d *uringDriver) deliverBuf(c *Conn, id uint16, n int32) {
 	d.stampTurn(c)
-	c.turnBytes += int(n)
-	d.l.received(c, d.br.Bytes(id, int(n)))
+	c.ur.turnBytes += int(n)
+	d.l.readResult(c, d.br.Bytes(id, int(n)), int(n), "recv")
 	d.br.Recycle(id)
 }
 
 func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
-	c.deferred++
-	d.l.cnt.deferrals++
+	u := &c.ur
+	u.deferred++
+	d.l.cnt[sDeferrals]++
 	r := deferredRecv{c: c, id: id, n: n}
 	if n > 0 {
-		if d.held < d.maxHeld() {
-			d.held++
+		if d.heldBufs < d.maxHeld() {
+			d.heldBufs++
 		} else {
 			// Held data would starve other connections of buffers:
 			// copy it out (into a pooled buffer) and give the
@@ -702,12 +716,12 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 		}
 	}
 	d.hold(r)
-	if c.deferred == 1 && c.state&stBudgetHeld == 0 {
+	if u.deferred == 1 && u.flags&ufBudgetHeld == 0 {
 		// Stop receiving until the held data is delivered, and then
 		// receive one buffer at a time: otherwise the kernel keeps
 		// filling provided buffers for this connection, and once it
 		// holds them all, the others get none.
-		c.state |= stBudgetHeld | stThrottled
+		u.flags |= ufBudgetHeld | ufThrottled
 		d.cancelRecv(c)
 	}
 }
@@ -717,7 +731,7 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 // loop does not spin on it), else on the loop's queue for the next turn.
 func (d *uringDriver) hold(r deferredRecv) {
 	if r.c.state&stPaused != 0 {
-		r.c.parked = append(r.c.parked, r)
+		r.c.ur.parked = append(r.c.ur.parked, r)
 		return
 	}
 	d.deferred = append(d.deferred, r)
@@ -736,68 +750,53 @@ func (d *uringDriver) deliverDeferred() {
 		r := held[i]
 		held[i] = deferredRecv{}
 		c := r.c
-		c.deferred--
+		u := &c.ur
+		u.deferred--
 		switch {
 		case c.state&stPaused != 0 || d.overBudget(c):
 			// Paused for backpressure, or still over budget: wait,
 			// and keep every later receive of c behind this one.
-			c.deferred++
+			u.deferred++
 			d.hold(r)
 			continue
 		case r.copy != nil:
-			if c.state&stClosed == 0 {
-				c.turnBytes += len(r.copy)
-				d.l.received(c, r.copy)
+			if !c.closed() {
+				u.turnBytes += len(r.copy)
+				d.l.readResult(c, r.copy, len(r.copy), "recv")
 			}
 			d.l.putBuf(r.copy)
 		case r.n > 0:
-			d.held--
-			if c.state&stClosed != 0 {
+			d.heldBufs--
+			if c.closed() {
 				d.br.Recycle(r.id)
 			} else {
-				d.deliver(c, r.id, r.n)
+				d.deliverBuf(c, r.id, r.n)
 			}
-		case c.state&stClosed == 0:
-			d.l.eof(c)
+		case !c.closed():
+			d.l.readResult(c, nil, 0, "recv")
 		}
-		if c.deferred == 0 && c.state&stBudgetHeld != 0 {
-			c.state &^= stBudgetHeld
+		if u.deferred == 0 && u.flags&ufBudgetHeld != 0 {
+			u.flags &^= ufBudgetHeld
 			d.rearm = append(d.rearm, c)
 		}
 	}
 	d.spare = held[:0]
 }
 
+// sent handles a send's completion: the loop counts it and moves the queue
+// on, and the rest (of this buffer, or written since) goes out next.
 func (d *uringDriver) sent(c *Conn, res int32) {
-	l := d.l
-	if c.state&stClosed != 0 {
-		return
-	}
+	var err error
+	n := int(res)
 	if res < 0 {
-		l.fail(c, "write", errnoErr("send", unix.Errno(-res)))
-		return
-	}
-	c.sent += int(res)
-	l.cnt.bytesOut += uint64(res)
-	l.sentSome(c)
-	if c.state&stClosed != 0 {
-		return
-	}
-	if c.sent < len(c.sending) {
-		if err := d.r.PrepareSend(c.fd, sendChunk(c.sending[c.sent:]), userData(kindSend, c.slot, c.gen)); err != nil {
-			l.fail(c, "write", err)
-			return
+		if c.closed() {
+			return // cancelled by the release
 		}
-		c.ops++
-		return
+		err, n = errnoErr("send", unix.Errno(-res)), 0
 	}
-	l.putBuf(c.sending)
-	c.sending, c.sent = nil, 0
-	if len(c.out) > 0 {
+	if d.l.sendResult(c, n, err) {
 		d.send(c)
-		return
 	}
-	l.drained(c)
 }
 
 // discardBuffers drops the pages of the provided buffers once no
@@ -807,7 +806,7 @@ func (d *uringDriver) discardBuffers() bool {
 	if !d.bufsTouched {
 		return true
 	}
-	if len(d.l.free) != len(d.l.conns) || d.held > 0 || len(d.deferred) > 0 {
+	if len(d.l.free) != len(d.l.conns) || d.heldBufs > 0 || len(d.deferred) > 0 {
 		return false
 	}
 	if err := d.br.Discard(); err != nil {
@@ -830,7 +829,9 @@ func (d *uringDriver) wake() {
 	_, _ = unix.Write(d.wakefd, one[:])
 }
 
-func (d *uringDriver) enters() uint64 { return d.r.Enters() }
+func (d *uringDriver) syscalls() uint64 { return d.r.Enters() }
+
+func (d *uringDriver) waits() uint64 { return d.waitsN }
 
 func (d *uringDriver) close() error {
 	err := errors.Join(d.br.Close(), d.r.Close())

@@ -1,0 +1,127 @@
+package runtime
+
+import "time"
+
+// The contract between a Loop and its backend (its driver), in both
+// directions. A loop runs one driver: uringDriver (uring.go) or epollDriver
+// (epoll.go). Every call either way happens on the loop's locked thread,
+// except driver.wake.
+//
+// Ownership. The loop owns every Conn: its slot, its lifecycle state
+// (Conn.state), its outbound queue (Conn.out) and its timers. A driver owns
+// the kernel objects (the ring or the epoll instance, the wake-up
+// descriptor) and its own per-connection state (Conn.ur or Conn.ep), and
+// moves bytes: it reads into its own buffers, and sends the bytes of
+// Conn.out that the loop has queued, from Conn.out.pending() on. The bytes
+// of a send in flight stay in Conn.out (the loop never moves or frees them
+// before the driver reports the send's result), and a buffer handed to the
+// kernel stays referenced by the driver until its completion arrives, also
+// after a cancel.
+//
+// Slots. A connection's slot (and with it its queue and a dial's socket
+// address) is freed by Loop.freeSlot, which the driver calls once the kernel
+// holds nothing of the connection any more: at once on epoll, when its last
+// operation completes on io_uring.
+//
+// Loop to driver (the methods below):
+//
+//	listen, stopListening      start and stop accepting on the loop's listener
+//	pauseAccept, resumeAccept  called when Loop.acceptHolds becomes non-zero, and zero again
+//	start                      a connection opened (accepted, or dialed and connected): receive
+//	pauseRead, resumeRead      Conn.state's stPaused was just set or cleared
+//	write, writev              a handler wrote: send (epoll, at once) or queue in Conn.out
+//	shutdownWrite              shut the write side (the queue is empty)
+//	connect                    start a non-blocking connect of Conn.fd
+//	release                    the connection is closed: cancel, close the descriptor, then freeSlot
+//	poll, submit               a turn: hand over and wait; hand over without waiting
+//	discardBuffers, idle       memory and exit checks
+//	wake                       from any goroutine: interrupt poll
+//	close                      the loop is exiting
+//
+// Driver to loop (each documented where it is defined):
+//
+//	Loop.awoke                         the kernel returned: read the clock (once per poll)
+//	Loop.acceptResult                  an accept completed, or failed
+//	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
+//	Loop.readFailed                    a receive failed (not EAGAIN)
+//	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
+//	Loop.connected                     a connect finished
+//	Loop.runPosted                     the wake-up fired: run what other goroutines posted
+//	Loop.fail                          a driver operation on c failed: close it
+//	Loop.freeSlot                      the kernel holds nothing of c any more
+//
+// None of these run a handler's OnClose or OnDrain inside a handler's own
+// callback: the loop queues them as notes that run when the callback
+// returns (Loop.notify), on both backends.
+type driver interface {
+	// listen starts accepting on the listening socket fd.
+	listen(fd int) error
+	// stopListening stops accepting for good; the loop closes the
+	// listener after it.
+	stopListening()
+	// pauseAccept stops taking connections from the listener's backlog;
+	// resumeAccept takes them again. The loop calls them only when the
+	// set of reasons to hold accepting (cap, back-off) becomes non-empty
+	// and empty again.
+	pauseAccept()
+	resumeAccept()
+	// start begins receiving on a connection that just opened.
+	start(c *Conn) error
+	// pauseRead stops receiving on c (outbound backpressure): after it
+	// the loop delivers nothing more until resumeRead.
+	pauseRead(c *Conn)
+	resumeRead(c *Conn)
+	// write sends p, which the handler may reuse once write returns.
+	// epoll writes at once when nothing is queued and queues the rest in
+	// c.out; io_uring queues all of it in c.out and lists c for the sends
+	// prepared before this turn's enter. writev is write for several
+	// buffers.
+	write(c *Conn, p []byte)
+	writev(c *Conn, bufs [][]byte)
+	// shutdownWrite shuts the write side down; the loop calls it once the
+	// queue is empty.
+	shutdownWrite(c *Conn)
+	// connect starts a non-blocking connect of c.fd to the address in d,
+	// which stays referenced by c until the slot is freed.
+	connect(c *Conn, d *dialState) error
+	// release gives c's descriptor back to the kernel, after cancelling
+	// what is in flight, and calls loop.freeSlot(c) once the kernel holds
+	// nothing of c.
+	release(c *Conn)
+	// poll runs one turn: hand everything prepared to the kernel, wait up
+	// to timeout (negative: no limit) for events, call loop.awoke, and
+	// dispatch the events.
+	poll(timeout time.Duration) error
+	// submit hands everything prepared to the kernel without waiting.
+	submit()
+	// discardBuffers gives back the pages of the receive buffers if no
+	// connection can be receiving into them (the loop has none open),
+	// and reports false when that cannot be known yet (a released
+	// connection's operations are still in flight).
+	discardBuffers() bool
+	// idle reports whether the kernel holds nothing of this loop any more
+	// (after stopListening and every release), so the loop may exit.
+	idle() bool
+	// wake interrupts poll from another goroutine. Safe for concurrent use.
+	wake()
+	// syscalls returns the system calls the loop's thread made through
+	// the driver; waits returns those that waited for the kernel
+	// (io_uring_enter, epoll_wait).
+	syscalls() uint64
+	waits() uint64
+	// close releases the driver's own resources.
+	close() error
+}
+
+// Event tags. An io_uring completion carries user data (uring.go: kind |
+// generation | slot, never a Go pointer); an epoll event carries the 64-bit
+// data its descriptor was registered with. The epoll tags must not collide:
+// a connection's is generation<<32 | slot, with a 24-bit generation, so its
+// top byte is always zero, while the two below are all ones.
+const (
+	// epollListenerTag marks the listening socket's epoll events.
+	epollListenerTag = ^uint64(0) - 1
+	// epollWakeTag is poller.WakeData, the wake-up eventfd's events
+	// (checked in epoll.go).
+	epollWakeTag = ^uint64(0)
+)

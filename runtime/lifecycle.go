@@ -1,0 +1,311 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// A connection's life on its loop: a slot, opened, data in and out, the
+// end of the peer's stream, closing, and the slot freed once the kernel is
+// done with it. The driver-facing methods here are the loop's half of the
+// contract in driver.go.
+
+// newConn takes a slot for a connection on fd.
+func (l *Loop) newConn(fd int, h Handler) *Conn {
+	c := &Conn{loop: l, fd: fd, h: h}
+	if n := len(l.free); n > 0 {
+		c.slot = l.free[n-1]
+		l.free = l.free[:n-1]
+	} else {
+		c.slot = uint32(len(l.conns))
+		l.conns = append(l.conns, nil)
+		l.gens = append(l.gens, 0)
+	}
+	c.gen = (l.gens[c.slot] + 1) & genMask
+	l.gens[c.slot] = c.gen
+	l.conns[c.slot] = c
+	l.open++
+	return c
+}
+
+// genMask bounds a slot's generation: 24 bits, which io_uring's user data
+// and epoll's event data both carry.
+const genMask = 1<<24 - 1
+
+// conn returns the connection in slot if its generation matches.
+func (l *Loop) conn(slot, gen uint32) *Conn {
+	if int(slot) >= len(l.conns) {
+		return nil
+	}
+	c := l.conns[slot]
+	if c == nil || c.gen != gen {
+		return nil
+	}
+	return c
+}
+
+// freeSlot returns a released connection's slot, with the buffer it was
+// sending and its dial state. Drivers call it once the kernel holds nothing
+// of c.
+func (l *Loop) freeSlot(c *Conn) {
+	if l.conns[c.slot] != c {
+		return
+	}
+	l.conns[c.slot] = nil
+	l.free = append(l.free, c.slot)
+	l.putBuf(c.out.sending)
+	c.out.sending, c.out.sent = nil, 0
+	c.dial = nil // the kernel is done with the socket address
+}
+
+// accepted opens a connection on a descriptor the listener gave.
+func (l *Loop) accepted(fd int) {
+	l.cnt[sAccepts]++
+	c := l.newConn(fd, l.h)
+	if err := l.d.start(c); err != nil {
+		l.closeConn(c, c.opError("read", err))
+		return
+	}
+	l.opened(c)
+}
+
+// opened runs the handler's OnOpen and starts the connection's timers.
+func (l *Loop) opened(c *Conn) {
+	c.state |= stOpen
+	c.opened = l.now
+	c.lastRead = l.now
+	if l.cfg.IdleTimeout > 0 {
+		c.SetIdleTimeout(l.cfg.IdleTimeout)
+	}
+	if l.cfg.MaxLifetime > 0 {
+		c.SetMaxLifetime(l.cfg.MaxLifetime)
+	}
+	l.callOnOpen(c)
+}
+
+// readResult is the driver's report of one receive on c into data: n > 0
+// bytes arrived (data[:n]), 0 is the end of the peer's stream, and a
+// negative n is the errno of call. Drivers keep what is theirs (EAGAIN, a
+// cancel, out of buffers) and hand over the rest.
+func (l *Loop) readResult(c *Conn, data []byte, n int, call string) {
+	switch {
+	case n > 0:
+		l.received(c, data[:n])
+	case n == 0:
+		l.peerEOF(c)
+	default:
+		l.fail(c, "read", errnoErr(call, unix.Errno(-n)))
+	}
+}
+
+// received delivers data to the handler.
+func (l *Loop) received(c *Conn, data []byte) {
+	if c.state&(stClosing|stClosed|stEOF) != 0 {
+		return // closing, closed or past the end of stream: nobody reads it
+	}
+	l.cnt[sBytesIn] += uint64(len(data))
+	c.lastRead = l.now
+	l.callOnData(c, data)
+	if l.stopping {
+		l.closeIfIdle(c)
+	}
+}
+
+// peerEOF handles the end of the peer's stream: OnEOF, or a close once the
+// queue is sent.
+func (l *Loop) peerEOF(c *Conn) {
+	if c.state&(stClosed|stEOF) != 0 {
+		return
+	}
+	c.state |= stEOF
+	if c.state&stClosing == 0 && l.callOnEOF(c) {
+		return
+	}
+	c.Close()
+}
+
+// queued is called after bytes were added to c's outbound queue: it arms
+// the write timeout and applies the outbound cap.
+func (l *Loop) queued(c *Conn) {
+	c.watchWrite()
+	if l.cfg.MaxOutbound == 0 || c.Buffered() < l.cfg.MaxOutbound || c.state&(stPaused|stClosed) != 0 {
+		return
+	}
+	if l.cfg.OutboundPolicy == CloseSlowConsumer {
+		l.cnt[sSlowConsumers]++
+		l.closeConn(c, c.opError("write", ErrSlowConsumer))
+		return
+	}
+	c.state |= stPaused | stOverCap
+	l.paused++
+	l.cnt[sPauses]++
+	l.d.pauseRead(c)
+}
+
+// sendResult is the driver's report of one send of c.out.pending(): the
+// kernel took n bytes, or the send failed with err. It counts them, moves
+// the queue on, resumes a paused connection below the low-water mark (with
+// OnDrain after the current callback), and once the queue is empty does
+// what waited for it (a Close, a CloseWrite, a graceful shutdown). It
+// reports whether bytes remain for the driver to send.
+func (l *Loop) sendResult(c *Conn, n int, err error) (more bool) {
+	if c.closed() {
+		return false
+	}
+	if err != nil {
+		l.fail(c, "write", err)
+		return false
+	}
+	l.cnt[sBytesOut] += uint64(n)
+	c.out.advance(l, n)
+	c.progress = l.now
+	if c.state&stOverCap != 0 && c.Buffered() <= l.cfg.OutboundLowWater {
+		c.state &^= stOverCap
+		if c.state&stPaused != 0 {
+			c.state &^= stPaused
+			l.paused--
+			l.d.resumeRead(c)
+		}
+		l.notify(note{kind: noteDrain, c: c})
+	}
+	if c.closed() {
+		return false
+	}
+	if c.Buffered() > 0 {
+		return true
+	}
+	l.drained(c)
+	return false
+}
+
+// wroteDirect counts bytes the epoll driver wrote straight from a
+// handler's buffer, with nothing queued before them.
+func (l *Loop) wroteDirect(n int) { l.cnt[sBytesOut] += uint64(n) }
+
+// drained does what waited for c's queue to empty.
+func (l *Loop) drained(c *Conn) {
+	switch {
+	case c.closed():
+	case c.state&stClosing != 0:
+		l.closeConn(c, nil)
+	case c.state&stCloseWriteAsked != 0:
+		l.shutWrite(c)
+	case l.stopping:
+		l.closeIfIdle(c)
+	}
+}
+
+// shutWrite shuts c's write side down, once.
+func (l *Loop) shutWrite(c *Conn) {
+	if c.state&(stClosed|stWriteClosed) != 0 {
+		return
+	}
+	c.state |= stWriteClosed
+	l.d.shutdownWrite(c)
+}
+
+// closeIfIdle closes c during a graceful shutdown once it has no request
+// in flight and nothing queued.
+func (l *Loop) closeIfIdle(c *Conn) {
+	if c.requests == 0 && c.Buffered() == 0 && c.state&(stClosing|stClosed|stConnecting) == 0 {
+		c.Close()
+	}
+}
+
+// fail closes c because op failed with err.
+func (l *Loop) fail(c *Conn, op string, err error) {
+	if c.closed() {
+		return
+	}
+	l.closeConn(c, c.opError(op, err))
+}
+
+// closeConn releases c's descriptor and tells whoever waits: the handler's
+// OnClose with err (after the current callback), or a dial's done
+// function.
+func (l *Loop) closeConn(c *Conn, err error) {
+	if c.closed() {
+		return
+	}
+	wasOpen := c.state&stOpen != 0
+	if c.state&stPaused != 0 {
+		l.paused--
+	}
+	c.state |= stClosed | stClosing
+	c.state &^= stPaused
+	l.open--
+	if l.open == 0 {
+		l.lastClosed()
+	}
+	// A dial that never connected was never counted open. c.dial stays
+	// until the slot is freed: a connect still in flight reads the socket
+	// address in it.
+	d := c.dial
+	if d == nil {
+		l.cnt[sCloses]++
+	}
+	c.stopTimers()
+	l.d.release(c)
+	c.out.dropNext(l)
+	l.maybeResumeAccept()
+	if d != nil && d.done != nil {
+		if err == nil {
+			err = c.opError("dial", net.ErrClosed)
+		}
+		l.notify(note{kind: noteDialFailed, err: err, done: d.done})
+		d.done = nil
+		return
+	}
+	if wasOpen {
+		l.notify(note{kind: noteClose, c: c, err: err})
+	}
+}
+
+// forceStop begins the loop's shutdown: stop accepting, close every
+// connection with err, exit once the kernel holds nothing of the loop.
+func (l *Loop) forceStop(err error) {
+	if !l.stopping {
+		l.stopping = true
+		l.closeListener()
+	}
+	for _, c := range l.conns {
+		if c != nil && !c.closed() {
+			l.closeConn(c, c.opError("close", err))
+		}
+	}
+}
+
+// beginShutdown stops accepting and tells every connection's handler.
+func (l *Loop) beginShutdown() {
+	if l.stopping {
+		return
+	}
+	l.stopping = true
+	l.closeListener()
+	for _, c := range l.conns {
+		if c == nil || c.closed() {
+			continue
+		}
+		if c.state&stOpen != 0 {
+			l.callOnShutdown(c)
+		}
+		if !c.closed() {
+			l.closeIfIdle(c)
+		}
+	}
+}
+
+func (l *Loop) closeListener() {
+	if l.ln == nil {
+		return
+	}
+	l.d.stopListening()
+	if err := l.ln.Close(); err != nil {
+		l.log.Error("percore: close listener", "loop", l.id, "err", err)
+		l.stopErr = errors.Join(l.stopErr, fmt.Errorf("loop %d: close listener: %w", l.id, err))
+	}
+	l.ln = nil
+}
