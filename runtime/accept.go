@@ -77,9 +77,9 @@ func (l *Loop) maybeResumeAccept() {
 type acceptOutcome uint8
 
 const (
-	acceptNext   acceptOutcome = iota // accepted, or one connection's error: accept the next
-	acceptIdle                        // out of resources, none waiting: wait for a connection first
-	acceptHeld                        // accepting is held (the cap, a back-off, shutdown)
+	acceptNext acceptOutcome = iota // accepted, or one connection's error: accept the next
+	acceptIdle                      // out of resources, none waiting: wait for a connection first
+	acceptHeld                      // accepting is held (the cap, a back-off, shutdown)
 )
 
 // acceptResult is the driver's report of one accept on the listening socket

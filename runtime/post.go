@@ -80,4 +80,3 @@ func (l *Loop) runPosted() {
 		l.safely("posted function", f)
 	}
 }
-

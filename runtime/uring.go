@@ -95,14 +95,14 @@ type uringConn struct {
 type uringFlags uint8
 
 const (
-	ufRecvArmed     uringFlags = 1 << iota // a receive is armed (multishot, or one buffer when throttled)
-	ufRecvEOF                              // the kernel reported the end of the stream (delivery may wait)
-	ufDirty                                // on this turn's send list
-	ufBudgetHeld                           // receiving stopped while its deferred receives wait
-	ufThrottled                            // receiving one buffer at a time after going over budget
-	ufRecvCancel                           // the armed receive's cancel is queued
-	ufSendCancel                           // the send in flight's cancel is queued
-	ufReleasing                            // closed, its cancels or close still to be queued
+	ufRecvArmed  uringFlags = 1 << iota // a receive is armed (multishot, or one buffer when throttled)
+	ufRecvEOF                           // the kernel reported the end of the stream (delivery may wait)
+	ufDirty                             // on this turn's send list
+	ufBudgetHeld                        // receiving stopped while its deferred receives wait
+	ufThrottled                         // receiving one buffer at a time after going over budget
+	ufRecvCancel                        // the armed receive's cancel is queued
+	ufSendCancel                        // the send in flight's cancel is queued
+	ufReleasing                         // closed, its cancels or close still to be queued
 )
 
 // deferredRecv is a receive completion whose delivery waits for a later
