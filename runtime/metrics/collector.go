@@ -1,0 +1,171 @@
+package metrics
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/percore/percore/runtime"
+)
+
+// namespace prefixes every metric this package exports.
+const namespace = "percore"
+
+// loopLabels are the variable labels of every per-loop series.
+var loopLabels = []string{"loop", "cpu"}
+
+// statMetric is one exported runtime.Stats field: the table below is the one
+// place that says which field becomes which metric, and TestEveryStatsField
+// fails when a field of runtime.Stats is neither in it nor in
+// statsNotExported.
+type statMetric struct {
+	field string // the runtime.Stats field
+	name  string // the metric's name without the namespace
+	help  string
+	kind  prometheus.ValueType
+	value func(*runtime.Stats) float64
+}
+
+const (
+	counter = prometheus.CounterValue
+	gauge   = prometheus.GaugeValue
+)
+
+// statMetrics are the per-loop metrics, in the order of runtime.Stats.
+var statMetrics = []statMetric{
+	{"Accepts", "accepts_total", "Connections the loop accepted.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Accepts) }},
+	{"Dials", "dials_total", "Connections the loop dialed (a dial that failed is not counted).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Dials) }},
+	{"Closes", "closes_total", "Connections the loop closed, accepted and dialed, for any reason.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Closes) }},
+	{"Open", "connections_open", "Connections open on the loop now, dials in progress included.", gauge,
+		func(s *runtime.Stats) float64 { return float64(s.Open) }},
+	{"AcceptErrors", "accept_errors_total", "Accepts that failed and were retried after a back-off (descriptor or memory shortage while a connection waited, or an error that is not one connection's own).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.AcceptErrors) }},
+	{"BytesIn", "received_bytes_total", "Payload bytes the loop received.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.BytesIn) }},
+	{"BytesOut", "sent_bytes_total", "Payload bytes the loop sent.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.BytesOut) }},
+	{"Turns", "loop_turns_total", "Loop iterations: one kernel wait and the batch of events it returned.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Turns) }},
+	{"Completions", "loop_completions_total", "Kernel events the loop handled (io_uring completions, epoll events).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Completions) }},
+	{"Syscalls", "loop_syscalls_total", "System calls the loop's thread made (on io_uring nearly all io_uring_enter; on epoll every read, write, accept and epoll_wait).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Syscalls) }},
+	{"Waits", "loop_waits_total", "System calls of the loop that waited for the kernel (io_uring_enter with a wait, epoll_wait).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Waits) }},
+	{"Posted", "loop_posted_total", "Functions run on the loop from Loop.Post.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Posted) }},
+	{"Timers", "loop_timers_total", "Timer functions run on the loop.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Timers) }},
+	{"CapPauses", "accept_cap_pauses_total", "Times the loop stopped accepting because it held MaxConns connections.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.CapPauses) }},
+	{"IdleTimeouts", "idle_timeouts_total", "Connections closed for being idle longer than IdleTimeout.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.IdleTimeouts) }},
+	{"LifetimeCloses", "lifetime_closes_total", "Connections closed for reaching MaxLifetime.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.LifetimeCloses) }},
+	{"SlowConsumers", "slow_consumers_total", "Connections closed because their peer did not read their replies (the outbound cap was reached).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.SlowConsumers) }},
+	{"Pauses", "read_pauses_total", "Times a connection's reads were paused for outbound backpressure.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Pauses) }},
+	{"Deferrals", "receive_deferrals_total", "Receives deferred to a later turn by the per-turn fairness budget.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Deferrals) }},
+	{"Panics", "handler_panics_total", "Handler panics the loop recovered from (the connection was closed).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.Panics) }},
+	{"WriteTimeouts", "write_timeouts_total", "Connections closed because their queued bytes made no progress for WriteTimeout.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.WriteTimeouts) }},
+	{"LingerTimeouts", "linger_timeouts_total", "Closing connections aborted after Linger with bytes still unsent.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.LingerTimeouts) }},
+	{"Paused", "connections_paused", "Connections whose reads are paused for backpressure now.", gauge,
+		func(s *runtime.Stats) float64 { return float64(s.Paused) }},
+	{"PostRejects", "post_rejects_total", "Loop.Post calls refused because MaxPosted functions were queued.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.PostRejects) }},
+	{"GoRejects", "go_rejects_total", "Loop.Go calls refused because MaxGo goroutines were running.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.GoRejects) }},
+	{"GoDropped", "go_dropped_total", "Continuations of Loop.Go that could not run because the loop had stopped.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.GoDropped) }},
+	{"GoRunning", "go_running", "Loop.Go goroutines running now.", gauge,
+		func(s *runtime.Stats) float64 { return float64(s.GoRunning) }},
+	{"PooledBytes", "outbound_pooled_bytes", "Size of the outbound buffers the loop keeps for reuse now.", gauge,
+		func(s *runtime.Stats) float64 { return float64(s.PooledBytes) }},
+	{"MappedBytes", "outbound_mapped_bytes", "Size of the outbound buffers held as anonymous mappings now (16 KiB and larger, in use or pooled).", gauge,
+		func(s *runtime.Stats) float64 { return float64(s.MappedBytes) }},
+	{"CQOverflows", "cq_overflows_total", "Loop turns that found the io_uring completion queue overflowed (nothing is lost; a steady rate says RingEntries is too small).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.CQOverflows) }},
+	{"LagP50", "loop_lag_p50_seconds", "Median loop lag over the last window of about a second: from the kernel returning a batch of events to the last of them handled.", gauge,
+		func(s *runtime.Stats) float64 { return s.LagP50.Seconds() }},
+	{"LagP99", "loop_lag_p99_seconds", "99th percentile of the loop lag over the last window of about a second.", gauge,
+		func(s *runtime.Stats) float64 { return s.LagP99.Seconds() }},
+	{"LagMax", "loop_lag_max_seconds", "Largest loop lag over the last window of about a second.", gauge,
+		func(s *runtime.Stats) float64 { return s.LagMax.Seconds() }},
+	{"PostedBatchMax", "loop_posted_batch_max", "Largest batch of posted functions the loop drained at once over the last window of about a second.", gauge,
+		func(s *runtime.Stats) float64 { return float64(s.PostedBatchMax) }},
+}
+
+// statsNotExported are the runtime.Stats fields with no metric of their
+// own, and why.
+var statsNotExported = map[string]string{
+	"Loops": "always 1 for one loop's Stats; count(percore_loop_info) counts the loops",
+}
+
+// Collector is a prometheus.Collector over a runtime's loops. It reads the
+// loops' published Stats when it is collected and keeps nothing between
+// scrapes. Its methods are safe for concurrent use.
+type Collector struct {
+	loops []loopSeries
+	descs []*prometheus.Desc // statMetrics' descriptors, in their order
+	info  *prometheus.Desc
+}
+
+// loopSeries is one loop and its label values.
+type loopSeries struct {
+	stats   func() runtime.Stats
+	labels  []string // loop, cpu
+	backend string
+}
+
+// New returns a collector over rt's loops (rt.Loops(), fixed for the
+// runtime's life).
+func New(rt *runtime.Runtime) *Collector {
+	var loops []loopSeries
+	for _, l := range rt.Loops() {
+		loops = append(loops, loopSeries{
+			stats:   l.Stats,
+			labels:  []string{strconv.Itoa(l.ID()), strconv.Itoa(l.CPU())},
+			backend: l.Backend().String(),
+		})
+	}
+	return newCollector(loops)
+}
+
+func newCollector(loops []loopSeries) *Collector {
+	c := &Collector{loops: loops}
+	for _, m := range statMetrics {
+		c.descs = append(c.descs, prometheus.NewDesc(namespace+"_"+m.name, m.help, loopLabels, nil))
+	}
+	c.info = prometheus.NewDesc(namespace+"_loop_info",
+		"A loop of the runtime, always 1; the backend label names the loop's backend (io_uring or epoll).",
+		append(loopLabels[:len(loopLabels):len(loopLabels)], "backend"), nil)
+	return c
+}
+
+// Describe sends the descriptors of every metric the collector exports.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+	ch <- c.info
+}
+
+// Collect reads every loop's Stats and sends one sample per loop and
+// metric.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, l := range c.loops {
+		s := l.stats()
+		for i, m := range statMetrics {
+			ch <- prometheus.MustNewConstMetric(c.descs[i], m.kind, m.value(&s), l.labels...)
+		}
+		ch <- prometheus.MustNewConstMetric(c.info, gauge, 1, append(l.labels[:len(l.labels):len(l.labels)], l.backend)...)
+	}
+}
