@@ -3,6 +3,11 @@
 // echoing every byte back from the loop's thread.
 //
 //	go run ./examples/echo -addr 127.0.0.1:7000 -cores 0-1
+//	go run ./examples/echo -addr 127.0.0.1:7000 -metrics 127.0.0.1:9100
+//
+// With -metrics it serves its loops' counters to Prometheus at /metrics and
+// the Go profiles at /debug/pprof/ on that address (package
+// runtime/metrics).
 package main
 
 import (
@@ -20,6 +25,7 @@ import (
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/ring"
 	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/metrics"
 )
 
 // echo writes back what it reads; Write copies, so the receive buffer can
@@ -38,12 +44,13 @@ func main() {
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
+	metricsAddr := flag.String("metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9100 (default: off)")
 	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, ring, kernel, cpus) and exit; exit status 3 when io_uring is unavailable here, 1 on any other error")
 	flag.Parse()
 	if *probe {
 		*addr = ""
 	}
-	err := run(*probe, *addr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
+	err := run(*probe, *addr, *metricsAddr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		if errors.Is(err, ring.ErrUnavailable) {
@@ -53,7 +60,7 @@ func main() {
 	}
 }
 
-func run(probe bool, addr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
+func run(probe bool, addr, metricsAddr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
 	cfg := percore.Config{Addr: addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
@@ -87,6 +94,15 @@ func run(probe bool, addr, cores, backend, ringFlags string, waitBatch int, wait
 		list = append(list, l.CPU())
 	}
 	fmt.Printf("host tuning for these loops: sudo scripts/tune-nic.sh --cpus %s\n", cpu.FormatList(list))
+	if metricsAddr != "" {
+		ms, err := metrics.Listen(metricsAddr, rt)
+		if err != nil {
+			rt.Close()
+			return err
+		}
+		defer ms.Close()
+		fmt.Printf("metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", ms.Addr(), ms.Addr())
+	}
 	fmt.Printf("listening on %s\n", rt.Addr())
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -11,6 +11,9 @@
 // after their replies are sent.
 //
 //	go run ./examples/lines -addr 127.0.0.1:7001 -idle-timeout 30s
+//
+// With -metrics ADDR it serves its loops' counters to Prometheus at
+// /metrics and the Go profiles at /debug/pprof/ on ADDR.
 package main
 
 import (
@@ -29,6 +32,7 @@ import (
 	"github.com/percore/percore/cpu"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
+	"github.com/percore/percore/runtime/metrics"
 )
 
 // maxLine is the protocol's line limit in bytes, '\r' included.
@@ -41,6 +45,7 @@ type options struct {
 	backend         string
 	idleTimeout     time.Duration
 	shutdownTimeout time.Duration
+	metrics         string // the metrics and pprof address, "" for none
 }
 
 func main() {
@@ -50,12 +55,18 @@ func main() {
 	flag.StringVar(&o.backend, "backend", "auto", "auto, uring or epoll")
 	flag.DurationVar(&o.idleTimeout, "idle-timeout", time.Minute, "close a connection silent for this long (0: never)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "how long a graceful shutdown may take")
+	flag.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9101 (default: off)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	err := run(ctx, o, log, func(addr net.Addr) { log.Info("lines: listening", "addr", addr.String()) })
+	err := run(ctx, o, log, func(addr, metrics net.Addr) {
+		if metrics != nil {
+			log.Info("lines: serving metrics", "url", "http://"+metrics.String()+"/metrics")
+		}
+		log.Info("lines: listening", "addr", addr.String())
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lines:", err)
 		os.Exit(1)
@@ -63,8 +74,9 @@ func main() {
 }
 
 // run serves until ctx is done, then shuts down gracefully. It calls ready
-// with the listening address once the server accepts connections.
-func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr)) error {
+// with the listening address once the server accepts connections, and the
+// metrics server's address (nil without o.metrics).
+func run(ctx context.Context, o options, log *slog.Logger, ready func(addr, metrics net.Addr)) error {
 	// The runtime closes a connection silent for IdleTimeout and tells
 	// OnClose why (percore.ErrIdleTimeout).
 	cfg := percore.Config{Addr: o.addr, Logger: log, IdleTimeout: o.idleTimeout}
@@ -81,7 +93,17 @@ func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr))
 	if err != nil {
 		return err
 	}
-	ready(rt.Addr())
+	var maddr net.Addr
+	if o.metrics != "" {
+		ms, err := metrics.Listen(o.metrics, rt)
+		if err != nil {
+			rt.Close()
+			return err
+		}
+		defer ms.Close()
+		maddr = ms.Addr()
+	}
+	ready(rt.Addr(), maddr)
 
 	<-ctx.Done()
 	log.Info("lines: shutting down", "timeout", o.shutdownTimeout)

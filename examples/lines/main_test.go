@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,22 +27,34 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // stops it (checking that the graceful shutdown succeeds) at cleanup.
 func start(t *testing.T, backend string, idle time.Duration) (addr string, stop func()) {
 	t.Helper()
+	addr, _, stop = startWith(t, backend, func(o *options) { o.idleTimeout = idle })
+	return addr, stop
+}
+
+// startWith is start with options of the test's own; it also returns the
+// metrics server's address ("" without o.metrics).
+func startWith(t *testing.T, backend string, set func(*options)) (addr, metricsAddr string, stop func()) {
+	t.Helper()
 	cores, err := cpu.Cores()
 	if err != nil {
 		t.Fatal(err)
 	}
 	o := options{
 		addr: "127.0.0.1:0", cores: cpu.FormatList(cores[:1]), backend: backend,
-		idleTimeout: idle, shutdownTimeout: 5 * time.Second,
+		shutdownTimeout: 5 * time.Second,
 	}
+	set(&o)
 	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
+	ready := make(chan [2]net.Addr, 1)
 	done := make(chan error, 1)
 	log := pctest.QuietLogger(t)
-	go func() { done <- run(ctx, o, log, func(a net.Addr) { ready <- a }) }()
+	go func() { done <- run(ctx, o, log, func(a, m net.Addr) { ready <- [2]net.Addr{a, m} }) }()
 	select {
 	case a := <-ready:
-		addr = a.String()
+		addr = a[0].String()
+		if a[1] != nil {
+			metricsAddr = a[1].String()
+		}
 	case err := <-done:
 		cancel()
 		t.Fatalf("run: %v", err)
@@ -62,7 +76,7 @@ func start(t *testing.T, backend string, idle time.Duration) (addr string, stop 
 		}
 	}
 	t.Cleanup(stop)
-	return addr, stop
+	return addr, metricsAddr, stop
 }
 
 func eachBackend(t *testing.T, f func(t *testing.T, backend string)) {
@@ -192,4 +206,46 @@ func TestHandlerOnRuntime(t *testing.T) {
 	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "embedded\n" {
 		t.Fatalf("read %q, %v", line, err)
 	}
+}
+
+// TestMetrics: with -metrics the server serves its loops' counters and the
+// profiles on a side port.
+func TestMetrics(t *testing.T) {
+	eachBackend(t, func(t *testing.T, backend string) {
+		addr, maddr, _ := startWith(t, backend, func(o *options) { o.metrics = "127.0.0.1:0" })
+		c := pctest.Dial(t, addr)
+		if _, err := c.Write([]byte("ping\n")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := bufio.NewReader(c).ReadString('\n'); err != nil || got != "pong\n" {
+			t.Fatalf("ping: %q, %v", got, err)
+		}
+		pctest.WaitFor(t, "a scrape that counts the accept", func() bool {
+			return accepted.MatchString(httpGet(t, "http://"+maddr+"/metrics"))
+		})
+		if body := httpGet(t, "http://"+maddr+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
+			t.Errorf("/debug/pprof/ lists no goroutine profile:\n%s", body)
+		}
+	})
+}
+
+// accepted matches the one loop's accept counter after one connection.
+var accepted = regexp.MustCompile(`\npercore_accepts_total\{cpu="\d+",loop="0"\} 1\n`)
+
+// httpGet fetches url within 10 seconds and returns the body of a 200
+// answer, failing the test otherwise.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return string(body)
 }

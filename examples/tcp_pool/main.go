@@ -13,6 +13,10 @@
 // or was unreachable, closed mid-request or did not reply within -timeout).
 // Requests pipelined on one client connection are answered in order, one at
 // a time.
+//
+// With -metrics ADDR it serves its loops' counters and its pool's
+// (percore_pool_*, pool="upstream") to Prometheus at /metrics, and the Go
+// profiles at /debug/pprof/, on ADDR.
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 
 	"github.com/percore/percore/cpu"
 	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/metrics"
 	"github.com/percore/percore/runtime/pool"
 	"github.com/percore/percore/runtime/pool/upstream"
 )
@@ -44,6 +49,7 @@ type config struct {
 	wait     time.Duration
 	timeout  time.Duration
 	maxLine  int
+	metrics  string // the metrics and pprof address, "" for none
 	logger   *slog.Logger
 }
 
@@ -57,6 +63,7 @@ func main() {
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (the pool's connection timeout)")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long the upstream may take to reply")
 	flag.IntVar(&cfg.maxLine, "max-line", 64<<10, "longest request or reply line, newline included")
+	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics (the loops' and the pool's) at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9102 (default: off)")
 	stats := flag.Bool("stats", false, "print the pool's state and statistics every second")
 	flag.Parse()
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -87,14 +94,19 @@ func run(cfg config, stats bool) error {
 // banner says what the front serves, with the pool's limit as the pool
 // applies it (-max 0 is the pool's default).
 func (s *server) banner(cfg config) string {
-	return fmt.Sprintf("tcp_pool: %d loops listening on %s, upstream %s, at most %d upstream connections per loop",
+	b := fmt.Sprintf("tcp_pool: %d loops listening on %s, upstream %s, at most %d upstream connections per loop",
 		len(s.rt.Loops()), s.rt.Addr(), cfg.upstream, s.pool.Config().MaxSize)
+	if s.metrics != nil {
+		b += fmt.Sprintf("; metrics on http://%s/metrics", s.metrics.Addr())
+	}
+	return b
 }
 
 // server is a running front.
 type server struct {
-	rt   *percore.Runtime
-	pool *pool.Pool[*upstream.Conn]
+	rt      *percore.Runtime
+	pool    *pool.Pool[*upstream.Conn]
+	metrics *metrics.Server // nil without -metrics
 }
 
 // start starts the front's loops and its pool.
@@ -123,7 +135,15 @@ func start(cfg config) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &server{rt: rt, pool: p}, nil
+	s := &server{rt: rt, pool: p}
+	if cfg.metrics != "" {
+		s.metrics, err = metrics.Listen(cfg.metrics, rt, metrics.NewPool(p, metrics.PoolConfig{Name: "upstream"}))
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // shutdown stops accepting, lets clients finish until ctx is done, then
@@ -131,6 +151,9 @@ func start(cfg config) (*server, error) {
 func (s *server) shutdown(ctx context.Context) error {
 	err := s.rt.Shutdown(ctx)
 	s.pool.Close()
+	if s.metrics != nil {
+		s.metrics.Close()
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return nil
 	}
@@ -141,6 +164,9 @@ func (s *server) shutdown(ctx context.Context) error {
 func (s *server) close() {
 	s.rt.Close()
 	s.pool.Close()
+	if s.metrics != nil {
+		s.metrics.Close()
+	}
 }
 
 func printStats(ctx context.Context, p *pool.Pool[*upstream.Conn]) {

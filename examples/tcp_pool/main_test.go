@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -263,4 +264,65 @@ func TestBannerSaysTheLimitInForce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMetrics: with -metrics the front serves its loops' and its pool's
+// counters on a side port.
+func TestMetrics(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := pctest.Serve(t, pctest.LineEcho)
+		cores, err := cpu.Cores()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := config{
+			addr: "127.0.0.1:0", upstream: up.Addr(), cores: cpu.FormatList(cores[:1]), backend: b.String(),
+			max: 2, wait: 5 * time.Second, timeout: 5 * time.Second, maxLine: 1024, metrics: "127.0.0.1:0",
+			logger: slog.New(slog.DiscardHandler),
+		}
+		s, err := start(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.close)
+		if got := s.banner(cfg); !strings.Contains(got, "metrics on http://"+s.metrics.Addr().String()+"/metrics") {
+			t.Errorf("the banner does not say where the metrics are: %s", got)
+		}
+		if got, err := dialFront(t, s).ask("hello\n"); err != nil || got[0] != "hello\n" {
+			t.Fatalf("ask: %q, %v", got, err)
+		}
+		url := "http://" + s.metrics.Addr().String() + "/metrics"
+		var body string
+		pctest.WaitFor(t, "a scrape that shows the request", func() bool {
+			body = httpGet(t, url)
+			return strings.Contains(body, "\npercore_pool_connections_created_total{pool=\"upstream\"} 1\n") &&
+				strings.Contains(body, "\npercore_accepts_total{cpu=")
+		})
+		for _, want := range []string{
+			"\npercore_pool_gets_total{pool=\"upstream\",result=\"waited\"} 1\n",
+			"\npercore_pool_connections{pool=\"upstream\"} 1\n",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	})
+}
+
+// httpGet fetches url within 10 seconds and returns the body of a 200
+// answer, failing the test otherwise.
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
+	}
+	return string(body)
 }
