@@ -1,0 +1,448 @@
+// Command hostreport says whether this host is ready for percore, for a
+// person or a deploy script: io_uring (available or why not, the opcodes
+// the kernel supports and those the loops use, the setup flags a loop is
+// granted), the backend Auto would pick, RLIMIT_NOFILE and RLIMIT_MEMLOCK,
+// net.core.somaxconn, the loop CPUs with the IRQs pinned to each, and what
+// scripts/tune-nic.sh --check says about the NIC.
+//
+//	go run ./examples/hostreport                 # a readable report
+//	go run ./examples/hostreport -json           # one JSON object
+//	go run ./examples/hostreport -cores 2-5 -dev eth0
+//
+// Exit status, for a deploy script to branch on:
+//
+//	0  ready: io_uring works with the loops' default flags, nothing to look at
+//	1  the report could not be made (a bad flag, the loops cannot start at all)
+//	2  io_uring works, but there are warnings (each on a "warn:" line, or in
+//	   "warnings" in the JSON): a low descriptor limit or somaxconn, a NIC
+//	   that tune-nic.sh --check says is not fully tuned or could not check
+//	3  io_uring is unavailable here: the loops would run on epoll (the same
+//	   meaning as examples/echo -probe's status 3); warnings are listed too
+//
+// It changes nothing and needs no root.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/ring"
+	percore "github.com/percore/percore/runtime"
+)
+
+// Exit statuses.
+const (
+	exitReady       = 0
+	exitError       = 1
+	exitWarnings    = 2
+	exitUnavailable = 3
+)
+
+// Thresholds below which the report warns.
+const (
+	// minNoFile is the descriptor limit under which a server holding
+	// many connections runs out: each connection is a descriptor.
+	minNoFile = 65536
+	// minSomaxconn is the kernel's default since 5.4; listen backlogs are
+	// capped at somaxconn.
+	minSomaxconn = 4096
+)
+
+// options are the command's flags, and the roots the tests replace.
+type options struct {
+	json    bool
+	cores   string
+	tuneNIC string // tune-nic.sh's path; "" skips the NIC check
+	dev     string
+	proc    string // the /proc root
+}
+
+func main() {
+	var o options
+	flag.BoolVar(&o.json, "json", false, "print the report as one JSON object")
+	flag.StringVar(&o.cores, "cores", "", "the loops' CPUs, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it, as percore picks them)")
+	flag.StringVar(&o.tuneNIC, "tune-nic", "scripts/tune-nic.sh", "path of tune-nic.sh, run with --check; empty skips the NIC check")
+	flag.StringVar(&o.dev, "dev", "", "the NIC for tune-nic.sh --check (default: the script's choice, the default route's device)")
+	flag.Parse()
+	o.proc = "/proc"
+	os.Exit(run(o, os.Stdout, os.Stderr))
+}
+
+// report is what the command found. Its JSON form is the -json output.
+type report struct {
+	Kernel  string        `json:"kernel"`
+	IOURing ioURingReport `json:"io_uring"`
+	// Backend is what a loop with Backend Auto runs here, and why.
+	Backend       string `json:"backend"`
+	BackendReason string `json:"backend_reason"`
+	// NoFile and MemLock are this process's limits. Go raises its own
+	// soft RLIMIT_NOFILE to the hard limit at start, so NoFile.Soft is
+	// what a Go server gets, whatever the shell's soft limit is.
+	NoFile    limit       `json:"rlimit_nofile"`
+	MemLock   limit       `json:"rlimit_memlock"`
+	Somaxconn int         `json:"somaxconn"`
+	CPUs      []cpuReport `json:"cpus"`
+	NIC       nicReport   `json:"nic"`
+	Warnings  []string    `json:"warnings"`
+	// Exit is the exit status: see the package documentation.
+	Exit int `json:"exit"`
+
+	cpus []int // the loops' CPUs, as the probe's runtime picked them
+}
+
+type ioURingReport struct {
+	Available bool `json:"available"`
+	// Reason says why not, when not.
+	Reason string `json:"reason,omitempty"`
+	// KernelOpcodes are the opcodes percore knows of that the kernel
+	// supports (ring.Probe); LoopOpcodes, those among them a loop uses.
+	KernelOpcodes []string `json:"kernel_opcodes"`
+	LoopOpcodes   []string `json:"loop_opcodes"`
+	// Flags are the setup flags a loop was granted.
+	Flags string `json:"ring_flags,omitempty"`
+}
+
+// limit is a resource limit; -1 is unlimited.
+type limit struct {
+	Soft int64 `json:"soft"`
+	Hard int64 `json:"hard"`
+}
+
+func (l limit) String() string {
+	f := func(v int64) string {
+		if v < 0 {
+			return "unlimited"
+		}
+		return strconv.FormatInt(v, 10)
+	}
+	return "soft " + f(l.Soft) + ", hard " + f(l.Hard)
+}
+
+type cpuReport struct {
+	CPU int `json:"cpu"`
+	// IRQMask is the smp_affinity mask that selects this CPU alone.
+	IRQMask string `json:"irq_mask"`
+	// PinnedIRQs are the IRQs whose affinity is this CPU alone.
+	PinnedIRQs []irq `json:"pinned_irqs"`
+}
+
+type irq struct {
+	IRQ  int    `json:"irq"`
+	Name string `json:"name"`
+}
+
+type nicReport struct {
+	// Checked is whether tune-nic.sh --check ran; Script is its path.
+	Checked bool   `json:"checked"`
+	Script  string `json:"script,omitempty"`
+	// Exit is its exit status: 0 the full hardware recipe applies, 2 it
+	// does not (Gaps say why), 1 it could not check (Error says why).
+	Exit  int      `json:"exit"`
+	Gaps  []string `json:"gaps,omitempty"`
+	Error string   `json:"error,omitempty"`
+	// Check is its JSON report, as it printed it.
+	Check json.RawMessage `json:"check,omitempty"`
+}
+
+func run(o options, stdout, stderr io.Writer) int {
+	r, err := gather(o)
+	if err != nil {
+		fmt.Fprintln(stderr, "hostreport:", err)
+		return exitError
+	}
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			fmt.Fprintln(stderr, "hostreport:", err)
+			return exitError
+		}
+	} else {
+		fmt.Fprint(stdout, r.text())
+	}
+	return r.Exit
+}
+
+func gather(o options) (*report, error) {
+	var cores []int
+	var err error
+	if o.cores != "" {
+		if cores, err = cpu.ParseList(o.cores); err != nil {
+			return nil, err
+		}
+	}
+	r := &report{Warnings: []string{}}
+	if err := r.probe(cores); err != nil {
+		return nil, err
+	}
+	r.NoFile = rlimit(unix.RLIMIT_NOFILE)
+	r.MemLock = rlimit(unix.RLIMIT_MEMLOCK)
+	if r.NoFile.Soft >= 0 && r.NoFile.Soft < minNoFile {
+		r.warn("RLIMIT_NOFILE is %d: a server runs out of descriptors at about that many connections (raise the hard limit: LimitNOFILE= in a systemd unit, nofile in limits.conf)", r.NoFile.Soft)
+	}
+	if b, err := os.ReadFile(filepath.Join(o.proc, "sys/net/core/somaxconn")); err == nil {
+		r.Somaxconn, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		if r.Somaxconn < minSomaxconn {
+			r.warn("net.core.somaxconn is %d: listen backlogs are capped there; bursts of connects beyond it are dropped (sysctl -w net.core.somaxconn=%d)", r.Somaxconn, minSomaxconn)
+		}
+	} else {
+		r.warn("net.core.somaxconn: %v", err)
+	}
+	r.CPUs = cpuIRQs(o.proc, r.loopCPUs(cores))
+	r.NIC = checkNIC(o, r.loopCPUs(cores))
+	switch {
+	case !r.NIC.Checked:
+	case r.NIC.Exit == 2:
+		r.warn("the NIC is not fully tuned for the loops (tune-nic.sh --check exit 2): %s", strings.Join(r.NIC.Gaps, "; "))
+	case r.NIC.Exit != 0:
+		r.warn("tune-nic.sh --check could not check the NIC (exit %d): %s", r.NIC.Exit, r.NIC.Error)
+	}
+	if o.tuneNIC != "" && !r.NIC.Checked {
+		r.warn("tune-nic.sh: %s", r.NIC.Error)
+	}
+	r.Exit = exitStatus(r.IOURing.Available, len(r.Warnings))
+	return r, nil
+}
+
+// exitStatus is the exit status of a report: io_uring's absence first,
+// then any warning.
+func exitStatus(uring bool, warnings int) int {
+	switch {
+	case !uring:
+		return exitUnavailable
+	case warnings > 0:
+		return exitWarnings
+	}
+	return exitReady
+}
+
+func (r *report) warn(format string, args ...any) {
+	r.Warnings = append(r.Warnings, fmt.Sprintf(format, args...))
+}
+
+// loopCPUs returns the CPUs the loops would run on: cores, else those the
+// probe's runtime picked.
+func (r *report) loopCPUs(cores []int) []int {
+	if cores != nil {
+		return cores
+	}
+	return r.cpus
+}
+
+// probe starts loops without a listener, io_uring first, to see what the
+// kernel grants, and then with Auto to see what a default runtime picks.
+func (r *report) probe(cores []int) error {
+	quiet := slog.New(slog.DiscardHandler)
+	if s, err := ring.Probe(); err == nil {
+		for _, op := range s.Supported() {
+			r.IOURing.KernelOpcodes = append(r.IOURing.KernelOpcodes, op.String())
+		}
+	}
+	rt, err := percore.New(percore.Config{Backend: percore.IOURing, Cores: cores, Logger: quiet}, nil)
+	switch {
+	case err == nil:
+		p := rt.Probe()
+		r.IOURing.Available = true
+		r.IOURing.LoopOpcodes = p.Ops
+		r.IOURing.Flags = p.RingFlags.String()
+		r.Kernel = p.Kernel
+		r.cpus = p.CPUs
+		rt.Close()
+	case errors.Is(err, ring.ErrUnavailable):
+		r.IOURing.Reason = err.Error()
+	default:
+		return err
+	}
+	rt, err = percore.New(percore.Config{Cores: cores, Logger: quiet}, nil)
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	p := rt.Probe()
+	r.Backend, r.BackendReason, r.Kernel, r.cpus = p.Backend.String(), p.Reason, p.Kernel, p.CPUs
+	return nil
+}
+
+func rlimit(resource int) limit {
+	var l unix.Rlimit
+	if err := unix.Getrlimit(resource, &l); err != nil {
+		return limit{Soft: -1, Hard: -1}
+	}
+	conv := func(v uint64) int64 {
+		if v == unix.RLIM_INFINITY || v > 1<<62 {
+			return -1
+		}
+		return int64(v)
+	}
+	return limit{Soft: conv(l.Cur), Hard: conv(l.Max)}
+}
+
+// cpuIRQs lists, for each of cpus, the IRQs whose smp_affinity selects it
+// alone, named as /proc/interrupts names them.
+func cpuIRQs(proc string, cpus []int) []cpuReport {
+	names := irqNames(proc)
+	pinned := map[int][]irq{}
+	dirs, _ := os.ReadDir(filepath.Join(proc, "irq"))
+	for _, d := range dirs {
+		n, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(proc, "irq", d.Name(), "smp_affinity"))
+		if err != nil {
+			continue
+		}
+		set, err := cpu.ParseIRQMask(string(b))
+		if err != nil || len(set) != 1 {
+			continue
+		}
+		pinned[set[0]] = append(pinned[set[0]], irq{IRQ: n, Name: names[n]})
+	}
+	var out []cpuReport
+	for _, c := range cpus {
+		irqs := pinned[c]
+		if irqs == nil {
+			irqs = []irq{}
+		}
+		out = append(out, cpuReport{CPU: c, IRQMask: cpu.IRQMask(c), PinnedIRQs: irqs})
+	}
+	return out
+}
+
+// irqNames reads the device names of the numbered IRQs in /proc/interrupts:
+// the last field of each line, after the per-CPU counts and the chip.
+func irqNames(proc string) map[int]string {
+	names := map[int]string{}
+	b, err := os.ReadFile(filepath.Join(proc, "interrupts"))
+	if err != nil {
+		return names
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || !strings.HasSuffix(f[0], ":") {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSuffix(f[0], ":"))
+		if err != nil {
+			continue
+		}
+		names[n] = f[len(f)-1]
+	}
+	return names
+}
+
+// nicTimeout bounds tune-nic.sh --check.
+const nicTimeout = 30 * time.Second
+
+// checkNIC runs tune-nic.sh --check --json for the loop CPUs.
+func checkNIC(o options, cpus []int) nicReport {
+	if o.tuneNIC == "" {
+		return nicReport{}
+	}
+	n := nicReport{Script: o.tuneNIC}
+	if _, err := os.Stat(o.tuneNIC); err != nil {
+		n.Error = fmt.Sprintf("not found (%v); give its path with -tune-nic, or -tune-nic '' to skip the NIC", err)
+		return n
+	}
+	args := []string{"--check", "--json", "--cpus", cpu.FormatList(cpus)}
+	if o.dev != "" {
+		args = append(args, "--dev", o.dev)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), nicTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, o.tuneNIC, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exit) && ctx.Err() == nil:
+		n.Exit = exit.ExitCode()
+	default:
+		n.Error = fmt.Sprintf("%s: %v", o.tuneNIC, err)
+		return n
+	}
+	n.Checked = true
+	n.Error = strings.TrimSpace(stderr.String())
+	var check struct {
+		Gaps []struct {
+			Reason string `json:"reason"`
+		} `json:"gaps"`
+	}
+	if json.Valid(out) {
+		n.Check = json.RawMessage(strings.TrimSpace(string(out)))
+		if json.Unmarshal(out, &check) == nil {
+			for _, g := range check.Gaps {
+				n.Gaps = append(n.Gaps, g.Reason)
+			}
+		}
+	}
+	return n
+}
+
+// text is the readable form of the report.
+func (r *report) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "kernel:     %s\n", r.Kernel)
+	if r.IOURing.Available {
+		fmt.Fprintf(&b, "io_uring:   available; ring flags %s\n", r.IOURing.Flags)
+		fmt.Fprintf(&b, "opcodes:    loops use %s\n", strings.Join(r.IOURing.LoopOpcodes, " "))
+	} else {
+		fmt.Fprintf(&b, "io_uring:   unavailable: %s\n", r.IOURing.Reason)
+	}
+	if len(r.IOURing.KernelOpcodes) > 0 {
+		fmt.Fprintf(&b, "            kernel supports %s\n", strings.Join(r.IOURing.KernelOpcodes, " "))
+	}
+	fmt.Fprintf(&b, "backend:    %s (%s)\n", r.Backend, r.BackendReason)
+	fmt.Fprintf(&b, "nofile:     %s (Go raises its soft limit to the hard one)\n", r.NoFile)
+	fmt.Fprintf(&b, "memlock:    %s\n", r.MemLock)
+	fmt.Fprintf(&b, "somaxconn:  %d\n", r.Somaxconn)
+	for _, c := range r.CPUs {
+		var irqs []string
+		for _, q := range c.PinnedIRQs {
+			irqs = append(irqs, fmt.Sprintf("%d (%s)", q.IRQ, q.Name))
+		}
+		pinned := "none"
+		if len(irqs) > 0 {
+			pinned = strings.Join(irqs, ", ")
+		}
+		fmt.Fprintf(&b, "cpu %-6d  irq mask %s; IRQs pinned to it alone: %s\n", c.CPU, c.IRQMask, pinned)
+	}
+	switch {
+	case r.NIC.Checked && r.NIC.Exit == 0:
+		fmt.Fprintf(&b, "nic:        %s --check: the full hardware recipe applies\n", r.NIC.Script)
+	case r.NIC.Checked && r.NIC.Exit == 2:
+		fmt.Fprintf(&b, "nic:        %s --check: %d gaps (see the warning)\n", r.NIC.Script, len(r.NIC.Gaps))
+	case r.NIC.Checked:
+		fmt.Fprintf(&b, "nic:        %s --check: exit %d\n", r.NIC.Script, r.NIC.Exit)
+	case r.NIC.Script == "":
+		fmt.Fprintf(&b, "nic:        not checked (-tune-nic '')\n")
+	default:
+		fmt.Fprintf(&b, "nic:        not checked\n")
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warn: %s\n", w)
+	}
+	verdict := map[int]string{
+		exitReady:       "ready",
+		exitWarnings:    "ready, with warnings",
+		exitUnavailable: "io_uring unavailable: the loops would run on epoll",
+	}[r.Exit]
+	fmt.Fprintf(&b, "verdict:    %s (exit %d)\n", verdict, r.Exit)
+	return b.String()
+}
