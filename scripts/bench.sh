@@ -28,6 +28,10 @@
 #   QUIET_WAIT (30; smoke 0): before each run, wait up to this many seconds
 #        for the machine to be idle (under 10% busy), as other work skews results;
 #        a run disturbed anyway is flagged N and left out of the medians
+#   SCRAPE (0): 1 starts the percore servers with -metrics on the next port and
+#        fetches /metrics once a second (curl, pinned to CLIENT_CPUS) while load
+#        runs, to measure what being scraped costs; the other servers run as
+#        usual. Results go to OUT (default docs/results/HOST-DATE-scrape)
 #
 # A server is a line in SPECS: name|source folder|build tags|min repeats|args,
 # where args may use {ADDR}, {LOOPS} (the number of server CPUs) and {CPUS}
@@ -75,6 +79,7 @@ LOAD_ENGINE=${LOAD_ENGINE:-percore}
 BASE_PORT=${BASE_PORT:-27100}
 PERF=${PERF:-auto}
 PERF_WINDOW=${PERF_WINDOW:-2}
+SCRAPE=${SCRAPE:-0}
 
 case "$BENCH" in
   smoke)
@@ -153,6 +158,11 @@ HOST=$(hostname)
 DATE=$(date +%F)
 if [ -z "${OUT:-}" ] && [ "$BENCH" != smoke ]; then
   OUT=docs/results/$HOST-$DATE
+  if [ "$SCRAPE" = 1 ]; then OUT+=-scrape; fi
+fi
+if [ "$SCRAPE" = 1 ] && [ "$DRY_RUN" = 0 ] && ! command -v curl >/dev/null; then
+  echo "bench.sh: SCRAPE=1 needs curl (Debian: apt-get install -y curl)" >&2
+  exit 2
 fi
 
 # repeats_of MIN prints how many repeats a server gets.
@@ -176,6 +186,9 @@ estimate=$(awk -v n="$nruns" -v w="$WARMUP" -v s="$WINDOW" -v p="$nperf" -v pw="
 echo "bench.sh: BENCH=$BENCH, servers on cpus $SERVER_CPUS, load ($LOAD_ENGINE engine) on cpus $CLIENT_CPUS"
 echo "bench.sh: servers: $(for s in "${selected[@]}"; do printf '%s ' "${s%%|*}"; done)"
 echo "bench.sh: scenarios: $(for s in "${SCENARIOS[@]}"; do printf '%s ' "${s%%|*}"; done)"
+if [ "$SCRAPE" = 1 ]; then
+  echo "bench.sh: SCRAPE=1: the percore servers serve -metrics, fetched every second during each run"
+fi
 echo "bench.sh: $nruns runs of ${WARMUP}s + ${WINDOW}s, $nperf perf runs: about ${estimate}s; results in ${OUT:-a temporary directory}"
 if [ "$DRY_RUN" = 1 ]; then
   exit 0
@@ -185,7 +198,12 @@ fi
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/percore-bench.XXXXXX")
 SERVER_PID=""
+SCRAPER_PID=""
 cleanup() {
+  if [ -n "$SCRAPER_PID" ]; then
+    kill "$SCRAPER_PID" 2>/dev/null || true
+    wait "$SCRAPER_PID" 2>/dev/null || true
+  fi
   if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
     kill -KILL "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
@@ -323,6 +341,15 @@ wait_quiet() {
   done
 }
 
+# scrape ADDR: fetch http://ADDR/metrics once a second until killed, from
+# the client's CPUs, as a Prometheus server would.
+scrape() {
+  while :; do
+    taskset -c "$CLIENT_CPUS" curl -fsS -o /dev/null --max-time 1 "http://$1/metrics" || true
+    sleep 1
+  done
+}
+
 port=$BASE_PORT
 # run_one KIND SPEC SCENARIO REPEAT: one server start, one load run, one line in RAW.
 run_one() {
@@ -335,6 +362,12 @@ run_one() {
   args=${args//\{ADDR\}/$addr}
   args=${args//\{LOOPS\}/$SERVER_NCPU}
   args=${args//\{CPUS\}/$SERVER_CPUS}
+  local scrape_addr=''
+  if [ "$SCRAPE" = 1 ] && [ "$dir" = examples/echo ]; then
+    port=$((port + 1))
+    scrape_addr=127.0.0.1:$port
+    args+=" -metrics $scrape_addr"
+  fi
   bin=${built[$dir|$tags]}
   log=$TMP/logs/$name-$sname-$kind-$repeat
 
@@ -349,6 +382,10 @@ run_one() {
   SERVER_PID=$!
   local listening=1 limit
   if wait_listening "$SERVER_PID" "$log.server"; then
+    if [ -n "$scrape_addr" ]; then
+      scrape "$scrape_addr" &
+      SCRAPER_PID=$!
+    fi
     limit=$(awk -v w="$WARMUP" -v s="$window" 'BEGIN { printf "%d", w + s + 60 }')
     # shellcheck disable=SC2086
     json=$(GOMAXPROCS=$CLIENT_NCPU timeout -k 5 "$limit" taskset -c "$CLIENT_CPUS" \
@@ -358,6 +395,11 @@ run_one() {
     listening=0
     echo "bench.sh: $name did not start listening on $addr within 10s (recorded as a run without requests):" >&2
     tail -n 20 "$log.server" >&2
+  fi
+  if [ -n "$SCRAPER_PID" ]; then
+    kill "$SCRAPER_PID" 2>/dev/null || true
+    wait "$SCRAPER_PID" 2>/dev/null || true
+    SCRAPER_PID=""
   fi
   stop_server "$SERVER_PID"
   SERVER_PID=""
@@ -400,6 +442,7 @@ echo "bench.sh: ran for $(($(date +%s) - started))s"
 cmd="BENCH=$BENCH REPEATS=$REPEATS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS WARMUP=$WARMUP WINDOW=$WINDOW"
 cmd+=" PERF=$PERF PERF_WINDOW=$PERF_WINDOW LOAD_ENGINE=$LOAD_ENGINE QUIET_WAIT=$QUIET_WAIT"
 if [ -n "$SERVERS_ASKED" ]; then cmd+=" SERVERS='$SERVERS_ASKED'"; fi
+if [ "$SCRAPE" = 1 ]; then cmd+=" SCRAPE=1"; fi
 cmd+=" make bench"
 about="$(nproc) CPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')), kernel $(uname -r), $(go version | cut -d' ' -f3); servers on cpus $SERVER_CPUS, load generator on cpus $CLIENT_CPUS; loopback."
 echo
