@@ -10,11 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// MaxCPU is the largest CPU number this package accepts. Linux kernels are
-// built for at most 8192 CPUs today; anything above MaxCPU is treated as
-// malformed input rather than allocated for.
-const MaxCPU = 1 << 16
-
 // setSizeBits is the width of the first affinity mask Cores tries: glibc's
 // CPU_SETSIZE, enough for every machine with up to 1024 CPU ids.
 const setSizeBits = 1024

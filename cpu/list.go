@@ -9,6 +9,11 @@ import (
 	"strings"
 )
 
+// MaxCPU is the largest CPU number this package accepts. Linux kernels are
+// built for at most 8192 CPUs today; anything above MaxCPU is treated as
+// malformed input rather than allocated for.
+const MaxCPU = 1 << 16
+
 // ParseList parses the kernel's CPU-list format, as found in
 // /sys/devices/system/cpu/online and accepted by taskset -c: comma-separated
 // elements, each a CPU ("8"), an inclusive range ("0-3"), or a range with a

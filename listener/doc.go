@@ -60,4 +60,6 @@
 // SO_REUSEPORT groups are formed by the kernel from sockets of the same
 // effective user; a Group binding a port that other sockets of this user
 // already hold with SO_REUSEPORT joins them.
+//
+// It builds on Linux only (SO_REUSEPORT, SO_INCOMING_CPU): elsewhere the package is empty.
 package listener

@@ -39,4 +39,6 @@
 // the matching completion arrives, also after a cancel: the kernel reads or
 // writes it asynchronously. User data is an opaque 64-bit value: percore
 // puts a slot index and a generation in it, never a Go pointer.
+//
+// It builds on Linux only (io_uring): elsewhere the package is empty.
 package ring

@@ -1,3 +1,5 @@
+//go:build linux
+
 package ring
 
 // openHook lets tests make ring setup fail as a locked-down host would

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -96,7 +98,7 @@ func (l *Loop) acceptResult(fd int, errno unix.Errno, lnfd int) acceptOutcome {
 	l.acceptOK()
 	l.accepted(fd)
 	if !l.canAccept() && l.accept.holds&holdCap == 0 {
-		l.cnt[sCapPauses]++
+		l.cnt[sCapHolds]++
 		l.hold(holdCap)
 	}
 	if !l.accepting() {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -59,24 +61,29 @@ const (
 	DeferTaskrun = ring.DeferTaskrun
 	CoopTaskrun  = ring.CoopTaskrun
 	SQPoll       = ring.SQPoll
-	// NoRingFlags asks for a ring with no setup flags at all (the zero
-	// value of Config.RingFlags means DefaultRingFlags).
-	NoRingFlags RingFlags = 1 << 31
 	// DefaultRingFlags are the flags measured best on a loop that owns its
 	// ring and enters the kernel once per turn: see docs/performance.md.
 	DefaultRingFlags = SingleIssuer | DeferTaskrun
 )
 
+// ErrUnavailable matches (with errors.Is) the error New returns for the
+// IOURing backend where io_uring cannot be used on this host (seccomp,
+// kernel.io_uring_disabled, an old kernel, a missing opcode or feature);
+// the Auto backend falls back to epoll on it. It is ring.ErrUnavailable,
+// here so that callers need not import package ring.
+var ErrUnavailable = ring.ErrUnavailable
+
 // ParseRingFlags parses a comma-separated list of io_uring setup flags in
 // the kernel's names, case-insensitive, with or without the
-// IORING_SETUP_ prefix ("single_issuer,defer_taskrun"); "none" is
-// NoRingFlags and "" or "default" is DefaultRingFlags.
+// IORING_SETUP_ prefix ("single_issuer,defer_taskrun"); "none" is no flags
+// and "" or "default" is DefaultRingFlags. Config.RingFlags takes a
+// pointer to the result.
 func ParseRingFlags(s string) (RingFlags, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "", "default":
 		return DefaultRingFlags, nil
 	case "none":
-		return NoRingFlags, nil
+		return 0, nil
 	}
 	var f RingFlags
 	for name := range strings.SplitSeq(s, ",") {
@@ -100,6 +107,12 @@ func ParseRingFlags(s string) (RingFlags, error) {
 // Config configures a Runtime. The zero value starts one loop per CPU in the
 // process's affinity mask (at most GOMAXPROCS of them), with the Auto
 // backend and no listener (a client-only runtime that dials out).
+//
+// Every limit and duration follows one rule (the pool's Config too): zero
+// means the default, which the field names (the Default constants; for
+// some it is "none"), and a negative value means none: no limit, no
+// timeout, off. A size (RingEntries, BufferSize, BufferCount, Backlog) is
+// no limit: zero means its default and a negative one is an error.
 type Config struct {
 	// Cores lists the CPUs to run loops on, one loop per entry, each loop's
 	// thread pinned to its CPU. Nil means every CPU in the affinity mask
@@ -122,64 +135,67 @@ type Config struct {
 	// received the connection's packets (pair it with scripts/tune-nic.sh).
 	IncomingCPU bool
 	// RingEntries is each io_uring's submission queue size. Zero means
-	// 1024; the completion queue is four times as large.
+	// DefaultRingEntries; the completion queue is four times as large.
 	RingEntries uint32
-	// RingFlags are the io_uring setup flags. Zero means DefaultRingFlags;
-	// NoRingFlags means none.
-	RingFlags RingFlags
+	// RingFlags points at the io_uring setup flags. Nil means
+	// DefaultRingFlags; a pointer to zero means no flags at all.
+	RingFlags *RingFlags
 	// WaitBatch, when above 1, makes an idle io_uring loop wait for up to
 	// this many completions before it wakes, but never longer than
 	// WaitMin once one has arrived: fewer kernel enters and wake-ups
-	// under load, for at most WaitMin of added latency. Zero means off
-	// (wake on the first completion). Needs kernel 6.12+
-	// (IORING_FEAT_MIN_TIMEOUT); New fails without it. Measured in
-	// docs/performance.md.
+	// under load, for at most WaitMin of added latency. Zero (the
+	// default) and negative mean off (wake on the first completion).
+	// Needs kernel 6.12+ (IORING_FEAT_MIN_TIMEOUT); New fails without
+	// it. Measured in docs/performance.md.
 	WaitBatch int
-	// WaitMin bounds the extra wait of WaitBatch. Zero means 20 µs.
+	// WaitMin bounds the extra wait of WaitBatch. Zero means
+	// DefaultWaitMin; negative means none (which turns batching off).
 	WaitMin time.Duration
 	// BufferSize is the size of each receive buffer: the io_uring
 	// provided-buffer ring's buffers, and the epoll loop's one read
-	// buffer. Zero means 16 KiB.
+	// buffer. Zero means DefaultBufferSize.
 	BufferSize int
 	// BufferCount is how many receive buffers each io_uring loop provides
-	// to the kernel (a power of two). Zero means 512. An idle connection
-	// holds none of them.
+	// to the kernel (a power of two). Zero means DefaultBufferCount. An
+	// idle connection holds none of them.
 	BufferCount int
 	// MaxConns caps the open connections of each loop. At the cap a loop
 	// stops accepting, so that later connections wait in the kernel's
 	// listen backlog (no descriptor or buffer of ours), and it resumes as
-	// connections close. Zero means no cap. To size it from the
-	// descriptor limit: (RLIMIT_NOFILE - descriptors the process needs
-	// for other things) / loops; each loop also holds 2-3 descriptors of
-	// its own (ring or epoll, eventfd, listener).
+	// connections close. Zero (the default) and negative mean no cap. To
+	// size it from the descriptor limit: (RLIMIT_NOFILE - descriptors the
+	// process needs for other things) / loops; each loop also holds 2-3
+	// descriptors of its own (ring or epoll, eventfd, listener).
 	MaxConns int
 	// IdleTimeout closes a connection that has received nothing for this
 	// long, with ErrIdleTimeout. A connection that keeps sending is never
-	// cut off. Zero means no idle timeout. Conn.SetIdleTimeout changes it
-	// per connection.
+	// cut off. Zero (the default) and negative mean no idle timeout.
+	// Conn.SetIdleTimeout changes it per connection.
 	IdleTimeout time.Duration
 	// MaxLifetime closes a connection this long after it opened, with
-	// ErrMaxLifetime. Zero means no limit. Conn.SetMaxLifetime changes it
-	// per connection.
+	// ErrMaxLifetime. Zero (the default) and negative mean no limit.
+	// Conn.SetMaxLifetime changes it per connection.
 	MaxLifetime time.Duration
 	// WriteTimeout closes a connection whose queued outbound bytes make
 	// no progress (the kernel takes none of them, because the peer does
 	// not read) for this long, with ErrWriteTimeout. A peer that reads
-	// slowly but steadily is never cut off by it. Zero means 60 s
-	// (nginx's send_timeout); negative means no write timeout.
+	// slowly but steadily is never cut off by it. Zero means
+	// DefaultWriteTimeout (nginx's send_timeout); negative means none.
 	WriteTimeout time.Duration
 	// Linger bounds how long a connection closed with bytes still queued
 	// (Conn.Close sends them first) may take to send them; past it the
 	// connection is aborted with ErrLingerTimeout, so that a peer that
 	// stops reading cannot hold a closing connection's descriptor, slot
-	// and queue for good. Zero means 30 s; negative means no bound.
+	// and queue for good. Zero means DefaultLinger; negative means no
+	// bound.
 	Linger time.Duration
 	// MaxOutbound caps the bytes a connection may have queued for
-	// sending before OutboundPolicy applies. Zero means 4 MiB; negative
-	// means no cap.
+	// sending before OutboundPolicy applies. Zero means
+	// DefaultMaxOutbound; negative means no cap.
 	MaxOutbound int
 	// OutboundLowWater is where a paused connection resumes reading (and
-	// DrainHandler.OnDrain runs). Zero means MaxOutbound/4.
+	// DrainHandler.OnDrain runs). Zero means a quarter of MaxOutbound;
+	// negative means none: it resumes once the queue is empty.
 	OutboundLowWater int
 	// OutboundPolicy says what happens at MaxOutbound. The zero value,
 	// PauseReading, stops reading from the connection until its queue
@@ -189,17 +205,17 @@ type Config struct {
 	// TurnBudget is how many received bytes one connection may have
 	// delivered to its handler per loop turn before the rest waits for the
 	// next turn, so that one client that pipelines megabytes cannot make
-	// the others wait behind it. Zero means 64 KiB; negative means no
-	// budget. The epoll backend reads at most BufferSize per connection
-	// per turn anyway.
+	// the others wait behind it. Zero means DefaultTurnBudget; negative
+	// means no budget. The epoll backend reads at most BufferSize per
+	// connection per turn anyway.
 	TurnBudget int
 	// MaxPosted bounds the functions posted to one loop (Loop.Post) that
-	// wait to run; past it Post fails with ErrLoopBusy. Zero means 65536;
-	// negative means no bound.
+	// wait to run; past it Post fails with ErrLoopBusy. Zero means
+	// DefaultMaxPosted; negative means no bound.
 	MaxPosted int
 	// MaxGo bounds the goroutines Loop.Go runs at once for one loop; past
-	// it Go fails with ErrLoopBusy. Zero means 1024; negative means no
-	// bound.
+	// it Go fails with ErrLoopBusy. Zero means DefaultMaxGo; negative
+	// means no bound.
 	MaxGo int
 	// Logger receives lifecycle events only (start, backend fallback,
 	// shutdown, accept-error episodes), never per-request logs. Nil means
@@ -220,63 +236,63 @@ const (
 	CloseSlowConsumer
 )
 
+// The defaults a zero Config field stands for.
 const (
-	defaultMaxPosted    = 1 << 16
-	defaultMaxGo        = 1024
-	defaultWriteTimeout = 60 * time.Second
-	defaultLinger       = 30 * time.Second
-	defaultMaxOutbound  = 4 << 20
-	defaultTurnBudget   = 64 << 10
-	defaultRingEntries  = 1024
-	defaultBufferSize   = 16 << 10
-	defaultBufferCount  = 512
-	acceptBackoffMin    = 10 * time.Millisecond
-	acceptBackoffMax    = time.Second
-	acceptQuiet         = time.Second // without accept failures ends an episode
+	DefaultRingEntries  = 1024
+	DefaultBufferSize   = 16 << 10
+	DefaultBufferCount  = 512
+	DefaultWaitMin      = 20 * time.Microsecond
+	DefaultWriteTimeout = 60 * time.Second
+	DefaultLinger       = 30 * time.Second
+	DefaultMaxOutbound  = 4 << 20
+	DefaultTurnBudget   = 64 << 10
+	DefaultMaxPosted    = 1 << 16
+	DefaultMaxGo        = 1024
 )
 
+const (
+	acceptBackoffMin = 10 * time.Millisecond
+	acceptBackoffMax = time.Second
+	acceptQuiet      = time.Second // without accept failures ends an episode
+)
+
+// withDefaults applies the rule: every default filled in, and zero (never
+// negative) meaning none from here on. RingFlags always points at the flags.
 func (c Config) withDefaults() Config {
 	if c.RingEntries == 0 {
-		c.RingEntries = defaultRingEntries
+		c.RingEntries = DefaultRingEntries
 	}
-	switch c.RingFlags {
-	case 0:
-		c.RingFlags = DefaultRingFlags
-	case NoRingFlags:
-		c.RingFlags = 0
+	flags := DefaultRingFlags
+	if c.RingFlags != nil {
+		flags = *c.RingFlags
 	}
-	c.RingFlags &^= NoRingFlags
+	c.RingFlags = &flags
 	if c.BufferSize == 0 {
-		c.BufferSize = defaultBufferSize
+		c.BufferSize = DefaultBufferSize
 	}
 	if c.BufferCount == 0 {
-		c.BufferCount = defaultBufferCount
+		c.BufferCount = DefaultBufferCount
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	c.MaxConns = max(c.MaxConns, 0)
+	c.IdleTimeout = max(c.IdleTimeout, 0)
+	c.MaxLifetime = max(c.MaxLifetime, 0)
+	c.WaitBatch = max(c.WaitBatch, 0)
+	c.WaitMin = orDefault(c.WaitMin, DefaultWaitMin)
+	c.MaxOutbound = orDefault(c.MaxOutbound, DefaultMaxOutbound)
 	switch {
-	case c.MaxOutbound == 0:
-		c.MaxOutbound = defaultMaxOutbound
-	case c.MaxOutbound < 0:
-		c.MaxOutbound = 0
-	}
-	if c.OutboundLowWater == 0 || c.OutboundLowWater > c.MaxOutbound {
+	case c.OutboundLowWater == 0 || c.OutboundLowWater > c.MaxOutbound:
 		c.OutboundLowWater = c.MaxOutbound / 4
+	case c.OutboundLowWater < 0:
+		c.OutboundLowWater = 0
 	}
-	if c.WaitBatch > 1 && c.WaitMin == 0 {
-		c.WaitMin = 20 * time.Microsecond
-	}
-	c.MaxPosted = orDefault(c.MaxPosted, defaultMaxPosted)
-	c.MaxGo = orDefault(c.MaxGo, defaultMaxGo)
-	c.WriteTimeout = orDefault(c.WriteTimeout, defaultWriteTimeout)
-	c.Linger = orDefault(c.Linger, defaultLinger)
-	switch {
-	case c.TurnBudget == 0:
-		c.TurnBudget = defaultTurnBudget
-	case c.TurnBudget < 0:
-		c.TurnBudget = 0
-	}
+	c.TurnBudget = orDefault(c.TurnBudget, DefaultTurnBudget)
+	c.MaxPosted = orDefault(c.MaxPosted, DefaultMaxPosted)
+	c.MaxGo = orDefault(c.MaxGo, DefaultMaxGo)
+	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
+	c.Linger = orDefault(c.Linger, DefaultLinger)
 	return c
 }
 
@@ -289,9 +305,6 @@ func (c Config) validate() error {
 	}
 	if n := c.BufferCount; n < 0 || n > 1<<15 || (n != 0 && n&(n-1) != 0) {
 		return fmt.Errorf("config: buffer count %d is not a power of two up to 32768", n)
-	}
-	if c.MaxConns < 0 || c.IdleTimeout < 0 || c.MaxLifetime < 0 || c.OutboundLowWater < 0 {
-		return fmt.Errorf("config: negative MaxConns, IdleTimeout, MaxLifetime or OutboundLowWater")
 	}
 	if c.OutboundPolicy != PauseReading && c.OutboundPolicy != CloseSlowConsumer {
 		return fmt.Errorf("config: unknown outbound policy %d", int(c.OutboundPolicy))

@@ -14,7 +14,7 @@ func TestParseRingFlags(t *testing.T) {
 	}{
 		{"empty is the default", "", percore.DefaultRingFlags, false},
 		{"default", "default", percore.DefaultRingFlags, false},
-		{"none", "none", percore.NoRingFlags, false},
+		{"none", "none", 0, false},
 		{"kernel names", "IORING_SETUP_SINGLE_ISSUER,IORING_SETUP_DEFER_TASKRUN", percore.SingleIssuer | percore.DeferTaskrun, false},
 		{"lower case with spaces", " coop_taskrun , sqpoll ", percore.CoopTaskrun | percore.SQPoll, false},
 		{"unknown", "single_issuer,fast", 0, true},

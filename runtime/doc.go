@@ -40,4 +40,6 @@
 //     marks it with Conn.BeginRequest and EndRequest, so that a graceful
 //     Shutdown waits for it.
 //   - Loop.Dial takes a literal IP address: the loop never resolves names.
+//
+// It builds on Linux only (io_uring and epoll): elsewhere the package is empty.
 package runtime

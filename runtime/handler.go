@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 // Handler receives a connection's data. Its methods run on the connection's

@@ -24,28 +24,11 @@ func allCores(t testing.TB) []int {
 	return cores
 }
 
-// start starts a runtime listening on 127.0.0.1:0 and closes it at cleanup.
-// An io_uring runtime needs io_uring (pctest.NeedURing).
+// start starts a runtime for the test (pctest.Start): one loop, a listener
+// on 127.0.0.1:0 when h is not nil, closed at cleanup.
 func start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime {
 	t.Helper()
-	if cfg.Backend == percore.IOURing {
-		pctest.NeedURing(t)
-	}
-	if cfg.Addr == "" && h != nil {
-		cfg.Addr = "127.0.0.1:0"
-	}
-	if cfg.Cores == nil {
-		cfg.Cores = allCores(t)[:1]
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = pctest.QuietLogger(t)
-	}
-	rt, err := percore.New(cfg, h)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
+	return pctest.Start(t, cfg, h)
 }
 
 type echoHandler struct{}

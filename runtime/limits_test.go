@@ -95,8 +95,8 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatalf("%d connections served at once, cap %d", peak, limit)
 		}
 		st := rt.Stats()
-		if st.Accepts != clients || st.CapPauses == 0 {
-			t.Fatalf("accepts %d (want %d), cap pauses %d (want > 0)", st.Accepts, clients, st.CapPauses)
+		if st.Accepts != clients || st.CapHolds == 0 {
+			t.Fatalf("accepts %d (want %d), cap pauses %d (want > 0)", st.Accepts, clients, st.CapHolds)
 		}
 	})
 }

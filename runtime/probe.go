@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -8,8 +10,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Probe reports what the runtime found and chose at start.
-type Probe struct {
+// Report says what the runtime found and chose at start: the backend and
+// why, the io_uring setup flags and opcodes, the kernel and the loops'
+// CPUs. (ring.Probe is the kernel's opcode probe it draws on.)
+type Report struct {
 	// Backend is the backend every loop runs (never Auto).
 	Backend Backend
 	// Reason says why: io_uring worked, epoll was asked for, or io_uring
@@ -27,7 +31,7 @@ type Probe struct {
 }
 
 // String is a readable multi-line report.
-func (p Probe) String() string {
+func (p Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "backend:  %s (%s)\n", p.Backend, p.Reason)
 	if p.Backend == IOURing {

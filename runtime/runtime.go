@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -24,7 +26,7 @@ type Runtime struct {
 	cfg   Config
 	loops []*Loop
 	addr  net.Addr
-	probe Probe
+	report Report
 
 	closeOnce sync.Once
 	closeErr  error
@@ -51,8 +53,8 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		return nil, err
 	}
 	rt := &Runtime{cfg: cfg}
-	rt.probe.CPUs = append([]int(nil), cores...)
-	rt.probe.Kernel = kernelRelease()
+	rt.report.CPUs = append([]int(nil), cores...)
+	rt.report.Kernel = kernelRelease()
 	backend := cfg.Backend
 	addr := cfg.Addr
 	for i, core := range cores {
@@ -76,7 +78,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		}
 		rt.loops = append(rt.loops, l)
 	}
-	rt.probe.Backend = backend
+	rt.report.Backend = backend
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "addr", addr)
 	return rt, nil
@@ -154,11 +156,11 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 		if err == nil {
 			l.d, l.backend = d, IOURing
 			if l.id == 0 {
-				rt.probe.Reason = "io_uring set up and every needed opcode supported"
-				rt.probe.RingFlags = cfg.RingFlags
+				rt.report.Reason = "io_uring set up and every needed opcode supported"
+				rt.report.RingFlags = *cfg.RingFlags
 				if s, perr := ring.Probe(); perr == nil {
 					for _, op := range s.Supported() {
-						rt.probe.Ops = append(rt.probe.Ops, op.String())
+						rt.report.Ops = append(rt.report.Ops, op.String())
 					}
 				}
 			}
@@ -168,7 +170,7 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 			return 0, err
 		}
 		cfg.Logger.Warn("percore: io_uring unavailable, using epoll", "reason", err)
-		rt.probe.Reason = "fell back to epoll: " + err.Error()
+		rt.report.Reason = "fell back to epoll: " + err.Error()
 		fallthrough
 	case Epoll:
 		d, err := newEpollDriver(l, cfg)
@@ -176,8 +178,8 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 			return 0, err
 		}
 		l.d, l.backend = d, Epoll
-		if l.id == 0 && rt.probe.Reason == "" {
-			rt.probe.Reason = "epoll requested"
+		if l.id == 0 && rt.report.Reason == "" {
+			rt.report.Reason = "epoll requested"
 		}
 	}
 	l.now = time.Now()
@@ -215,8 +217,9 @@ func (rt *Runtime) Loops() []*Loop { return rt.loops }
 // or nil without a listener.
 func (rt *Runtime) Addr() net.Addr { return rt.addr }
 
-// Probe returns what the runtime found at start: backend, reason, kernel.
-func (rt *Runtime) Probe() Probe { return rt.probe }
+// Report returns what the runtime found at start: backend, reason, ring
+// flags and opcodes, kernel, CPUs.
+func (rt *Runtime) Report() Report { return rt.report }
 
 // Stats returns the sum of every loop's counters.
 func (rt *Runtime) Stats() Stats {

@@ -378,7 +378,7 @@ func TestAutoFallsBackToEpoll(t *testing.T) {
 
 	logger, logs := pctest.LogInbox()
 	rt := start(t, percore.Config{Cores: allCores(t), Logger: logger}, echoHandler{})
-	if p := rt.Probe(); p.Backend != percore.Epoll || !strings.Contains(p.Reason, "EPERM") && !strings.Contains(p.Reason, "operation not permitted") {
+	if p := rt.Report(); p.Backend != percore.Epoll || !strings.Contains(p.Reason, "EPERM") && !strings.Contains(p.Reason, "operation not permitted") {
 		t.Fatalf("probe %+v, want epoll with the EPERM reason", p)
 	}
 	for _, l := range rt.Loops() {
@@ -584,7 +584,7 @@ func TestLoopsFollowGOMAXPROCS(t *testing.T) {
 		if n := len(rt.Loops()); n != 1 {
 			t.Fatalf("%d loops at GOMAXPROCS=1, want 1", n)
 		}
-		if cpus := rt.Probe().CPUs; !slices.Equal(cpus, cores[:1]) {
+		if cpus := rt.Report().CPUs; !slices.Equal(cpus, cores[:1]) {
 			t.Fatalf("loop on cpus %v, want the first of the mask, %v", cpus, cores[:1])
 		}
 		if n := countMessages(logs.Drain(), "one loop per P"); n != 1 {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -40,7 +42,7 @@ type Stats struct {
 	// connections closed for idling, for their lifetime, as slow
 	// consumers; reads paused for backpressure; receives deferred to a
 	// later turn by the turn budget; handler panics recovered.
-	CapPauses, IdleTimeouts, LifetimeCloses, SlowConsumers uint64
+	CapHolds, IdleTimeouts, LifetimeCloses, SlowConsumers uint64
 	Pauses, Deferrals, Panics                              uint64
 	// WriteTimeouts counts connections closed because their queued bytes
 	// made no progress for WriteTimeout; LingerTimeouts, closing
@@ -92,7 +94,7 @@ const (
 	sWaits
 	sPosted
 	sTimers
-	sCapPauses
+	sCapHolds
 	sIdleTimeouts
 	sLifetimeCloses
 	sSlowConsumers
@@ -138,7 +140,7 @@ var statTable = [numStats]statField{
 	sWaits:          {n: func(s *Stats) *uint64 { return &s.Waits }},
 	sPosted:         {n: func(s *Stats) *uint64 { return &s.Posted }},
 	sTimers:         {n: func(s *Stats) *uint64 { return &s.Timers }},
-	sCapPauses:      {n: func(s *Stats) *uint64 { return &s.CapPauses }},
+	sCapHolds:      {n: func(s *Stats) *uint64 { return &s.CapHolds }},
 	sIdleTimeouts:   {n: func(s *Stats) *uint64 { return &s.IdleTimeouts }},
 	sLifetimeCloses: {n: func(s *Stats) *uint64 { return &s.LifetimeCloses }},
 	sSlowConsumers:  {n: func(s *Stats) *uint64 { return &s.SlowConsumers }},

@@ -1,3 +1,5 @@
+//go:build linux
+
 package runtime
 
 import (
@@ -127,7 +129,7 @@ const retryWait = time.Millisecond
 var openRing = ring.Open
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
-	r, err := openRing(ring.Config{Entries: cfg.RingEntries, Flags: cfg.RingFlags})
+	r, err := openRing(ring.Config{Entries: cfg.RingEntries, Flags: *cfg.RingFlags})
 	if err != nil {
 		return nil, err
 	}

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command echo is percore's thread-per-core echo server: one loop per CPU,
 // each with its own io_uring (or epoll) and its own SO_REUSEPORT listener,
 // echoing every byte back from the loop's thread.
@@ -67,9 +69,11 @@ func run(probe bool, addr, metricsAddr, cores, backend, ringFlags string, waitBa
 	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
 		return err
 	}
-	if cfg.RingFlags, err = percore.ParseRingFlags(ringFlags); err != nil {
+	flags, err := percore.ParseRingFlags(ringFlags)
+	if err != nil {
 		return err
 	}
+	cfg.RingFlags = &flags
 	if cores != "" {
 		if cfg.Cores, err = cpu.ParseList(cores); err != nil {
 			return err
@@ -80,14 +84,14 @@ func run(probe bool, addr, metricsAddr, cores, backend, ringFlags string, waitBa
 		if err != nil {
 			return err
 		}
-		fmt.Println(rt.Probe())
+		fmt.Println(rt.Report())
 		return rt.Close()
 	}
 	rt, err := percore.New(cfg, echo{})
 	if err != nil {
 		return err
 	}
-	fmt.Println(rt.Probe())
+	fmt.Println(rt.Report())
 	var list []int
 	for _, l := range rt.Loops() {
 		fmt.Printf("loop %d: cpu %d, irq mask %s\n", l.ID(), l.CPU(), cpu.IRQMask(l.CPU()))

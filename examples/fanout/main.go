@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command fanout shows a small pool's backpressure: one loop starts many
 // requests at once, and they share a pool of a few upstream connections.
 // The pool opens no more than -max connections; the other requests queue,

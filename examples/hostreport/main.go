@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command hostreport says whether this host is ready for percore, for a
 // person or a deploy script: io_uring (available or why not, the opcodes
 // the kernel supports and those the loops use, the setup flags a loop is
@@ -255,7 +257,7 @@ func (r *report) probe(cores []int) error {
 	rt, err := percore.New(percore.Config{Backend: percore.IOURing, Cores: cores, Logger: quiet}, nil)
 	switch {
 	case err == nil:
-		p := rt.Probe()
+		p := rt.Report()
 		r.IOURing.Available = true
 		r.IOURing.LoopOpcodes = p.Ops
 		r.IOURing.Flags = p.RingFlags.String()
@@ -272,7 +274,7 @@ func (r *report) probe(cores []int) error {
 		return err
 	}
 	defer rt.Close()
-	p := rt.Probe()
+	p := rt.Report()
 	r.Backend, r.BackendReason, r.Kernel, r.cpus = p.Backend.String(), p.Reason, p.Kernel, p.CPUs
 	return nil
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command lines is a line-protocol server on percore, one loop per CPU:
 //
 //	ping           -> pong

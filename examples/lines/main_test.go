@@ -191,16 +191,7 @@ func TestShutdown(t *testing.T) {
 // TestHandlerOnRuntime serves newHandler from a runtime of the test's own,
 // as a program embedding the protocol would.
 func TestHandlerOnRuntime(t *testing.T) {
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := percore.New(percore.Config{Addr: "127.0.0.1:0", Cores: cores[:1],
-		Logger: slog.New(slog.DiscardHandler)}, newHandler())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := pctest.Start(t, percore.Config{Logger: slog.New(slog.DiscardHandler)}, newHandler())
 	c := pctest.Dial(t, rt.Addr().String())
 	io.WriteString(c, "echo embedded\n")
 	if line, err := bufio.NewReader(c).ReadString('\n'); err != nil || line != "embedded\n" {

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command load is a closed-loop load generator for echo servers: each
 // connection keeps a fixed number of requests in flight, verifies every reply
 // byte for byte, and records its latency.

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command scale holds thousands of silent connections open against a
 // server and measures what the server does with them at scale: how long
 // after its idle timeout it closes them, how long a live connection waits

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command tcp_pool is a thread-per-core front for a line protocol: every
 // loop accepts clients on its own SO_REUSEPORT listener and, for each
 // request line, leases an upstream connection from its own loop's pool,

@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command warmup makes a pool's lifecycle visible: it prints the pool's
 // State and Statistics as the pool is warmed, lends connections, makes a get
 // wait, hands a returned connection to that waiter, lets another get time

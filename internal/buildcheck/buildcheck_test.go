@@ -48,7 +48,7 @@ func run() error {
 		return err
 	}
 	defer rt.Close()
-	fmt.Println("backend:", rt.Probe().Backend)
+	fmt.Println("backend:", rt.Report().Backend)
 	c, err := net.DialTimeout("tcp", rt.Addr().String(), 5*time.Second)
 	if err != nil {
 		return err

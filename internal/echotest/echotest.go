@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package echotest checks an echo server the same way for every baseline:
 // it echoes payloads from one byte to past its buffers, and it stops when
 // its context ends even with a connection open.

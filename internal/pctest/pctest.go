@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package pctest holds the helpers that percore's tests share: running a
 // test once per backend, waiting for a condition with a deadline, running a
 // function on a loop, dialing a test server, a plain net server to stand
@@ -163,4 +165,35 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(bytes.TrimRight(p, "\n")))
 	return len(p), nil
+}
+
+// Start starts a runtime for a test and closes it at cleanup; it is every
+// package's way to start one. Zero fields of cfg get the tests' defaults:
+// one loop on the first CPU the test may use, a listener on 127.0.0.1:0
+// when h is not nil, and a logger that writes warnings and errors to the
+// test log. An io_uring runtime needs io_uring (NeedURing).
+func Start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime {
+	t.Helper()
+	if cfg.Backend == percore.IOURing {
+		NeedURing(t)
+	}
+	if cfg.Addr == "" && h != nil {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Cores == nil {
+		cores, err := cpu.Cores()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Cores = cores[:1]
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = QuietLogger(t)
+	}
+	rt, err := percore.New(cfg, h)
+	if err != nil {
+		t.Fatalf("start a runtime: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
 }

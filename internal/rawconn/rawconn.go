@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package rawconn is a test client: a blocking TCP socket driven with raw
 // system calls, so that the client side of a round trip allocates nothing
 // and costs only the kernel's work. Allocation tests and benchmarks of the

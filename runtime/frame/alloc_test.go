@@ -17,7 +17,7 @@ func TestFramedRoundTripAllocs(t *testing.T) {
 	lines := frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
 		frame.WriteLine(c, line)
 	}), frame.LineConfig{})
-	frames := frame.LengthPrefixed(frame.FrameHandlerFunc(func(c *percore.Conn, payload []byte) {
+	frames := frame.LengthPrefixed(frame.HandlerFunc(func(c *percore.Conn, payload []byte) {
 		frame.WriteFrame(c, payload)
 	}), frame.LengthConfig{})
 	req := frame.AppendFrame(frame.AppendFrame(nil, []byte("first")), bytes.Repeat([]byte("z"), 100))

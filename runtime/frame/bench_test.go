@@ -73,7 +73,7 @@ func BenchmarkLinesOnData(b *testing.B) {
 }
 
 func BenchmarkLengthPrefixedOnData(b *testing.B) {
-	h := frame.LengthPrefixed(frame.FrameHandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
+	h := frame.LengthPrefixed(frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
 	var c percore.Conn
 	h.(percore.OpenHandler).OnOpen(&c)
 	b.SetBytes(int64(len(frameStream)))
@@ -87,7 +87,7 @@ func BenchmarkLengthPrefixedOnData(b *testing.B) {
 // TestDecodingAllocatesNothing asserts what the benchmarks show.
 func TestDecodingAllocatesNothing(t *testing.T) {
 	lines := frame.Lines(frame.LineHandlerFunc(func(*percore.Conn, []byte) {}), frame.LineConfig{})
-	frames := frame.LengthPrefixed(frame.FrameHandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
+	frames := frame.LengthPrefixed(frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
 	var lc, fc percore.Conn
 	lines.(percore.OpenHandler).OnOpen(&lc)
 	frames.(percore.OpenHandler).OnOpen(&fc)

@@ -37,4 +37,6 @@
 //     frames split across reads cost no allocation; a larger buffer is
 //     released after the frame that needed it, so an idle connection holds
 //     at most 4 KiB of framing state.
+//
+// It builds on Linux only (the runtime): elsewhere the package is empty.
 package frame

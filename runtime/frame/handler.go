@@ -1,3 +1,5 @@
+//go:build linux
+
 package frame
 
 import percore "github.com/percore/percore/runtime"
@@ -21,22 +23,22 @@ type LineHandlerFunc func(c *percore.Conn, line []byte)
 // OnLine calls f(c, line).
 func (f LineHandlerFunc) OnLine(c *percore.Conn, line []byte) { f(c, line) }
 
-// FrameHandler receives a connection's length-prefixed frames from the
+// Handler receives a connection's length-prefixed frames from the
 // Handler that LengthPrefixed returns. OnFrame runs on the connection's loop
 // thread and must not block; payload excludes the header and is valid only
 // during the call.
 //
-// A FrameHandler may also implement ErrorHandler and the runtime's optional
+// A Handler may also implement ErrorHandler and the runtime's optional
 // interfaces, which the adapter forwards.
-type FrameHandler interface {
+type Handler interface {
 	OnFrame(c *percore.Conn, payload []byte)
 }
 
-// FrameHandlerFunc adapts a function to FrameHandler.
-type FrameHandlerFunc func(c *percore.Conn, payload []byte)
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(c *percore.Conn, payload []byte)
 
 // OnFrame calls f(c, payload).
-func (f FrameHandlerFunc) OnFrame(c *percore.Conn, payload []byte) { f(c, payload) }
+func (f HandlerFunc) OnFrame(c *percore.Conn, payload []byte) { f(c, payload) }
 
 // ErrorHandler is implemented by line and frame handlers that answer a
 // framing error (a *TooLongError) before the connection closes: what
@@ -86,7 +88,7 @@ func Lines(h LineHandler, cfg LineConfig) percore.Handler {
 // The handler keeps each connection's decoder and a Writer in Conn.Value:
 // keep your own per-connection value with Value and SetValue, and reply
 // with WriteFrame without allocating.
-func LengthPrefixed(h FrameHandler, cfg LengthConfig) percore.Handler {
+func LengthPrefixed(h Handler, cfg LengthConfig) percore.Handler {
 	return expose(&lengthPrefixed{hooks: hooksOf(h), h: h, max: cfg.MaxFrame}, h)
 }
 
@@ -164,7 +166,7 @@ func (a *lines) OnData(c *percore.Conn, data []byte) {
 
 type lengthPrefixed struct {
 	hooks
-	h   FrameHandler
+	h   Handler
 	max int
 }
 

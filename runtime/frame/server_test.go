@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
@@ -21,22 +20,7 @@ import (
 // cleanup.
 func serve(t *testing.T, b percore.Backend, h percore.Handler) *percore.Runtime {
 	t.Helper()
-	if b == percore.IOURing {
-		pctest.NeedURing(t)
-	}
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := percore.New(percore.Config{
-		Addr: "127.0.0.1:0", Backend: b, Cores: cores[:1],
-		Logger: pctest.QuietLogger(t),
-	}, h)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
+	return pctest.Start(t, percore.Config{Backend: b}, h)
 }
 
 // send writes the pieces in order, pausing between them so that the server

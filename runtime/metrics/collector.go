@@ -1,3 +1,5 @@
+//go:build linux
+
 package metrics
 
 import (
@@ -59,8 +61,8 @@ var statMetrics = []statMetric{
 		func(s *runtime.Stats) float64 { return float64(s.Posted) }},
 	{"Timers", "loop_timers_total", "Timer functions run on the loop.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.Timers) }},
-	{"CapPauses", "accept_cap_pauses_total", "Times the loop stopped accepting because it held MaxConns connections.", counter,
-		func(s *runtime.Stats) float64 { return float64(s.CapPauses) }},
+	{"CapHolds", "accept_cap_holds_total", "Times the loop held accepting because it had MaxConns connections.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.CapHolds) }},
 	{"IdleTimeouts", "idle_timeouts_total", "Connections closed for being idle longer than IdleTimeout.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.IdleTimeouts) }},
 	{"LifetimeCloses", "lifetime_closes_total", "Connections closed for reaching MaxLifetime.", counter,

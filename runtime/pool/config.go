@@ -1,7 +1,7 @@
 package pool
 
 import (
-	"fmt"
+	"math"
 	"time"
 )
 
@@ -9,29 +9,37 @@ import (
 // most 10 connections, no minimum of idle ones, a 30 s connection timeout, a
 // 10 min idle timeout, a 30 min maximum lifetime, connections validated on
 // checkout, and maintenance every 30 s.
+//
+// Every limit and duration follows one rule, the runtime's too: zero means
+// the default (the Default constants), and a negative value means none (no
+// limit, no timeout, never).
 type Config struct {
 	// MaxSize is the most connections a loop holds: idle, lent out,
-	// being validated or being opened. Zero means 10.
+	// being validated or being opened. Zero means DefaultMaxSize (10);
+	// negative means no limit.
 	MaxSize int
 	// MinIdle is how many idle connections Maintain (and a new Local)
-	// opens ahead of demand. Zero means none; more than MaxSize is clamped
-	// to MaxSize.
+	// opens ahead of demand. Zero (the default) and negative mean none;
+	// more than MaxSize is clamped to MaxSize.
 	MinIdle int
 	// ConnectionTimeout bounds a whole get: waiting for a connection,
 	// validating it and opening one. A get that runs out of it ends with
-	// ErrTimeout. Zero means 30 s.
+	// ErrTimeout. Zero means DefaultConnectionTimeout (30 s); negative
+	// means a get waits as long as it takes.
 	ConnectionTimeout time.Duration
-	// IdleTimeout closes connections idle for longer. Zero means 10 min;
-	// negative means never.
+	// IdleTimeout closes pooled connections idle for longer. Zero means
+	// DefaultIdleTimeout (10 min); negative means never.
 	IdleTimeout time.Duration
 	// MaxLifetime closes connections older than this (on checkout, on
-	// return and when reaped). Zero means 30 min; negative means never.
+	// return and when reaped). Zero means DefaultMaxLifetime (30 min);
+	// negative means never.
 	MaxLifetime time.Duration
 	// SkipTestOnCheckout lends idle connections without asking the
 	// Manager to validate them first. The zero value validates.
 	SkipTestOnCheckout bool
 	// ReapInterval is how often each loop runs Maintain on a timer. Zero
-	// means 30 s; negative means never (call Maintain yourself).
+	// means DefaultReapInterval (30 s); negative means never (call
+	// Maintain yourself).
 	ReapInterval time.Duration
 	// Clock returns the current time, for expiry and wait statistics.
 	// Nil means the loop's own clock (read once per loop turn) when the
@@ -40,16 +48,17 @@ type Config struct {
 	Clock func() time.Time
 }
 
+// The defaults a zero Config field stands for (bb8's).
 const (
-	defaultMaxSize           = 10
-	defaultConnectionTimeout = 30 * time.Second
-	defaultIdleTimeout       = 10 * time.Minute
-	defaultMaxLifetime       = 30 * time.Minute
-	defaultReapInterval      = 30 * time.Second
+	DefaultMaxSize           = 10
+	DefaultConnectionTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 10 * time.Minute
+	DefaultMaxLifetime       = 30 * time.Minute
+	DefaultReapInterval      = 30 * time.Second
 )
 
-// settings is a validated Config with its defaults resolved; a zero duration
-// means never.
+// settings is a Config with its defaults resolved; a zero duration means
+// never.
 type settings struct {
 	maxSize        int
 	minIdle        int
@@ -63,45 +72,33 @@ type settings struct {
 }
 
 func (c Config) resolve() (settings, error) {
-	if c.MaxSize < 0 {
-		return settings{}, fmt.Errorf("pool: config: negative max size %d", c.MaxSize)
-	}
-	if c.MinIdle < 0 {
-		return settings{}, fmt.Errorf("pool: config: negative min idle %d", c.MinIdle)
-	}
-	if c.ConnectionTimeout < 0 {
-		return settings{}, fmt.Errorf("pool: config: negative connection timeout %v", c.ConnectionTimeout)
-	}
 	s := settings{
-		maxSize:        c.MaxSize,
-		minIdle:        c.MinIdle,
-		timeout:        c.ConnectionTimeout,
-		idleTimeout:    orDefault(c.IdleTimeout, defaultIdleTimeout),
-		maxLifetime:    orDefault(c.MaxLifetime, defaultMaxLifetime),
+		maxSize:        orDefault(c.MaxSize, DefaultMaxSize),
+		minIdle:        max(c.MinIdle, 0),
+		timeout:        orDefault(c.ConnectionTimeout, DefaultConnectionTimeout),
+		idleTimeout:    orDefault(c.IdleTimeout, DefaultIdleTimeout),
+		maxLifetime:    orDefault(c.MaxLifetime, DefaultMaxLifetime),
 		testOnCheckout: !c.SkipTestOnCheckout,
-		reapInterval:   orDefault(c.ReapInterval, defaultReapInterval),
+		reapInterval:   orDefault(c.ReapInterval, DefaultReapInterval),
 		clock:          c.Clock,
 	}
 	if s.maxSize == 0 {
-		s.maxSize = defaultMaxSize
+		s.maxSize = math.MaxInt // no limit
 	}
 	s.minIdle = min(s.minIdle, s.maxSize)
-	if s.timeout == 0 {
-		s.timeout = defaultConnectionTimeout
-	}
 	s.expires = s.idleTimeout > 0 || s.maxLifetime > 0
 	return s, nil
 }
 
-// orDefault maps zero to def and a negative duration to zero (never).
-func orDefault(d, def time.Duration) time.Duration {
+// orDefault maps zero to def and a negative value to zero (none).
+func orDefault[T int | time.Duration](v, def T) T {
 	switch {
-	case d == 0:
+	case v == 0:
 		return def
-	case d < 0:
+	case v < 0:
 		return 0
 	}
-	return d
+	return v
 }
 
 // config returns the settings as a Config with every default filled in
@@ -114,10 +111,14 @@ func (s settings) config() Config {
 		}
 		return d
 	}
+	maxSize := s.maxSize
+	if maxSize == math.MaxInt {
+		maxSize = -1
+	}
 	return Config{
-		MaxSize:            s.maxSize,
+		MaxSize:            maxSize,
 		MinIdle:            s.minIdle,
-		ConnectionTimeout:  s.timeout,
+		ConnectionTimeout:  never(s.timeout),
 		IdleTimeout:        never(s.idleTimeout),
 		MaxLifetime:        never(s.maxLifetime),
 		SkipTestOnCheckout: !s.testOnCheckout,

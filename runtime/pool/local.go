@@ -595,10 +595,13 @@ func (l *Local[C]) newRequest(done func(*Lease[C], error)) *request[C] {
 	}
 	now := l.clock()
 	l.seq++
-	r.done, r.start, r.deadline, r.seq = done, now, now.Add(l.cfg.timeout), l.seq
+	r.done, r.start, r.seq = done, now, l.seq
 	l.active.pushBack(r)
-	if l.cancelDeadline == nil {
-		l.armDeadline(r.deadline, now)
+	if l.cfg.timeout > 0 { // else gets wait as long as it takes
+		r.deadline = now.Add(l.cfg.timeout)
+		if l.cancelDeadline == nil {
+			l.armDeadline(r.deadline, now)
+		}
 	}
 	return r
 }

@@ -466,9 +466,16 @@ func TestConfig(t *testing.T) {
 		{"min idle clamped", Config{MaxSize: 3, MinIdle: 7}, Config{MaxSize: 3, MinIdle: 3,
 			ConnectionTimeout: 30 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: 30 * time.Minute,
 			ReapInterval: 30 * time.Second}, false},
-		{"negative max size", Config{MaxSize: -1}, Config{}, true},
-		{"negative min idle", Config{MinIdle: -1}, Config{}, true},
-		{"negative connection timeout", Config{ConnectionTimeout: -time.Second}, Config{}, true},
+		// The one rule: a negative limit or duration means none.
+		{"negative max size is no limit", Config{MaxSize: -1}, Config{MaxSize: -1,
+			ConnectionTimeout: 30 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: 30 * time.Minute,
+			ReapInterval: 30 * time.Second}, false},
+		{"negative min idle is none", Config{MinIdle: -1}, Config{MaxSize: 10,
+			ConnectionTimeout: 30 * time.Second, IdleTimeout: 10 * time.Minute, MaxLifetime: 30 * time.Minute,
+			ReapInterval: 30 * time.Second}, false},
+		{"negative connection timeout is none", Config{ConnectionTimeout: -time.Second}, Config{MaxSize: 10,
+			ConnectionTimeout: -1, IdleTimeout: 10 * time.Minute, MaxLifetime: 30 * time.Minute,
+			ReapInterval: 30 * time.Second}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -28,12 +28,7 @@ func startRuntime(t *testing.T, b percore.Backend, n int) *percore.Runtime {
 	for i := range cores {
 		cores[i] = all[i%len(all)]
 	}
-	rt, err := percore.New(percore.Config{Backend: b, Cores: cores, Logger: pctest.QuietLogger(t)}, nil)
-	if err != nil {
-		t.Fatalf("start runtime: %v", err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	return rt
+	return pctest.Start(t, percore.Config{Backend: b, Cores: cores}, nil)
 }
 
 // result is what a get's done received.

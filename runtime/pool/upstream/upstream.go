@@ -1,20 +1,5 @@
-// Package upstream is a pool.Manager for TCP connections that a percore
-// loop dials to one upstream address: the connections tcp_pool and fanout
-// lease, ready for a request and its reply.
-//
-//	m, err := upstream.New("127.0.0.1:6379")
-//	p, err := pool.New[*upstream.Conn](m, pool.Config{MaxSize: 8})
-//
-// A lessee writes its request with Conn.Write, receives the reply through
-// the callbacks it gives Conn.Receive, and calls Receive(nil, nil) once the
-// reply is complete, before it puts the connection back. A connection put
-// back with a receiver still attached (its reply may still be on the way),
-// one that received bytes while nobody was listening, one marked broken and
-// one that closed are all reported broken, so that the pool closes them
-// instead of lending them again.
-//
-// Everything here runs on the thread of the loop that dialed the
-// connection.
+//go:build linux
+
 package upstream
 
 import (
@@ -56,7 +41,7 @@ func (m *Manager) Connect(loop pool.Loop, done func(*Conn, error)) {
 		return
 	}
 	c := &Conn{}
-	err := l.DialAddrPort(m.addr, c, func(pc *percore.Conn, err error) {
+	err := l.DialAddrPort(m.addr, handler{c}, func(pc *percore.Conn, err error) {
 		if err != nil {
 			done(nil, err)
 			return
@@ -155,13 +140,16 @@ func (c *Conn) Err() error {
 // socket options. Do not close it or write to it around the pool.
 func (c *Conn) Raw() *percore.Conn { return c.pc }
 
-// OnOpen is part of the connection's percore.Handler.
-func (c *Conn) OnOpen(pc *percore.Conn) { c.pc = pc }
+// handler is a Conn's percore.Handler, kept apart so that the callbacks are
+// not part of Conn's API.
+type handler struct{ c *Conn }
 
-// OnData is part of the connection's percore.Handler: it passes the bytes to
-// the attached receiver, or closes a connection that nobody listens to (its
-// protocol is out of step).
-func (c *Conn) OnData(pc *percore.Conn, data []byte) {
+func (h handler) OnOpen(pc *percore.Conn) { h.c.pc = pc }
+
+// OnData passes the bytes to the attached receiver, or closes a connection
+// that nobody listens to (its protocol is out of step).
+func (h handler) OnData(pc *percore.Conn, data []byte) {
+	c := h.c
 	if c.onData == nil {
 		c.broken = true
 		c.err = ErrUnsolicited
@@ -171,9 +159,10 @@ func (c *Conn) OnData(pc *percore.Conn, data []byte) {
 	c.onData(data)
 }
 
-// OnClose is part of the connection's percore.Handler: it records why the
-// connection closed and tells the attached receiver, if any.
-func (c *Conn) OnClose(_ *percore.Conn, err error) {
+// OnClose records why the connection closed and tells the attached
+// receiver, if any.
+func (h handler) OnClose(_ *percore.Conn, err error) {
+	c := h.c
 	c.closed = true
 	if c.err == nil && err != nil && !errors.Is(err, net.ErrClosed) {
 		c.err = err

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -37,16 +36,7 @@ type client struct {
 
 func newClient(t *testing.T, b percore.Backend, addr string, cfg pool.Config) *client {
 	t.Helper()
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, err := percore.New(percore.Config{Backend: b, Cores: cores[:1],
-		Logger: slog.New(slog.DiscardHandler)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
+	rt := pctest.Start(t, percore.Config{Backend: b, Logger: slog.New(slog.DiscardHandler)}, nil)
 	m, err := upstream.New(addr)
 	if err != nil {
 		t.Fatal(err)
