@@ -23,9 +23,9 @@ import (
 // Runtime is a set of loops, one per configured CPU. Its methods are safe
 // for concurrent use.
 type Runtime struct {
-	cfg   Config
-	loops []*Loop
-	addr  net.Addr
+	cfg    Config
+	loops  []*Loop
+	addr   net.Addr
 	report Report
 
 	closeOnce sync.Once

@@ -43,7 +43,7 @@ type Stats struct {
 	// consumers; reads paused for backpressure; receives deferred to a
 	// later turn by the turn budget; handler panics recovered.
 	CapHolds, IdleTimeouts, LifetimeCloses, SlowConsumers uint64
-	Pauses, Deferrals, Panics                              uint64
+	Pauses, Deferrals, Panics                             uint64
 	// WriteTimeouts counts connections closed because their queued bytes
 	// made no progress for WriteTimeout; LingerTimeouts, closing
 	// connections aborted after Linger.
@@ -140,7 +140,7 @@ var statTable = [numStats]statField{
 	sWaits:          {n: func(s *Stats) *uint64 { return &s.Waits }},
 	sPosted:         {n: func(s *Stats) *uint64 { return &s.Posted }},
 	sTimers:         {n: func(s *Stats) *uint64 { return &s.Timers }},
-	sCapHolds:      {n: func(s *Stats) *uint64 { return &s.CapHolds }},
+	sCapHolds:       {n: func(s *Stats) *uint64 { return &s.CapHolds }},
 	sIdleTimeouts:   {n: func(s *Stats) *uint64 { return &s.IdleTimeouts }},
 	sLifetimeCloses: {n: func(s *Stats) *uint64 { return &s.LifetimeCloses }},
 	sSlowConsumers:  {n: func(s *Stats) *uint64 { return &s.SlowConsumers }},

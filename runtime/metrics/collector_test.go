@@ -28,7 +28,7 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_loop_waits_total":        dto.MetricType_COUNTER,
 	"percore_loop_posted_total":       dto.MetricType_COUNTER,
 	"percore_loop_timers_total":       dto.MetricType_COUNTER,
-	"percore_accept_cap_holds_total": dto.MetricType_COUNTER,
+	"percore_accept_cap_holds_total":  dto.MetricType_COUNTER,
 	"percore_idle_timeouts_total":     dto.MetricType_COUNTER,
 	"percore_lifetime_closes_total":   dto.MetricType_COUNTER,
 	"percore_slow_consumers_total":    dto.MetricType_COUNTER,
