@@ -84,19 +84,33 @@ func BenchmarkLengthPrefixedOnData(b *testing.B) {
 	}
 }
 
-// TestDecodingAllocatesNothing asserts what the benchmarks show.
+// lastLine consumes input up to its last '\n'.
+type lastLine struct{}
+
+func (lastLine) OnView(_ *percore.Conn, in []byte) (int, error) {
+	return bytes.LastIndexByte(in, '\n') + 1, nil
+}
+
+// TestDecodingAllocatesNothing asserts what the benchmarks show (the
+// partial token's buffer comes from the pool and goes back to it).
 func TestDecodingAllocatesNothing(t *testing.T) {
 	lines := frame.Lines(frame.LineHandlerFunc(func(*percore.Conn, []byte) {}), frame.LineConfig{})
 	frames := frame.LengthPrefixed(frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
-	var lc, fc percore.Conn
+	split := frame.Split(frame.ScanLines(0), frame.TokenHandlerFunc(func(*percore.Conn, []byte) {}), frame.SplitConfig{})
+	view := frame.View(lastLine{}, frame.SplitConfig{})
+	var lc, fc, sc, vc percore.Conn
 	lines.(percore.OpenHandler).OnOpen(&lc)
 	frames.(percore.OpenHandler).OnOpen(&fc)
+	split.(percore.OpenHandler).OnOpen(&sc)
+	view.(percore.OpenHandler).OnOpen(&vc)
 	tests := []struct {
 		name string
 		f    func()
 	}{
 		{"lines", func() { lines.OnData(&lc, lineStream[:1000]); lines.OnData(&lc, lineStream[1000:]) }},
 		{"length", func() { frames.OnData(&fc, frameStream[:1000]); frames.OnData(&fc, frameStream[1000:]) }},
+		{"split", func() { split.OnData(&sc, lineStream[:1000]); split.OnData(&sc, lineStream[1000:]) }},
+		{"view", func() { view.OnData(&vc, lineStream[:1000]); view.OnData(&vc, lineStream[1000:]) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

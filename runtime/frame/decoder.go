@@ -50,31 +50,9 @@ func (e *TooLongError) Error() string {
 func (e *TooLongError) Unwrap() error { return ErrTooLong }
 
 const (
-	// minBuffer is the first size of a decoder's buffer (when the limit
-	// allows it).
+	// minBuffer is the first size of a buffer for a partial token.
 	minBuffer = 512
-	// retainBuffer is the largest buffer a decoder keeps once its frame
+	// retainBuffer is the largest buffer a decoder keeps once its token
 	// has been delivered; larger ones go back to the collector.
 	retainBuffer = 4 << 10
 )
-
-// appendBounded appends p to buf, growing buf's capacity by doubling but
-// never beyond limit (the caller guarantees len(buf)+len(p) <= limit).
-func appendBounded(buf, p []byte, limit int) []byte {
-	need := len(buf) + len(p)
-	if need > cap(buf) {
-		n := min(max(2*cap(buf), need, minBuffer), limit)
-		nb := make([]byte, len(buf), n)
-		copy(nb, buf)
-		buf = nb
-	}
-	return append(buf, p...)
-}
-
-// recycle empties buf after its frame was delivered, keeping it when small.
-func recycle(buf []byte) []byte {
-	if cap(buf) > retainBuffer {
-		return nil
-	}
-	return buf[:0]
-}

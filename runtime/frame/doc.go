@@ -1,7 +1,9 @@
 // Package frame splits a percore connection's byte stream into frames, with
-// a limit on every frame: lines ending in '\n' (LineDecoder, Lines) and
-// frames prefixed with a 4-byte big-endian length (LengthDecoder,
-// LengthPrefixed, like Tokio's LengthDelimitedCodec).
+// a limit on every frame: tokens of any bufio.SplitFunc (Splitter, Split),
+// lines ending in '\n' (ScanLines, LineDecoder, Lines) and frames prefixed
+// with a 4-byte big-endian length (ScanLengthPrefixed, LengthDecoder,
+// LengthPrefixed, like Tokio's LengthDelimitedCodec). The line and length
+// codecs are split functions on the same machinery as Split.
 //
 // A Handler's OnData receives whatever one read brought: half a frame,
 // several frames, or the end of one and the start of the next. A decoder
@@ -16,6 +18,17 @@
 //			frame.WriteLine(c, line)
 //		}), frame.LineConfig{MaxLine: 1024}))
 //
+// A protocol of its own brings its split function, in the shape Go users
+// know from bufio.Scanner (runtime/frame/resp has one for Redis commands):
+//
+//	h := frame.Split(resp.ScanCommand(resp.Limits{}), server, frame.SplitConfig{MaxBuffered: 1 << 20})
+//
+// # Pausing
+//
+// A handler that answers one request at a time (a proxy waiting for its
+// upstream) calls PauseRead when a request starts and ResumeRead when it
+// is answered: tokens are held back, and the connection stops reading.
+//
 // # Threads
 //
 // A decoder, a Writer and the per-connection state of the adapters belong
@@ -29,14 +42,23 @@
 //     reused once the callback returns. Copy what you keep.
 //   - After a decoder returns an error it is poisoned: every later Feed
 //     returns the same error and delivers nothing, until Reset.
-//   - The adapters (Lines, LengthPrefixed) keep their per-connection state
+//   - The adapters (Split, Lines, LengthPrefixed) keep their per-connection state
 //     in Conn.Value. A handler served by them keeps its own
 //     per-connection value with Value and SetValue of this package, never
 //     with Conn.SetValue.
-//   - A decoder keeps a buffer of up to 4 KiB between frames so that small
-//     frames split across reads cost no allocation; a larger buffer is
-//     released after the frame that needed it, so an idle connection holds
-//     at most 4 KiB of framing state.
+//   - An adapter's connection holds a buffer only while it holds a partial
+//     token: the buffer comes from a shared pool and goes back to it once
+//     the token is complete. While completing a partial token the buffer
+//     may briefly take a few hundred bytes more than the limit (the split
+//     function is shown the next read's first bytes, then twice as many);
+//     it never keeps more than the limit between reads. A standalone
+//     decoder (Splitter, LineDecoder, LengthDecoder) keeps a buffer of up
+//     to 4 KiB between frames so that small frames split across reads cost
+//     no allocation; a larger one is released after the frame that needed
+//     it.
+//   - While paused (PauseRead), an adapter keeps the rest of the read it was
+//     splitting, whatever its size (at most one read: the runtime reads no
+//     more until ResumeRead).
 //
 // It builds on Linux only (the runtime): elsewhere the package is empty.
 package frame

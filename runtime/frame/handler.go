@@ -2,7 +2,12 @@
 
 package frame
 
-import percore "github.com/percore/percore/runtime"
+import (
+	"bufio"
+	"sync"
+
+	percore "github.com/percore/percore/runtime"
+)
 
 // LineHandler receives a connection's lines from the Handler that Lines
 // returns. OnLine runs on the connection's loop thread and must not block;
@@ -40,10 +45,28 @@ type HandlerFunc func(c *percore.Conn, payload []byte)
 // OnFrame calls f(c, payload).
 func (f HandlerFunc) OnFrame(c *percore.Conn, payload []byte) { f(c, payload) }
 
-// ErrorHandler is implemented by line and frame handlers that answer a
-// framing error (a *TooLongError) before the connection closes: what
-// OnFrameError writes is sent, and then the adapter closes the connection.
-// Without it the connection is closed with nothing written.
+// TokenHandler receives a connection's tokens from the Handler that Split
+// returns. OnToken runs on the connection's loop thread and must not block;
+// token is what the split function returned and is valid only during the
+// call.
+//
+// A TokenHandler may also implement ErrorHandler and the runtime's optional
+// interfaces, which the adapter forwards.
+type TokenHandler interface {
+	OnToken(c *percore.Conn, token []byte)
+}
+
+// TokenHandlerFunc adapts a function to TokenHandler.
+type TokenHandlerFunc func(c *percore.Conn, token []byte)
+
+// OnToken calls f(c, token).
+func (f TokenHandlerFunc) OnToken(c *percore.Conn, token []byte) { f(c, token) }
+
+// ErrorHandler is implemented by line, frame and token handlers that answer
+// a framing error (a *TooLongError, or the split function's own error)
+// before the connection closes: what OnFrameError writes is sent, and then
+// the adapter closes the connection. Without it the connection is closed
+// with nothing written.
 type ErrorHandler interface {
 	OnFrameError(c *percore.Conn, err error)
 }
@@ -55,6 +78,14 @@ type LineConfig struct {
 	MaxLine int
 }
 
+// SplitConfig configures Split. The zero value works.
+type SplitConfig struct {
+	// MaxBuffered is the most bytes of a partial token held for a
+	// connection between reads (Splitter.MaxBuffered). Zero means
+	// DefaultMaxBuffered.
+	MaxBuffered int
+}
+
 // LengthConfig configures LengthPrefixed. The zero value works.
 type LengthConfig struct {
 	// MaxFrame is the longest payload accepted
@@ -62,41 +93,121 @@ type LengthConfig struct {
 	MaxFrame int
 }
 
+// Split returns a percore.Handler that splits each connection's stream
+// with split, as a bufio.Scanner splits a reader's, and calls h.OnToken
+// for each token, in order. A token that lies whole in the bytes of one
+// read is handed over without a copy; only the start of a partial token is
+// kept, in a per-connection buffer, until the reads that complete it
+// arrive, and that buffer goes back to a shared pool as soon as the
+// partial token is complete: a connection between tokens holds nothing.
+//
+// Tokens stop being delivered once h closes the connection. A split
+// error, or a partial token that needs more than cfg.MaxBuffered bytes
+// (a *TooLongError), calls h's OnFrameError (if h implements ErrorHandler)
+// and then closes the connection, which sends what OnFrameError wrote
+// first. bufio.ErrFinalToken delivers its token, if any, and closes the
+// connection once what is queued is sent.
+//
+// At the end of the peer's stream split is called with atEOF set over what
+// is held, and its last tokens are delivered; then h's OnEOF runs if h
+// implements percore.EOFHandler, else the connection is closed (what the
+// runtime does for a handler without OnEOF). The returned Handler
+// therefore always implements percore.EOFHandler. What is left of a
+// partial token at the end is dropped.
+//
+// PauseRead and ResumeRead of this package hold tokens back (a handler
+// that answers one request at a time); the handler keeps its own
+// per-connection value with Value and SetValue.
+func Split(split bufio.SplitFunc, h TokenHandler, cfg SplitConfig) percore.Handler {
+	if split == nil {
+		panic("frame: Split with a nil split function")
+	}
+	limit := cfg.MaxBuffered
+	if limit <= 0 {
+		limit = DefaultMaxBuffered
+	}
+	a := &adapter{hooks: hooksOf(h), split: split, limit: limit, emit: h.OnToken}
+	a.eof, _ = h.(percore.EOFHandler)
+	return &withEOF{a}
+}
+
 // Lines returns a percore.Handler that splits each connection's stream into
-// lines with a LineDecoder and calls h.OnLine for each, in order. Lines
-// stop being delivered once h closes the connection. A line over the limit
-// calls h's OnFrameError (if h implements ErrorHandler) and then closes the
+// lines with ScanLines and calls h.OnLine for each, in order: Split's
+// machinery, with the line limit as the buffer limit. Lines stop being
+// delivered once h closes the connection. A line over the limit calls h's
+// OnFrameError (if h implements ErrorHandler) and then closes the
 // connection, which sends what OnFrameError wrote first. A last line
 // without its '\n' when the peer's stream ends is not delivered.
 //
-// The handler keeps each connection's decoder and a Writer in Conn.Value:
+// The handler keeps each connection's state and a Writer in Conn.Value:
 // keep your own per-connection value with Value and SetValue, and reply
 // with WriteLine or WriteFrame without allocating.
 func Lines(h LineHandler, cfg LineConfig) percore.Handler {
-	return expose(&lines{hooks: hooksOf(h), h: h, max: cfg.MaxLine}, h)
+	limit := cfg.MaxLine
+	if limit <= 0 {
+		limit = DefaultMaxLine
+	}
+	return expose(&adapter{hooks: hooksOf(h), split: ScanLines(limit), limit: limit, emit: h.OnLine}, h)
 }
 
 // LengthPrefixed returns a percore.Handler that splits each connection's
-// stream into length-prefixed frames with a LengthDecoder and calls
-// h.OnFrame with each payload, in order. Frames stop being delivered once h
-// closes the connection. A header declaring more than the limit calls h's
-// OnFrameError (if h implements ErrorHandler) and then closes the
-// connection, which sends what OnFrameError wrote first; none of that
-// frame's payload is buffered. An incomplete frame when the peer's stream
-// ends is dropped.
+// stream into length-prefixed frames with ScanLengthPrefixed and calls
+// h.OnFrame with each payload, in order: Split's machinery. Frames stop
+// being delivered once h closes the connection. A header declaring more
+// than the limit calls h's OnFrameError (if h implements ErrorHandler) and
+// then closes the connection, which sends what OnFrameError wrote first;
+// none of that frame's payload is buffered. An incomplete frame when the
+// peer's stream ends is dropped.
 //
-// The handler keeps each connection's decoder and a Writer in Conn.Value:
+// The handler keeps each connection's state and a Writer in Conn.Value:
 // keep your own per-connection value with Value and SetValue, and reply
 // with WriteFrame without allocating.
 func LengthPrefixed(h Handler, cfg LengthConfig) percore.Handler {
-	return expose(&lengthPrefixed{hooks: hooksOf(h), h: h, max: cfg.MaxFrame}, h)
+	limit := cfg.MaxFrame
+	if limit <= 0 {
+		limit = DefaultMaxFrame
+	}
+	return expose(&adapter{hooks: hooksOf(h), split: ScanLengthPrefixed(limit), limit: HeaderLen + limit, emit: h.OnFrame}, h)
+}
+
+// PauseRead stops delivering c's tokens (lines, frames) and reading from c
+// (percore.Conn.PauseRead) until ResumeRead: a handler that serves one
+// request at a time calls it from the callback that starts the request.
+// The rest of the read that was being split is kept, so that the
+// connection holds at most one read's bytes beyond its partial token
+// while paused. On a connection that no adapter of this package serves it
+// is Conn.PauseRead.
+func PauseRead(c *percore.Conn) {
+	if s, ok := c.Value().(*session); ok {
+		s.paused = true
+	}
+	c.PauseRead()
+}
+
+// ResumeRead undoes PauseRead: the tokens kept while paused are delivered
+// at once, before ResumeRead returns (or, when it is called from a token's
+// callback, as soon as that callback returns), and reading resumes. On a
+// connection that no adapter of this package serves it is
+// Conn.ResumeRead.
+func ResumeRead(c *percore.Conn) {
+	s, ok := c.Value().(*session)
+	if !ok {
+		c.ResumeRead()
+		return
+	}
+	if !s.paused {
+		return
+	}
+	s.paused = false
+	c.ResumeRead()
+	s.a.deliver(c, s, nil)
 }
 
 // Value returns the value stored with SetValue. On a connection that no
 // adapter of this package serves it is Conn.Value.
 func Value(c *percore.Conn) any {
-	if s, ok := c.Value().(session); ok {
-		return *s.value()
+	if s, ok := c.Value().(*session); ok {
+		return s.v
 	}
 	return c.Value()
 }
@@ -105,88 +216,122 @@ func Value(c *percore.Conn) any {
 // adapter's state. On a connection that no adapter of this package serves
 // it is Conn.SetValue.
 func SetValue(c *percore.Conn, v any) {
-	if s, ok := c.Value().(session); ok {
-		*s.value() = v
+	if s, ok := c.Value().(*session); ok {
+		s.v = v
 		return
 	}
 	c.SetValue(v)
 }
 
-// session is an adapter's per-connection state, kept in Conn.Value.
-type session interface {
-	writer() *Writer
-	value() *any
+// session is a connection's state in an adapter, kept in Conn.Value: the partial token, the
+// Writer, the handler's own value and where delivery stands.
+type session struct {
+	a *adapter
+	t tail
+	w Writer
+	v any
+	// paused: PauseRead holds tokens back; delivering: deliver is
+	// running (a ResumeRead from a token's callback lets it go on); again:
+	// a ResumeRead came from OnView; eof: the peer's stream has ended;
+	// ended: the end was acted on.
+	paused, delivering, again, eof, ended bool
 }
 
-type lineSession struct {
-	dec LineDecoder
-	w   Writer
-	v   any
-}
+// buffers are the partial tokens' buffers, shared by every connection of
+// every adapter: a connection takes one only while it holds a partial
+// token.
+var buffers = sync.Pool{New: func() any { return new(buffer) }}
 
-func (s *lineSession) writer() *Writer { return &s.w }
-func (s *lineSession) value() *any     { return &s.v }
-
-type lengthSession struct {
-	dec LengthDecoder
-	w   Writer
-	v   any
-}
-
-func (s *lengthSession) writer() *Writer { return &s.w }
-func (s *lengthSession) value() *any     { return &s.v }
-
-type lines struct {
+// adapter splits each connection's stream with split and hands the tokens
+// to emit: the machinery behind Split, Lines and LengthPrefixed.
+type adapter struct {
 	hooks
-	h   LineHandler
-	max int
+	split bufio.SplitFunc
+	limit int
+	emit  func(c *percore.Conn, token []byte)
+	eof   percore.EOFHandler // the handler's, or nil
+	// view, set instead of split and emit, shows the input in place
+	// (View).
+	view func(c *percore.Conn, in []byte) (int, error)
 }
 
-func (a *lines) OnOpen(c *percore.Conn) {
-	c.SetValue(&lineSession{dec: LineDecoder{MaxLine: a.max}})
+func (a *adapter) newSession(v any) *session {
+	return &session{a: a, t: tail{pool: &buffers}, v: v}
+}
+
+// sessionOf returns c's session, starting a new one (that keeps the
+// handler's value) when the handler replaced it with Conn.SetValue.
+func (a *adapter) sessionOf(c *percore.Conn) *session {
+	s, ok := c.Value().(*session)
+	if !ok || s.a != a {
+		s = a.newSession(c.Value())
+		c.SetValue(s)
+	}
+	return s
+}
+
+func (a *adapter) OnOpen(c *percore.Conn) {
+	c.SetValue(a.newSession(nil))
 	a.opened(c)
 }
 
-func (a *lines) OnData(c *percore.Conn, data []byte) {
-	s, ok := c.Value().(*lineSession)
-	if !ok {
-		// The handler replaced the session with Conn.SetValue: keep
-		// its value and start a new session.
-		s = &lineSession{dec: LineDecoder{MaxLine: a.max}, v: c.Value()}
-		c.SetValue(s)
-	}
-	_, err := s.dec.Feed(data, func(line []byte) bool {
-		a.h.OnLine(c, line)
-		return !c.Closed()
-	})
-	if err != nil {
-		a.reject(c, err)
-	}
+func (a *adapter) OnData(c *percore.Conn, data []byte) { a.deliver(c, a.sessionOf(c), data) }
+
+// onEOF is the end of the peer's stream: the last tokens, then the
+// handler's OnEOF or a close.
+func (a *adapter) onEOF(c *percore.Conn) {
+	s := a.sessionOf(c)
+	s.eof = true
+	a.deliver(c, s, nil)
 }
 
-type lengthPrefixed struct {
-	hooks
-	h   Handler
-	max int
-}
-
-func (a *lengthPrefixed) OnOpen(c *percore.Conn) {
-	c.SetValue(&lengthSession{dec: LengthDecoder{MaxFrame: a.max}})
-	a.opened(c)
-}
-
-func (a *lengthPrefixed) OnData(c *percore.Conn, data []byte) {
-	s, ok := c.Value().(*lengthSession)
-	if !ok {
-		s = &lengthSession{dec: LengthDecoder{MaxFrame: a.max}, v: c.Value()}
-		c.SetValue(s)
+// deliver splits the held bytes and then data, handing each token to the
+// handler until none is left, the handler pauses or closes, or an error.
+// While paused, the rest of data is kept.
+func (a *adapter) deliver(c *percore.Conn, s *session, data []byte) {
+	if a.view != nil {
+		a.deliverView(c, s, data)
+		return
 	}
-	_, err := s.dec.Feed(data, func(payload []byte) bool {
-		a.h.OnFrame(c, payload)
-		return !c.Closed()
-	})
-	if err != nil {
-		a.reject(c, err)
+	if s.delivering {
+		return // a ResumeRead from a token's callback: the loop below goes on
+	}
+	s.delivering = true
+	for !s.paused && !c.Closed() {
+		tok, ok, err := s.t.next(&data, a.split, a.limit, s.eof)
+		if ok {
+			a.emit(c, tok)
+		}
+		if err == bufio.ErrFinalToken {
+			c.Close()
+			break
+		}
+		if err != nil {
+			a.reject(c, err)
+			break
+		}
+		if !ok {
+			break
+		}
+	}
+	s.delivering = false
+	if len(data) > 0 && !c.Closed() && s.t.err == nil {
+		s.t.hold(data, a.limit) // paused: keep the rest of the read
+	}
+	a.finish(c, s)
+}
+
+// finish acts on the end of the peer's stream once the last tokens are
+// delivered: the handler's OnEOF, or a close.
+func (a *adapter) finish(c *percore.Conn, s *session) {
+	if s.eof && !s.paused && !s.ended && !c.Closed() {
+		s.ended = true
+		s.t.reset()
+		if a.eof != nil {
+			a.eof.OnEOF(c)
+		} else {
+			c.Close()
+		}
 	}
 }
 
@@ -195,14 +340,8 @@ type hooks struct {
 	open  percore.OpenHandler
 	close percore.CloseHandler
 	shut  percore.ShutdownHandler
-	drain drainHandler
+	drain percore.DrainHandler
 	fail  ErrorHandler
-}
-
-// drainHandler is the runtime's optional OnDrain callback (outbound queue
-// drained below its low-water mark), matched by its method.
-type drainHandler interface {
-	OnDrain(c *percore.Conn)
 }
 
 func hooksOf(h any) hooks {
@@ -210,7 +349,7 @@ func hooksOf(h any) hooks {
 	k.open, _ = h.(percore.OpenHandler)
 	k.close, _ = h.(percore.CloseHandler)
 	k.shut, _ = h.(percore.ShutdownHandler)
-	k.drain, _ = h.(drainHandler)
+	k.drain, _ = h.(percore.DrainHandler)
 	k.fail, _ = h.(ErrorHandler)
 	return k
 }
@@ -247,30 +386,31 @@ func (k *hooks) reject(c *percore.Conn, err error) {
 	c.Close()
 }
 
+// The adapter implements every optional callback but OnEOF, which withEOF
+// adds.
+var (
+	_ percore.OpenHandler     = (*adapter)(nil)
+	_ percore.CloseHandler    = (*adapter)(nil)
+	_ percore.ShutdownHandler = (*adapter)(nil)
+	_ percore.DrainHandler    = (*adapter)(nil)
+	_ percore.EOFHandler      = (*withEOF)(nil)
+)
+
 // expose returns a, implementing percore.EOFHandler exactly when h does:
 // the runtime keeps a half-closed connection open only for handlers that
-// implement it, so the adapter must neither add nor hide it. The other
-// optional callbacks change nothing by being implemented, so every adapter
+// implement it, so Lines and LengthPrefixed, whose last partial token is
+// dropped anyway, must neither add nor hide it. The other optional
+// callbacks change nothing by being implemented, so every adapter
 // implements them and forwards them when h has them.
-func expose(a adapter, h any) percore.Handler {
+func expose(a *adapter, h any) percore.Handler {
 	if eof, ok := h.(percore.EOFHandler); ok {
-		return &withEOF{a, eof}
+		a.eof = eof
+		return &withEOF{a}
 	}
 	return a
 }
 
-// adapter is what every adapter implements.
-type adapter interface {
-	percore.Handler
-	percore.OpenHandler
-	percore.CloseHandler
-	percore.ShutdownHandler
-	drainHandler
-}
+// withEOF is an adapter that implements percore.EOFHandler.
+type withEOF struct{ *adapter }
 
-type withEOF struct {
-	adapter
-	eof percore.EOFHandler
-}
-
-func (a *withEOF) OnEOF(c *percore.Conn) { a.eof.OnEOF(c) }
+func (a *withEOF) OnEOF(c *percore.Conn) { a.onEOF(c) }

@@ -3,6 +3,7 @@
 package frame
 
 import (
+	"bufio"
 	"encoding/binary"
 	"math"
 )
@@ -15,21 +16,45 @@ const HeaderLen = 4
 // zero: 8 MiB (Tokio's LengthDelimitedCodec default).
 const DefaultMaxFrame = 8 << 20
 
-// LengthDecoder splits a stream of length-prefixed frames: each frame is a
-// HeaderLen-byte big-endian payload length followed by the payload. It
-// delivers payloads, without their header. The zero value is ready to use,
-// with the default limit. A LengthDecoder is used on one goroutine at a
-// time (a connection's loop thread).
+// ScanLengthPrefixed returns a split function for length-prefixed frames,
+// the one LengthDecoder and LengthPrefixed use: each frame is a
+// HeaderLen-byte big-endian payload length followed by the payload, and a
+// token is the payload. A header declaring more than max bytes (zero or
+// less means DefaultMaxFrame) is a *TooLongError at once, before any of the
+// payload is needed.
+func ScanLengthPrefixed(max int) bufio.SplitFunc {
+	if max <= 0 {
+		max = DefaultMaxFrame
+	}
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		if len(data) < HeaderLen {
+			return 0, nil, nil
+		}
+		size := binary.BigEndian.Uint32(data)
+		if uint64(size) > uint64(max) {
+			return 0, nil, &TooLongError{Limit: max, Got: int(size)}
+		}
+		end := HeaderLen + int(size)
+		if len(data) < end {
+			return 0, nil, nil
+		}
+		return end, data[HeaderLen:end:end], nil
+	}
+}
+
+// LengthDecoder splits a stream of length-prefixed frames with
+// ScanLengthPrefixed: each frame is a HeaderLen-byte big-endian payload
+// length followed by the payload. It delivers payloads, without their
+// header. The zero value is ready to use, with the default limit. A
+// LengthDecoder is used on one goroutine at a time (a connection's loop
+// thread).
 type LengthDecoder struct {
 	// MaxFrame is the longest payload accepted. Zero or less means
 	// DefaultMaxFrame. Set it before the first Feed.
 	MaxFrame int
 
-	hdr  [HeaderLen]byte // a header in pieces; read only while nhdr < HeaderLen
-	nhdr int             // header bytes held; HeaderLen once need is known
-	need int             // the pending frame's payload length
-	buf  []byte          // the pending frame's payload so far
-	err  error
+	split bufio.SplitFunc // ScanLengthPrefixed(MaxFrame), made at the first Feed
+	tail
 }
 
 func (d *LengthDecoder) limit() int {
@@ -47,95 +72,18 @@ func (d *LengthDecoder) limit() int {
 // of a frame in pieces grows with the bytes that arrive, not with the
 // length the header declared. After an error the decoder is poisoned.
 func (d *LengthDecoder) Feed(data []byte, emit func(payload []byte) bool) (int, error) {
-	if d.err != nil {
-		return 0, d.err
+	if d.split == nil {
+		d.split = ScanLengthPrefixed(d.limit())
 	}
-	limit := d.limit()
-	n := 0
-	if d.nhdr > 0 {
-		k, frame, err := d.resume(data, limit)
-		if err != nil || frame == nil {
-			return k, err
-		}
-		n = k
-		more := emit(frame)
-		d.nhdr, d.buf = 0, recycle(d.buf)
-		if !more {
-			return n, nil
-		}
-	}
-	for n < len(data) {
-		rest := data[n:]
-		if len(rest) < HeaderLen {
-			d.nhdr = copy(d.hdr[:], rest)
-			return len(data), nil
-		}
-		size := binary.BigEndian.Uint32(rest)
-		if uint64(size) > uint64(limit) {
-			return n, d.fail(limit, int(size))
-		}
-		end := HeaderLen + int(size)
-		if end > len(rest) {
-			d.nhdr, d.need = HeaderLen, int(size)
-			d.buf = appendBounded(d.buf, rest[HeaderLen:], d.need)
-			return len(data), nil
-		}
-		n += end
-		if !emit(rest[HeaderLen:end]) {
-			return n, nil
-		}
-	}
-	return n, nil
-}
-
-// resume continues the frame whose header (or part of it) arrived earlier.
-// It returns how many bytes of data it took and, once the frame is
-// complete, its payload (a slice of data when the payload came whole after
-// a split header, else of the buffer; never nil).
-func (d *LengthDecoder) resume(data []byte, limit int) (int, []byte, error) {
-	n := 0
-	if d.nhdr < HeaderLen {
-		n = copy(d.hdr[d.nhdr:], data)
-		d.nhdr += n
-		if d.nhdr < HeaderLen {
-			return n, nil, nil
-		}
-		size := binary.BigEndian.Uint32(d.hdr[:])
-		if uint64(size) > uint64(limit) {
-			return n, nil, d.fail(limit, int(size))
-		}
-		d.need = int(size)
-		if rest := data[n:]; len(rest) >= d.need {
-			return n + d.need, rest[:d.need:d.need], nil
-		}
-	}
-	k := min(d.need-len(d.buf), len(data)-n)
-	d.buf = appendBounded(d.buf, data[n:n+k], d.need)
-	n += k
-	if len(d.buf) < d.need {
-		return n, nil, nil
-	}
-	return n, d.buf, nil
+	return d.feed(data, d.split, HeaderLen+d.limit(), emit)
 }
 
 // Buffered returns how many bytes of an incomplete frame (header and
 // payload) the decoder holds; never more than HeaderLen+MaxFrame.
-func (d *LengthDecoder) Buffered() int {
-	if d.nhdr < HeaderLen {
-		return d.nhdr
-	}
-	return HeaderLen + len(d.buf)
-}
+func (d *LengthDecoder) Buffered() int { return d.held() }
 
 // Reset drops a partial frame and the error, and releases the buffer.
-func (d *LengthDecoder) Reset() { *d = LengthDecoder{MaxFrame: d.MaxFrame} }
-
-// fail poisons the decoder and releases its buffer.
-func (d *LengthDecoder) fail(limit, got int) error {
-	d.nhdr, d.need, d.buf = 0, 0, nil
-	d.err = &TooLongError{Limit: limit, Got: got}
-	return d.err
-}
+func (d *LengthDecoder) Reset() { d.reset() }
 
 // AppendFrame appends payload with its header to dst and returns the
 // extended slice, for clients and tests that build a stream of frames. It

@@ -2,24 +2,50 @@
 
 package frame
 
-import "bytes"
+import (
+	"bufio"
+	"bytes"
+)
 
 // DefaultMaxLine is the line limit of a LineDecoder whose MaxLine is zero:
 // 64 KiB.
 const DefaultMaxLine = 64 << 10
 
-// LineDecoder splits a stream into lines. A line ends with '\n'; the '\n',
-// and a '\r' just before it, are not part of the line delivered. The zero
-// value is ready to use, with the default limit. A LineDecoder is used on
-// one goroutine at a time (a connection's loop thread).
+// ScanLines returns a split function for lines ending in '\n', the one
+// LineDecoder and Lines use. A token is a line without its '\n' and a '\r'
+// just before it. A line longer than max bytes (every byte before the
+// '\n', a '\r' included; zero or less means DefaultMaxLine) is a
+// *TooLongError as soon as more than max of its bytes are there, so that a
+// splitter never needs to hold more than max bytes. Unlike bufio.ScanLines,
+// a last line without its '\n' at the end of the stream is not a token.
+func ScanLines(max int) bufio.SplitFunc {
+	if max <= 0 {
+		max = DefaultMaxLine
+	}
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data[:min(len(data), max+1)], '\n'); i >= 0 {
+			return i + 1, trimCR(data[:i]), nil
+		}
+		if len(data) > max {
+			return 0, nil, &TooLongError{Limit: max, Got: lineLen(data)}
+		}
+		return 0, nil, nil
+	}
+}
+
+// LineDecoder splits a stream into lines with ScanLines. A line ends with
+// '\n'; the '\n', and a '\r' just before it, are not part of the line
+// delivered. The zero value is ready to use, with the default limit. A
+// LineDecoder is used on one goroutine at a time (a connection's loop
+// thread).
 type LineDecoder struct {
 	// MaxLine is the longest line accepted, counting every byte before
 	// the '\n' (a '\r' included). Zero or less means DefaultMaxLine. Set
 	// it before the first Feed.
 	MaxLine int
 
-	buf []byte // the start of a line whose end has not arrived
-	err error
+	split bufio.SplitFunc // ScanLines(MaxLine), made at the first Feed
+	tail
 }
 
 func (d *LineDecoder) limit() int {
@@ -36,62 +62,18 @@ func (d *LineDecoder) limit() int {
 // of its bytes have arrived without a '\n', so the decoder never holds more
 // than MaxLine bytes. After an error the decoder is poisoned.
 func (d *LineDecoder) Feed(data []byte, emit func(line []byte) bool) (int, error) {
-	if d.err != nil {
-		return 0, d.err
+	if d.split == nil {
+		d.split = ScanLines(d.limit())
 	}
-	limit := d.limit()
-	n := 0
-	if len(d.buf) > 0 {
-		// Complete the pending line, looking for its end only as far as
-		// the limit allows.
-		room := limit - len(d.buf)
-		i := bytes.IndexByte(data[:min(len(data), room+1)], '\n')
-		if i < 0 {
-			if len(d.buf)+len(data) > limit {
-				return 0, d.fail(limit, len(d.buf)+lineLen(data))
-			}
-			d.buf = appendBounded(d.buf, data, limit)
-			return len(data), nil
-		}
-		d.buf = appendBounded(d.buf, data[:i], limit)
-		n = i + 1
-		more := emit(trimCR(d.buf))
-		d.buf = recycle(d.buf)
-		if !more {
-			return n, nil
-		}
-	}
-	for n < len(data) {
-		rest := data[n:]
-		i := bytes.IndexByte(rest[:min(len(rest), limit+1)], '\n')
-		if i < 0 {
-			if len(rest) > limit {
-				return n, d.fail(limit, lineLen(rest))
-			}
-			d.buf = appendBounded(d.buf, rest, limit)
-			return len(data), nil
-		}
-		n += i + 1
-		if !emit(trimCR(rest[:i])) {
-			return n, nil
-		}
-	}
-	return n, nil
+	return d.feed(data, d.split, d.limit(), emit)
 }
 
 // Buffered returns how many bytes of a line whose end has not arrived the
 // decoder holds; never more than MaxLine.
-func (d *LineDecoder) Buffered() int { return len(d.buf) }
+func (d *LineDecoder) Buffered() int { return d.held() }
 
 // Reset drops a partial line and the error, and releases the buffer.
-func (d *LineDecoder) Reset() { d.buf, d.err = nil, nil }
-
-// fail poisons the decoder and releases its buffer.
-func (d *LineDecoder) fail(limit, got int) error {
-	d.buf = nil
-	d.err = &TooLongError{Limit: limit, Got: got}
-	return d.err
-}
+func (d *LineDecoder) Reset() { d.reset() }
 
 // lineLen returns the length of the line at the start of p: up to its '\n',
 // or all of p.

@@ -45,7 +45,7 @@ func (w *Writer) writev(c *percore.Conn, a, b []byte) (int, error) {
 }
 
 // WriteFrame writes payload as one length-prefixed frame to c with
-// Writer.WriteFrame. On a connection served by LengthPrefixed or Lines it
+// Writer.WriteFrame. On a connection served by LengthPrefixed, Lines or Split it
 // uses the connection's own Writer and allocates nothing; elsewhere it
 // allocates a Writer for the call (keep your own Writer to avoid that).
 func WriteFrame(c *percore.Conn, payload []byte) (int, error) {
@@ -53,7 +53,7 @@ func WriteFrame(c *percore.Conn, payload []byte) (int, error) {
 }
 
 // WriteLine writes line and a '\n' to c with Writer.WriteLine. On a
-// connection served by Lines or LengthPrefixed it uses the connection's own
+// connection served by Lines, LengthPrefixed or Split it uses the connection's own
 // Writer and allocates nothing; elsewhere it allocates a Writer for the
 // call.
 func WriteLine(c *percore.Conn, line []byte) (int, error) {
@@ -61,8 +61,8 @@ func WriteLine(c *percore.Conn, line []byte) (int, error) {
 }
 
 func connWriter(c *percore.Conn) *Writer {
-	if s, ok := c.Value().(session); ok {
-		return s.writer()
+	if s, ok := c.Value().(*session); ok {
+		return &s.w
 	}
 	return new(Writer)
 }
