@@ -8,6 +8,9 @@
 // the loop's thread, with no lock and no shared atomic on the get and return
 // path.
 //
+//	// upstream.Conn and its Manager are in runtime/pool/upstream: TCP
+//	// connections a loop dials to one address.
+//	m, err := upstream.New("127.0.0.1:6379")
 //	p, err := pool.New[*upstream.Conn](m, pool.Config{MaxSize: 4})
 //	...
 //	// On the loop's thread (a handler, a timer, a posted function):
@@ -17,6 +20,9 @@
 //		use(lease.Conn())
 //		local.Put(lease) // later, when the exchange is over
 //	})
+//
+// upstream.Exchange does the usual use: send a request, read one reply
+// framed by a split function, with a timeout, and Put.
 //
 // The package does not import the runtime: a loop is anything that
 // implements Loop, which *percore.Loop does.
