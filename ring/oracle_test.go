@@ -109,6 +109,9 @@ func oracleCases(a *oracleArgs) []oracleCase {
 		{"shutdown both", "PrepareShutdown", []any{fd, unix.SHUT_RDWR, ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareShutdown(fd, unix.SHUT_RDWR)
 		}},
+		{"message to another ring", "PrepareMsgRing", []any{fd, uint32(7), uint64(0x8000_0000_0000_0099), ud}, func(e *giouring.SubmissionQueueEntry) {
+			e.PrepareMsgRing(fd, 7, 0x8000_0000_0000_0099, 0)
+		}},
 		{"cancel all by user data", "PrepareCancel", []any{uint64(0x8000_0000_0000_0042), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareCancel64(0x8000_0000_0000_0042, int(giouring.AsyncCancelAll))
 		}},

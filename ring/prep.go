@@ -49,6 +49,22 @@ func (r *Ring) PrepareRecvMultishot(fd int, b *BufRing, userData uint64) error {
 	return nil
 }
 
+// PrepareMsgRing queues a message to another ring (IORING_OP_MSG_RING,
+// 5.18+): the ring whose descriptor is fd gets a completion with user data
+// data and result res, as if one of its own operations had completed, and
+// is woken if it waits. This ring gets a completion of its own, with
+// userData, once the message is posted (a negative Res if it could not
+// be: the target ring is gone, or its queue is full).
+func (r *Ring) PrepareMsgRing(fd int, res uint32, data, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.rw(OpMsgRing, fd, 0, res, data) // addr 0 is IORING_MSG_DATA
+	e.userData = userData
+	return nil
+}
+
 // PrepareRecv queues a single receive into p.
 func (r *Ring) PrepareRecv(fd int, p []byte, userData uint64) error {
 	e, err := r.sqe()

@@ -217,6 +217,11 @@ type Config struct {
 	// it Go fails with ErrLoopBusy. Zero means DefaultMaxGo; negative
 	// means no bound.
 	MaxGo int
+	// LoopSetup, when set, runs on each loop's thread once its backend is
+	// set up and before its listener accepts: the place to build the
+	// loop's own state (PerLoop.Set). An error stops New, which returns
+	// it.
+	LoopSetup func(l *Loop) error
 	// Logger receives lifecycle events only (start, backend fallback,
 	// shutdown, accept-error episodes), never per-request logs. Nil means
 	// slog.Default().

@@ -66,6 +66,7 @@ const (
 	stConnecting                            // a dial is in progress
 	stPaused                                // reading paused for outbound backpressure
 	stOverCap                               // the queue reached the cap and has not drained since
+	stReadHeld                              // reading paused by the handler (PauseRead)
 )
 
 // closed reports whether c is closed (its OnClose has run or is queued).
@@ -81,8 +82,12 @@ func (c *Conn) writable() bool {
 // connection's input is taken and dropped, so that its peer sees a clean
 // end rather than a reset.)
 func (c *Conn) wantsInput() bool {
-	return c.state&(stClosed|stEOF|stPaused) == 0
+	return c.state&(stClosed|stEOF|stPaused|stReadHeld) == 0
 }
+
+// readPaused reports whether reading is paused, for backpressure or by the
+// handler.
+func (c *Conn) readPaused() bool { return c.state&(stPaused|stReadHeld) != 0 }
 
 // outQueue is a connection's outbound bytes: those the kernel is taking
 // (sending, from sent on) and those written after them (next). Bytes never
@@ -136,6 +141,19 @@ func (q *outQueue) add(l *Loop, p []byte) {
 	}
 	q.next = append(q.next, p...)
 }
+
+// reserve makes room for n more bytes after next and returns it.
+func (q *outQueue) reserve(l *Loop, n int) []byte {
+	if len(q.next)+n > cap(q.next) {
+		b := append(l.getBuf(max(len(q.next)+n, 2*cap(q.next))), q.next...)
+		l.putBuf(q.next)
+		q.next = b
+	}
+	return q.next[len(q.next) : len(q.next)+n]
+}
+
+// commit adds the first n bytes of the room reserve returned to next.
+func (q *outQueue) commit(n int) { q.next = q.next[:len(q.next)+n] }
 
 // dropNext gives back the bytes not yet being sent (a closed connection's);
 // the buffer being sent, if any, goes back when the slot is freed.
@@ -393,6 +411,65 @@ func (c *Conn) EndRequest() {
 	if c.loop.stopping && c.requests == 0 {
 		c.loop.closeIfIdle(c)
 	}
+}
+
+// PauseRead stops reading from c until ResumeRead: no OnData (nor OnEOF)
+// is called in between, and what the peer sends waits in the kernel's
+// socket buffer, so that a slow downstream can hold its upstream back (a
+// proxy pausing a client while its upstream is slow). It composes with the
+// outbound cap: c reads again only when neither holds it.
+func (c *Conn) PauseRead() {
+	if c.state&stReadHeld != 0 || c.closed() {
+		return
+	}
+	was := c.readPaused()
+	c.state |= stReadHeld
+	if !was {
+		c.loop.d.pauseRead(c)
+	}
+}
+
+// ResumeRead undoes PauseRead.
+func (c *Conn) ResumeRead() {
+	if c.state&stReadHeld == 0 {
+		return
+	}
+	c.state &^= stReadHeld
+	if !c.readPaused() && !c.closed() {
+		c.loop.d.resumeRead(c)
+	}
+}
+
+// Reserve returns n bytes of room at the end of c's outbound queue, for a
+// reply built in place instead of in a buffer of its own that Write would
+// then copy: fill some or all of it and call Commit with how much. The
+// room is valid until Commit or the next call on c; nothing of it is sent
+// before Commit. It returns nil when c can no longer be written to.
+func (c *Conn) Reserve(n int) []byte {
+	if !c.writable() || n <= 0 {
+		return nil
+	}
+	return c.out.reserve(c.loop, n)
+}
+
+// Commit sends the first n bytes of the room Reserve returned, as Write
+// would have sent them; n may be less than was reserved (0 sends nothing).
+func (c *Conn) Commit(n int) error {
+	if !c.writable() {
+		return c.opError("write", net.ErrClosed)
+	}
+	if n <= 0 {
+		return nil
+	}
+	if c.out.buffered() == 0 {
+		c.progress = c.loop.now
+	}
+	c.out.commit(n)
+	c.loop.d.committed(c)
+	if c.out.buffered() > 0 {
+		c.loop.queued(c)
+	}
+	return nil
 }
 
 // Paused reports whether reading from c is paused because its outbound

@@ -32,12 +32,13 @@ import "time"
 //	start                      a connection opened (accepted, or dialed and connected): receive
 //	pauseRead, resumeRead      Conn.state's stPaused was just set or cleared
 //	write, writev              a handler wrote: send (epoll, at once) or queue in Conn.out
+//	committed                  a handler built bytes in place in Conn.out (Reserve, Commit)
 //	shutdownWrite              shut the write side (the queue is empty)
 //	connect                    start a non-blocking connect of Conn.fd
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
 //	poll, submit               a turn: hand over and wait; hand over without waiting
 //	discardBuffers, idle       memory and exit checks
-//	wake                       from any goroutine: interrupt poll
+//	wake, wakeFrom             from any goroutine, or from another loop: interrupt poll
 //	close                      the loop is exiting
 //
 // Driver to loop (each documented where it is defined):
@@ -80,6 +81,10 @@ type driver interface {
 	// buffers.
 	write(c *Conn, p []byte)
 	writev(c *Conn, bufs [][]byte)
+	// committed sends bytes the handler added to c.out in place
+	// (Conn.Reserve, Commit): epoll writes them at once if nothing was
+	// queued before, io_uring lists c for this turn's sends.
+	committed(c *Conn)
 	// shutdownWrite shuts the write side down; the loop calls it once the
 	// queue is empty.
 	shutdownWrite(c *Conn)
@@ -106,6 +111,10 @@ type driver interface {
 	idle() bool
 	// wake interrupts poll from another goroutine. Safe for concurrent use.
 	wake()
+	// wakeFrom interrupts poll on behalf of another loop, on that loop's
+	// thread (src is its driver): io_uring loops message each other's
+	// rings instead of writing an eventfd.
+	wakeFrom(src driver)
 	// syscalls returns the system calls the loop's thread made through
 	// the driver; waits returns those that waited for the kernel
 	// (io_uring_enter, epoll_wait).

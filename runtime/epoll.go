@@ -190,6 +190,12 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 	}
 }
 
+func (d *epollDriver) committed(c *Conn) {
+	if !c.ep.pollOut {
+		d.writeOut(c)
+	}
+}
+
 // waitWritable registers c for writability: bytes are queued.
 func (d *epollDriver) waitWritable(c *Conn) {
 	if !c.ep.pollOut {
@@ -370,6 +376,9 @@ func (d *epollDriver) wake() {
 		d.l.log.Error("percore: wake loop", "loop", d.l.id, "err", err)
 	}
 }
+
+// wakeFrom wakes this loop on behalf of another loop: through the eventfd.
+func (d *epollDriver) wakeFrom(driver) { d.wake() }
 
 func (d *epollDriver) syscalls() uint64 { return d.calls }
 

@@ -69,3 +69,18 @@ func InjectRecvWithoutBuffer(c *Conn) bool {
 	d.dispatch(&e)
 	return true
 }
+
+// StopLoop stops l alone, as Runtime.Close does for each loop. On l's
+// thread.
+func StopLoop(l *Loop) { l.forceStop(ErrShutdown) }
+
+// LoopExited reports whether l has exited its cross-loop calls for good.
+func LoopExited(l *Loop) bool { return l.calls.exited.Load() }
+
+// SetEventfdWake makes io_uring loops wake each other through the eventfd
+// instead of MSG_RING while on is true, and returns a function that
+// restores the default.
+func SetEventfdWake(on bool) (restore func()) {
+	eventfdWakeOnly.Store(on)
+	return func() { eventfdWakeOnly.Store(false) }
+}

@@ -141,10 +141,13 @@ func (l *Loop) queued(c *Conn) {
 		l.closeConn(c, c.opError("write", ErrSlowConsumer))
 		return
 	}
+	was := c.readPaused()
 	c.state |= stPaused | stOverCap
 	l.paused++
 	l.cnt[sPauses]++
-	l.d.pauseRead(c)
+	if !was {
+		l.d.pauseRead(c)
+	}
 }
 
 // sendResult is the driver's report of one send of c.out.pending(): the
@@ -169,7 +172,9 @@ func (l *Loop) sendResult(c *Conn, n int, err error) (more bool) {
 		if c.state&stPaused != 0 {
 			c.state &^= stPaused
 			l.paused--
-			l.d.resumeRead(c)
+			if !c.readPaused() {
+				l.d.resumeRead(c)
+			}
 		}
 		l.notify(note{kind: noteDrain, c: c})
 	}

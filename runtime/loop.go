@@ -37,6 +37,7 @@ type Loop struct {
 	ln      *listener.Listener
 	log     *slog.Logger
 	clock   func() time.Time // time.Now, or a test's clock
+	rt      *Runtime         // nil in the kernel-free tests
 
 	conns []*Conn  // by slot; nil when free
 	gens  []uint32 // by slot: the generation of its last connection
@@ -63,6 +64,7 @@ type Loop struct {
 	done     chan struct{}
 
 	accept acceptState
+	calls  loopCalls
 
 	// depth counts the user callbacks running (handler callbacks, timers,
 	// posted functions); notes are the OnClose and OnDrain calls (and the
@@ -118,6 +120,14 @@ func (l *Loop) run() {
 		if t := l.timers.next(); t != nil {
 			timeout = max(t.when.Sub(l.clock()), 0)
 		}
+		if len(l.calls.dirty) > 0 || len(l.calls.held) > 0 {
+			l.flushCalls()
+			if len(l.calls.held) > 0 && (timeout < 0 || timeout > heldCallsWait) {
+				// A full queue to another loop: try again soon,
+				// whether or not anything wakes this one.
+				timeout = heldCallsWait
+			}
+		}
 		l.publish()
 		if err := l.d.poll(timeout); err != nil {
 			// The backend itself failed (not one connection): close
@@ -147,6 +157,7 @@ func (l *Loop) run() {
 	l.postClosed = true
 	l.postMu.Unlock()
 	l.runPosted()
+	l.exitCalls()
 	l.publish()
 	if err := l.d.close(); err != nil {
 		l.log.Error("percore: close loop backend", "loop", l.id, "err", err)
@@ -154,6 +165,9 @@ func (l *Loop) run() {
 	}
 	l.bufs.releaseAll()
 }
+
+// heldCallsWait bounds a loop's wait while a queue to another loop is full.
+const heldCallsWait = time.Millisecond
 
 // maxKernelErrors is how many consecutive backend failures a stopping loop
 // tolerates before it exits without waiting for the kernel.

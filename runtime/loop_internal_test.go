@@ -44,6 +44,7 @@ func (d *fakeDriver) submit()                         {}
 func (d *fakeDriver) discardBuffers() bool            { return true }
 func (d *fakeDriver) idle() bool                      { return true }
 func (d *fakeDriver) wake()                           {}
+func (d *fakeDriver) wakeFrom(driver)                 {}
 func (d *fakeDriver) syscalls() uint64                { return 0 }
 func (d *fakeDriver) waits() uint64                   { return 0 }
 func (d *fakeDriver) close() error                    { return nil }
@@ -54,6 +55,12 @@ func (d *fakeDriver) write(c *Conn, p []byte) {
 		return
 	}
 	c.out.add(d.l, p)
+	if d.take != 0 {
+		d.flush(c)
+	}
+}
+
+func (d *fakeDriver) committed(c *Conn) {
 	if d.take != 0 {
 		d.flush(c)
 	}

@@ -69,9 +69,13 @@ func (l *Loop) Go(work func() (then func())) error {
 	return nil
 }
 
-// runPosted runs what other goroutines posted. Drivers call it after a
+// runPosted runs what other loops pushed (cross-loop calls and their
+// replies) and what other goroutines posted. Drivers call it after a
 // wake-up.
 func (l *Loop) runPosted() {
+	if l.calls.inbound != nil {
+		l.runCalls()
+	}
 	l.postMu.Lock()
 	l.running, l.posted = l.posted, l.running[:0]
 	l.postMu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"net"
 	"os"
 	goruntime "runtime"
@@ -30,6 +31,11 @@ type Runtime struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	// peers are every loop of the runtime, started or not, by id; loops
+	// are those that started. seed hashes keys to their owner loop.
+	peers []*Loop
+	seed  maphash.Seed
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask, at most
@@ -57,11 +63,20 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	rt.report.Kernel = kernelRelease()
 	backend := cfg.Backend
 	addr := cfg.Addr
+	// Every loop exists before any starts, so that each can reach the
+	// others (cross-loop calls) from its first turn.
+	rt.seed = maphash.MakeSeed()
 	for i, core := range cores {
-		l := &Loop{
-			cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger, clock: time.Now,
+		rt.peers = append(rt.peers, &Loop{
+			cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger, clock: time.Now, rt: rt,
 			done: make(chan struct{}),
-		}
+		})
+	}
+	for _, l := range rt.peers {
+		l.initCalls(len(rt.peers))
+	}
+	for i, l := range rt.peers {
+		core := l.cpu
 		chosen, err := rt.start(l, backend, addr)
 		if err != nil {
 			rt.Close()
@@ -183,6 +198,12 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 		}
 	}
 	l.now = time.Now()
+	if cfg.LoopSetup != nil {
+		if err := cfg.LoopSetup(l); err != nil {
+			l.d.close()
+			return 0, fmt.Errorf("loop setup: %w", err)
+		}
+	}
 	if addr != "" {
 		ln, err := listener.Listen("tcp", addr, listener.Config{
 			Backlog: cfg.Backlog, IncomingCPU: cfg.IncomingCPU, CPU: l.cpu,

@@ -66,6 +66,11 @@ type Stats struct {
 	// and the next enter delivers them); a steady count says RingEntries
 	// is too small for the load.
 	CQOverflows uint64
+	// CallsMade counts the cross-loop calls this loop made (Loop.Call);
+	// CallsRun, the calls other loops made that it ran, and CallBatches
+	// the batches they came in (one per caller per turn, each with one
+	// wake-up).
+	CallsMade, CallsRun, CallBatches uint64
 
 	// Early-warning signals over the last window of about a second (the
 	// maxima when summed over loops): the loop's lag, from the kernel
@@ -111,6 +116,9 @@ const (
 	sPooledBytes
 	sMappedBytes
 	sCQOverflows
+	sCallsMade
+	sCallsRun
+	sCallBatches
 	sLagP50
 	sLagP99
 	sLagMax
@@ -157,6 +165,9 @@ var statTable = [numStats]statField{
 	sPooledBytes:    {n: func(s *Stats) *uint64 { return &s.PooledBytes }},
 	sMappedBytes:    {n: func(s *Stats) *uint64 { return &s.MappedBytes }},
 	sCQOverflows:    {n: func(s *Stats) *uint64 { return &s.CQOverflows }},
+	sCallsMade:      {n: func(s *Stats) *uint64 { return &s.CallsMade }},
+	sCallsRun:       {n: func(s *Stats) *uint64 { return &s.CallsRun }},
+	sCallBatches:    {n: func(s *Stats) *uint64 { return &s.CallBatches }},
 	sLagP50:         {d: func(s *Stats) *time.Duration { return &s.LagP50 }, max: true},
 	sLagP99:         {d: func(s *Stats) *time.Duration { return &s.LagP99 }, max: true},
 	sLagMax:         {d: func(s *Stats) *time.Duration { return &s.LagMax }, max: true},

@@ -28,6 +28,8 @@ const (
 	kindShutdown
 	kindConnect
 	kindWake
+	kindMsgWake // another loop's MSG_RING: a wake-up without the eventfd
+	kindMsgSent // this loop's MSG_RING was posted (or failed)
 )
 
 func userData(kind uint8, slot, gen uint32) uint64 {
@@ -59,6 +61,7 @@ type uringDriver struct {
 	wakefd  int
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
 	woken   atomic.Bool
+	msgRing bool // the kernel has IORING_OP_MSG_RING: loops wake this one through their rings
 
 	dirty []*Conn // connections with output to submit this turn
 	rearm []*Conn // connections to start receiving again after this batch
@@ -160,6 +163,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		l: l, r: r, br: br, lnfd: -1, wakefd: wakefd,
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
+		msgRing: support.Has(ring.OpMsgRing),
 	}
 	if err := d.armWake(); err != nil {
 		d.close()
@@ -312,6 +316,8 @@ func (d *uringDriver) writev(c *Conn, bufs [][]byte) {
 	}
 	d.markDirty(c)
 }
+
+func (d *uringDriver) committed(c *Conn) { d.markDirty(c) }
 
 // markDirty puts c on this turn's send list; the sends are prepared just
 // before the loop enters the kernel, so that every write of the turn goes
@@ -535,6 +541,12 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 		}
 		l.runPosted()
 		return
+	case kindMsgWake:
+		d.woken.Store(false)
+		l.runPosted()
+		return
+	case kindMsgSent:
+		return // a failure means the target is gone: its callers learn that from it
 	case kindAccept:
 		d.accepted(e)
 		return
@@ -651,7 +663,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 		if u.flags&ufThrottled != 0 && int(e.Res) < d.br.Size() {
 			u.flags &^= ufThrottled // it drained its socket: multishot again
 		}
-		if u.deferred > 0 || c.state&stPaused != 0 || d.overBudget(c) {
+		if u.deferred > 0 || c.readPaused() || d.overBudget(c) {
 			d.deferRecv(c, id, e.Res)
 		} else {
 			d.deliverBuf(c, id, e.Res)
@@ -732,7 +744,7 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 // paused (the loop's queue then holds nothing it could deliver, so the
 // loop does not spin on it), else on the loop's queue for the next turn.
 func (d *uringDriver) hold(r deferredRecv) {
-	if r.c.state&stPaused != 0 {
+	if r.c.readPaused() {
 		r.c.ur.parked = append(r.c.ur.parked, r)
 		return
 	}
@@ -755,7 +767,7 @@ func (d *uringDriver) deliverDeferred() {
 		u := &c.ur
 		u.deferred--
 		switch {
-		case c.state&stPaused != 0 || d.overBudget(c):
+		case c.readPaused() || d.overBudget(c):
 			// Paused for backpressure, or still over budget: wait,
 			// and keep every later receive of c behind this one.
 			u.deferred++
@@ -830,6 +842,29 @@ func (d *uringDriver) wake() {
 	binary.NativeEndian.PutUint64(one[:], 1)
 	_, _ = unix.Write(d.wakefd, one[:])
 }
+
+// wakeFrom wakes this loop on behalf of another loop's thread: through
+// the caller's own ring (a MSG_RING submitted with its next enter, no
+// system call of its own) when both loops run io_uring, else through the
+// eventfd.
+func (d *uringDriver) wakeFrom(src driver) {
+	s, ok := src.(*uringDriver)
+	if !ok || !d.msgRing || !s.msgRing || eventfdWakeOnly.Load() {
+		d.wake()
+		return
+	}
+	if d.woken.Swap(true) {
+		return
+	}
+	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, 0, 0)) != nil {
+		d.woken.Store(false)
+		d.wake()
+	}
+}
+
+// eventfdWakeOnly, set by a benchmark, makes io_uring loops wake each other
+// through the eventfd, to compare it with MSG_RING (docs/performance.md).
+var eventfdWakeOnly atomic.Bool
 
 func (d *uringDriver) syscalls() uint64 { return d.r.Enters() }
 
