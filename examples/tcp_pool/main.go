@@ -14,7 +14,8 @@
 // "ERR <reason>\n" when the front could not get one (the upstream refused
 // or was unreachable, closed mid-request or did not reply within -timeout).
 // Requests pipelined on one client connection are answered in order, one at
-// a time.
+// a time: frame.Split frames the lines, frame.PauseRead holds the next ones
+// back, and an upstream.Exchange sends each request and reads its reply.
 //
 // With -metrics ADDR it serves its loops' counters and its pool's
 // (percore_pool_*, pool="upstream") to Prometheus at /metrics, and the Go
@@ -22,7 +23,7 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/percore/percore/cpu"
 	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/metrics"
 	"github.com/percore/percore/runtime/pool"
 	"github.com/percore/percore/runtime/pool/upstream"
@@ -133,7 +135,7 @@ func start(cfg config) (*server, error) {
 	if cfg.maxLine < 2 {
 		return nil, fmt.Errorf("max line %d too short", cfg.maxLine)
 	}
-	rt, err := percore.New(rcfg, &front{pool: p, timeout: cfg.timeout, maxLine: cfg.maxLine})
+	rt, err := percore.New(rcfg, newFront(p, cfg.timeout, cfg.maxLine))
 	if err != nil {
 		return nil, err
 	}
@@ -192,196 +194,124 @@ func printStats(ctx context.Context, p *pool.Pool[*upstream.Conn]) {
 	}
 }
 
-// front is the handler of client connections. Its callbacks run on the
-// client's loop.
+// front is the handler of client connections, behind frame.Split: its
+// callbacks run on the client's loop, one request line at a time.
 type front struct {
 	pool    *pool.Pool[*upstream.Conn]
 	timeout time.Duration
 	maxLine int
+	lines   bufio.SplitFunc // request and reply lines, newline kept
+}
+
+// The callbacks frame.Split forwards, checked by the compiler.
+var (
+	_ frame.TokenHandler   = (*front)(nil)
+	_ frame.ErrorHandler   = (*front)(nil)
+	_ percore.OpenHandler  = (*front)(nil)
+	_ percore.CloseHandler = (*front)(nil)
+)
+
+func newFront(p *pool.Pool[*upstream.Conn], timeout time.Duration, maxLine int) percore.Handler {
+	f := &front{pool: p, timeout: timeout, maxLine: maxLine, lines: rawLines(maxLine)}
+	return frame.Split(f.lines, f, frame.SplitConfig{MaxBuffered: maxLine})
+}
+
+// rawLines returns a split function for lines of at most max bytes,
+// newline included, whose tokens keep their newline: what the upstream gets
+// and what the client gets back.
+func rawLines(max int) bufio.SplitFunc {
+	lines := frame.ScanLines(max - 1)
+	return func(data []byte, atEOF bool) (int, []byte, error) {
+		adv, tok, err := lines(data, atEOF)
+		if tok != nil {
+			tok = data[:adv]
+		}
+		return adv, tok, err
+	}
 }
 
 func (f *front) OnOpen(c *percore.Conn) {
-	cl := &client{f: f, c: c, local: f.pool.Local(c.Loop())}
+	local := f.pool.Local(c.Loop())
+	cl := &client{c: c, local: local,
+		x: upstream.NewExchange(local, f.lines, upstream.ExchangeConfig{MaxReply: f.maxLine, Timeout: f.timeout})}
 	// Bound once per client, so that a request allocates nothing for them.
-	cl.gotFn = cl.got
-	cl.replyFn = cl.onReply
-	cl.upCloseFn = cl.onUpstreamClose
-	c.SetValue(cl)
+	cl.gotFn, cl.replyFn = cl.got, cl.replied
+	frame.SetValue(c, cl)
 }
 
-func (f *front) OnData(c *percore.Conn, data []byte) { c.Value().(*client).received(data) }
+// OnToken starts a request: the client's next lines wait (in the adapter,
+// then in the kernel) until it is answered.
+func (f *front) OnToken(c *percore.Conn, line []byte) {
+	cl := frame.Value(c).(*client)
+	frame.PauseRead(c)
+	c.BeginRequest() // a graceful shutdown waits for its answer
+	cl.req = append(cl.req[:0], line...)
+	cl.local.Get(cl.gotFn)
+}
+
+// OnFrameError answers a request line over -max-line; frame.Split then
+// closes the client.
+func (f *front) OnFrameError(c *percore.Conn, _ error) {
+	c.Write([]byte("ERR request line too long\n"))
+}
 
 func (f *front) OnClose(c *percore.Conn, _ error) {
-	if cl, ok := c.Value().(*client); ok {
-		cl.gone()
+	if cl, ok := frame.Value(c).(*client); ok {
+		cl.closed = true
+		cl.x.Cancel() // a reply on its way would find nobody: the connection goes back broken
 	}
 }
 
-// client is one client connection: the requests it sent and the one in
-// flight.
+// client is one client connection and its request in flight.
 type client struct {
-	f     *front
-	c     *percore.Conn
-	local *pool.Local[*upstream.Conn]
+	c      *percore.Conn
+	local  *pool.Local[*upstream.Conn]
+	x      *upstream.Exchange
+	req    []byte
+	closed bool
 
-	in      []byte // requests received and not answered; the first is in flight when busy
-	busy    bool
-	looping bool // next is running
-	closed  bool
-	lease   *pool.Lease[*upstream.Conn]
-	reply   []byte
-	timer   *percore.Timer
-
-	gotFn     func(*pool.Lease[*upstream.Conn], error)
-	replyFn   func([]byte)
-	upCloseFn func(error)
+	gotFn   func(*pool.Lease[*upstream.Conn], error)
+	replyFn func([]byte, error)
 }
 
-// received queues the client's bytes and starts the next request.
-func (cl *client) received(data []byte) {
-	if len(cl.in)+len(data) > 4*cl.f.maxLine {
-		cl.fatal("ERR too many requests in flight\n")
-		return
-	}
-	cl.in = append(cl.in, data...)
-	cl.next()
-}
-
-// next sends requests to the pool, one at a time, while full lines wait.
-func (cl *client) next() {
-	if cl.looping {
-		return // the loop below continues once the current call returns
-	}
-	cl.looping = true
-	for !cl.busy && !cl.closed {
-		i := bytes.IndexByte(cl.in, '\n')
-		if i < 0 && len(cl.in) >= cl.f.maxLine || i >= cl.f.maxLine {
-			cl.fatal("ERR request line too long\n")
-			break
-		}
-		if i < 0 {
-			break
-		}
-		cl.busy = true
-		cl.c.BeginRequest() // a graceful shutdown waits for its answer
-		cl.local.Get(cl.gotFn)
-	}
-	cl.looping = false
-}
-
-// got receives the lease for the request at the head of in.
+// got receives the lease for the request in flight.
 func (cl *client) got(ls *pool.Lease[*upstream.Conn], err error) {
-	if cl.closed {
+	switch {
+	case cl.closed:
 		if ls != nil {
 			cl.local.Put(ls)
 		}
-		return
-	}
-	if err != nil {
-		cl.answerError(err)
-		return
-	}
-	cl.lease = ls
-	uc := ls.Conn()
-	uc.Receive(cl.replyFn, cl.upCloseFn)
-	uc.Write(cl.in[:bytes.IndexByte(cl.in, '\n')+1])
-	if cl.f.timeout > 0 {
-		if cl.timer == nil {
-			cl.timer = cl.c.Loop().AfterFunc(cl.f.timeout, cl.onTimeout)
-		} else {
-			cl.timer.Reset(cl.f.timeout)
-		}
+	case err != nil:
+		cl.answer([]byte("ERR " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"))
+	default:
+		cl.x.Do(ls, cl.req, cl.replyFn)
 	}
 }
 
-// onReply collects the upstream's reply line.
-func (cl *client) onReply(data []byte) {
-	cl.reply = append(cl.reply, data...)
-	i := bytes.IndexByte(cl.reply, '\n')
-	if i < 0 {
-		if len(cl.reply) >= cl.f.maxLine {
-			cl.abandon("ERR upstream reply too long\n")
-		}
-		return
-	}
-	uc := cl.lease.Conn()
-	if i+1 != len(cl.reply) {
-		uc.MarkBroken() // more than one reply: the connection is out of step
-	}
-	uc.Receive(nil, nil)
-	cl.release()
-	cl.answer(cl.reply[:i+1])
-}
-
-// onUpstreamClose ends a request whose upstream connection closed.
-func (cl *client) onUpstreamClose(err error) {
-	cl.release() // broken: the pool closes it
-	cl.answerError(fmt.Errorf("upstream closed: %w", err))
-}
-
-// onTimeout ends a request the upstream did not answer in time.
-func (cl *client) onTimeout() {
-	if cl.lease != nil {
-		cl.abandon("ERR upstream timeout\n")
+// replied answers the client with the upstream's reply line, or says why
+// there is none (the lease is back in the pool already, broken if need be).
+func (cl *client) replied(reply []byte, err error) {
+	switch {
+	case err == nil:
+		cl.answer(reply)
+	case errors.Is(err, upstream.ErrReplyTimeout):
+		cl.answer([]byte("ERR upstream timeout\n"))
+	case errors.Is(err, frame.ErrTooLong):
+		cl.answer([]byte("ERR upstream reply too long\n"))
+	default:
+		cl.answer([]byte("ERR upstream closed: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"))
 	}
 }
 
-// abandon gives up on the exchange in flight: the upstream connection is
-// out of step, so it goes back marked broken.
-func (cl *client) abandon(answer string) {
-	uc := cl.lease.Conn()
-	uc.MarkBroken()
-	uc.Receive(nil, nil)
-	cl.release()
-	cl.answer([]byte(answer))
-}
-
-// release puts the lease back.
-func (cl *client) release() {
-	if cl.timer != nil {
-		cl.timer.Stop()
-	}
-	cl.local.Put(cl.lease)
-	cl.lease = nil
-}
-
-func (cl *client) answerError(err error) {
-	msg := strings.ReplaceAll(err.Error(), "\n", " ")
-	cl.answer([]byte("ERR " + msg + "\n"))
-}
-
-// answer writes the reply to the request at the head of in and moves on.
-// The answered request ends only after the next one, if any, began, so
-// that a graceful shutdown does not close the client between two of its
+// answer writes the answer to the request in flight and lets the next one
+// start. The answered request ends only after the next one, if any, began,
+// so that a graceful shutdown does not close the client between two of its
 // pipelined requests.
 func (cl *client) answer(p []byte) {
-	cl.c.Write(p)
-	i := bytes.IndexByte(cl.in, '\n')
-	cl.in = cl.in[:copy(cl.in, cl.in[i+1:])]
-	cl.reply = cl.reply[:0]
-	cl.busy = false
-	cl.next()
-	cl.c.EndRequest()
-}
-
-// fatal answers with a protocol error and closes the client.
-func (cl *client) fatal(msg string) {
-	cl.c.Write([]byte(msg))
-	cl.c.Close()
-	cl.gone()
-}
-
-// gone stops serving a client that went away: a lease in hand goes back
-// broken (its reply would arrive with nobody to read it).
-func (cl *client) gone() {
 	if cl.closed {
 		return
 	}
-	cl.closed = true
-	if cl.lease != nil {
-		uc := cl.lease.Conn()
-		uc.MarkBroken()
-		uc.Receive(nil, nil)
-		cl.release()
-	}
+	cl.c.Write(p)
+	frame.ResumeRead(cl.c)
+	cl.c.EndRequest()
 }
