@@ -17,6 +17,9 @@
 #             sending until its 4 MiB outbound queue is full, which then
 #             disconnect together: the server's RSS idle, full, and each
 #             second for 10 s after the close.
+#   churn     examples/lines with 0, then CONNS silent connections open: the
+#             mean time of one server-side close (CHURN of them, default
+#             2000), and the ratio of the two.
 #   expiry    examples/lines -idle-timeout 3s with EXPIRE silent
 #             connections (default 15000) opened together: how late after
 #             its timeout each is closed, and the round trips of a live
@@ -32,7 +35,8 @@ tree=${TREE:-$here}
 conns=${CONNS:-18000}
 expire=${EXPIRE:-15000}
 slow=${SLOW:-100}
-scenarios=${SCENARIOS:-shutdown burst expiry}
+scenarios=${SCENARIOS:-shutdown burst churn expiry}
+churns=${CHURN:-2000}
 backends=${BACKENDS:-uring epoll}
 reps=${REPS:-1}
 ulimit -n "$(( (conns > expire ? conns : expire) + 200 ))"
@@ -112,6 +116,27 @@ burst_run() {
   wait "$srv" || true
   srv=
   echo "burst backend=$1 consumers=$slow rss_kib idle=$idle full=$full after_close_s:kib=${after# }"
+}
+
+# churn B: one server-side close, with none and with CONNS silent connections open.
+churn_run() {
+  local n out alone=""
+  for n in 0 "$conns"; do
+    port=$((port + 1))
+    taskset -c 0 "$work/lines" -addr "127.0.0.1:$port" -cores 0 -backend "$1" -idle-timeout 0 2>"$work/lines.log" &
+    srv=$!
+    sleep 0.5
+    out=$(taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$n" -proto lines -churn "$churns" -wait 60s) || true
+    kill -TERM "$srv"
+    wait "$srv" || true
+    srv=
+    local us
+    us=$(echo "$out" | sed -n 's/.*"ChurnUsPerClose":\([0-9.]*\).*/\1/p')
+    echo "churn backend=$1 open=$n us_per_close=${us:-failed}"
+    if [ "$n" = 0 ]; then alone=$us; elif [ -n "$alone" ] && [ -n "$us" ]; then
+      echo "churn backend=$1 ratio_${n}_vs_0=$(awk -v a="$us" -v b="$alone" 'BEGIN {printf "%.2f", a / b}')"
+    fi
+  done
 }
 
 # expiry B: EXPIRE silent connections reach a 3 s idle timeout together.

@@ -44,6 +44,7 @@ type options struct {
 	wait        time.Duration
 	ready       string
 	slow        bool
+	churn       int
 }
 
 // result is what one run found. Durations are in milliseconds.
@@ -55,6 +56,10 @@ type result struct {
 	LateP50Ms, LateMaxMs float64
 	// CloseSpanMs is the time from the first close to the last.
 	CloseSpanMs float64
+	// ChurnUsPerClose is the mean time of one server-side close with the
+	// silent connections open (-churn): a dial, a line over the limit,
+	// and the server's close.
+	ChurnUsPerClose float64 `json:",omitempty"`
 	// Pings is the live connection's round trips from before the first
 	// silent connection opened to after the last was closed; PingP99Ms
 	// and PingMaxMs their latency. ClosingPings, ClosingP99Ms and
@@ -76,6 +81,7 @@ func main() {
 	flag.DurationVar(&o.idleTimeout, "idle-timeout", 0, "the server's idle timeout, to measure how late it closes (0: not measured)")
 	flag.DurationVar(&o.wait, "wait", time.Minute, "the longest wait for the server to close every silent connection")
 	flag.StringVar(&o.ready, "ready", "", "write the number of open connections to this file once they are open")
+	flag.IntVar(&o.churn, "churn", 0, "with the silent connections open, time this many server-side closes: each dials, sends a line longer than examples/lines accepts, and waits for the server to close it (-proto lines)")
 	flag.BoolVar(&o.slow, "slow", false, "slow consumers instead: each connection sends until the server stops reading it (its outbound queue is full), never reads, and all close once every one is full")
 	flag.Parse()
 	if o.slow {
@@ -161,6 +167,16 @@ func run(ctx context.Context, o options) (result, error) {
 		if err := os.WriteFile(o.ready, fmt.Appendf(nil, "%d\n", res.Opened), 0o644); err != nil {
 			return res, err
 		}
+	}
+	if o.churn > 0 {
+		us, err := churn(o.addr, o.churn)
+		if err != nil {
+			return res, err
+		}
+		res.ChurnUsPerClose = us
+		close(stop)
+		<-pinged
+		return res, nil // the silent connections close with the process
 	}
 	readers.Wait()
 	close(stop)
@@ -312,4 +328,39 @@ func slowConsumers(o options) (int, error) {
 		c.Close()
 	}
 	return len(conns), nil
+}
+
+// churn times n server-side closes: each dials addr (from 127.0.0.2),
+// sends a line longer than examples/lines accepts and reads until the
+// server closes, and returns the mean in microseconds.
+func churn(addr string, n int) (float64, error) {
+	line := bytes.Repeat([]byte("x"), 1100)
+	buf := make([]byte, 4096)
+	// From another loopback address: with thousands of ports in use
+	// from 127.0.0.1 to the server, connect's search for a free one
+	// would be what is measured.
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	t0 := time.Now()
+	for range n {
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			return 0, err
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(line); err != nil {
+			c.Close()
+			return 0, err
+		}
+		for {
+			if _, err := c.Read(buf); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					c.Close()
+					return 0, fmt.Errorf("the server did not close a connection: %w", err)
+				}
+				break // EOF or a reset: closed
+			}
+		}
+		c.Close()
+	}
+	return float64(time.Since(t0).Microseconds()) / float64(n), nil
 }
