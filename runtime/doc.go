@@ -24,6 +24,13 @@
 // to Loop.Post. Loop.Post, Loop.Go, Loop.Stats and every Runtime method are
 // safe for concurrent use.
 //
+// # Shared nothing
+//
+// Data belongs to one loop. Runtime.Owner(key) names the loop that owns a
+// key; Loop.Call runs a function on another loop and its continuation back
+// on the caller's, batched per turn; PerLoop keeps a loop's own state, set
+// up in Config.LoopSetup on each loop's thread before it serves.
+//
 // # Caveats
 //
 //   - The data slice OnData receives is valid only during the call: the
