@@ -13,26 +13,7 @@ import (
 // allocates nothing, on either backend.
 func TestEchoRoundTripAllocs(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		rt := start(t, percore.Config{Backend: b}, echoHandler{})
-		c := rawconn.Dial(t, rt.Addr())
-		p := make([]byte, 512)
-		for range 200 { // warm up: buffers, slices, the loop's first turns
-			if err := c.RoundTrip(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var err error
-		allocs := testing.AllocsPerRun(2000, func() {
-			if e := c.RoundTrip(p); e != nil {
-				err = e
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if allocs != 0 {
-			t.Fatalf("%v allocations per echo round trip, want 0", allocs)
-		}
+		assertNoAllocs(t, start(t, percore.Config{Backend: b}, echoHandler{}))
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/percore/percore/internal/limit"
 	"github.com/percore/percore/ring"
 )
 
@@ -285,19 +286,19 @@ func (c Config) withDefaults() Config {
 	c.IdleTimeout = max(c.IdleTimeout, 0)
 	c.MaxLifetime = max(c.MaxLifetime, 0)
 	c.WaitBatch = max(c.WaitBatch, 0)
-	c.WaitMin = orDefault(c.WaitMin, DefaultWaitMin)
-	c.MaxOutbound = orDefault(c.MaxOutbound, DefaultMaxOutbound)
+	c.WaitMin = limit.OrDefault(c.WaitMin, DefaultWaitMin)
+	c.MaxOutbound = limit.OrDefault(c.MaxOutbound, DefaultMaxOutbound)
 	switch {
 	case c.OutboundLowWater == 0 || c.OutboundLowWater > c.MaxOutbound:
 		c.OutboundLowWater = c.MaxOutbound / 4
 	case c.OutboundLowWater < 0:
 		c.OutboundLowWater = 0
 	}
-	c.TurnBudget = orDefault(c.TurnBudget, DefaultTurnBudget)
-	c.MaxPosted = orDefault(c.MaxPosted, DefaultMaxPosted)
-	c.MaxGo = orDefault(c.MaxGo, DefaultMaxGo)
-	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
-	c.Linger = orDefault(c.Linger, DefaultLinger)
+	c.TurnBudget = limit.OrDefault(c.TurnBudget, DefaultTurnBudget)
+	c.MaxPosted = limit.OrDefault(c.MaxPosted, DefaultMaxPosted)
+	c.MaxGo = limit.OrDefault(c.MaxGo, DefaultMaxGo)
+	c.WriteTimeout = limit.OrDefault(c.WriteTimeout, DefaultWriteTimeout)
+	c.Linger = limit.OrDefault(c.Linger, DefaultLinger)
 	return c
 }
 
@@ -318,16 +319,4 @@ func (c Config) validate() error {
 		return fmt.Errorf("config: negative backlog %d", c.Backlog)
 	}
 	return nil
-}
-
-// orDefault applies the rule of the limits: zero means def, negative means
-// none (0 inside the runtime).
-func orDefault[T int | time.Duration](v, def T) T {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/pctest"
+	"github.com/percore/percore/internal/rawconn"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -66,4 +67,32 @@ func shutdownCtx(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// assertNoAllocs fails t unless a 512-byte echo round trip with rt, after a
+// warm-up, allocates nothing on either side of the process.
+func assertNoAllocs(t *testing.T, rt *percore.Runtime) {
+	t.Helper()
+	c := rawconn.Dial(t, rt.Addr())
+	p := make([]byte, 512)
+	for i := range p {
+		p[i] = byte(i)
+	}
+	for range 200 { // warm up: buffers, slices, the loop's first turns
+		if err := c.RoundTrip(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	allocs := testing.AllocsPerRun(2000, func() {
+		if e := c.RoundTrip(p); e != nil {
+			err = e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
 }

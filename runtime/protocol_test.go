@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/percore/percore/internal/pctest"
-	"github.com/percore/percore/internal/rawconn"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -133,29 +132,7 @@ func (reserver) OnData(c *percore.Conn, data []byte) {
 
 func TestReserveCommitAllocatesNothing(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		rt := start(t, percore.Config{Backend: b}, reserver{})
-		c := rawconn.Dial(t, rt.Addr())
-		p := make([]byte, 512)
-		for i := range p {
-			p[i] = byte(i)
-		}
-		for range 200 {
-			if err := c.RoundTrip(p); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var err error
-		allocs := testing.AllocsPerRun(2000, func() {
-			if e := c.RoundTrip(p); e != nil {
-				err = e
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if allocs != 0 {
-			t.Fatalf("%v allocations per round trip through Reserve/Commit, want 0", allocs)
-		}
+		assertNoAllocs(t, start(t, percore.Config{Backend: b}, reserver{}))
 	})
 }
 

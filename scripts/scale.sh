@@ -74,13 +74,27 @@ rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
 port=17400
 
-# shutdown B: CONNS silent connections, then SIGTERM; the time to exit.
-shutdown_run() {
+# serve PROG BACKEND [ARGS...]: start examples/PROG on the next port, on
+# cpu0, as $srv; stop_server ends it.
+serve() {
+  local prog=$1 be=$2
+  shift 2
   port=$((port + 1))
-  rm -f "$work/ready"
-  taskset -c 0 "$work/echo" -addr "127.0.0.1:$port" -cores 0 -backend "$1" >/dev/null 2>"$work/echo.log" &
+  taskset -c 0 "$work/$prog" -addr "127.0.0.1:$port" -cores 0 -backend "$be" "$@" >/dev/null 2>"$work/$prog.log" &
   srv=$!
   sleep 0.5
+}
+
+stop_server() {
+  kill -TERM "$srv"
+  wait "$srv" || true
+  srv=
+}
+
+# shutdown B: CONNS silent connections, then SIGTERM; the time to exit.
+shutdown_run() {
+  rm -f "$work/ready"
+  serve echo "$1"
   taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$conns" -wait 30s -ready "$work/ready" >"$work/client.json" &
   local cli=$! t0 t1
   wait_file "$work/ready" 120
@@ -95,11 +109,8 @@ shutdown_run() {
 
 # burst B: SLOW slow consumers that disconnect together; the server's RSS.
 burst_run() {
-  port=$((port + 1))
   rm -f "$work/ready"
-  taskset -c 0 "$work/echo" -addr "127.0.0.1:$port" -cores 0 -backend "$1" >/dev/null 2>"$work/echo.log" &
-  srv=$!
-  sleep 0.5
+  serve echo "$1"
   local idle full after="" cli s
   idle=$(rss "$srv")
   taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$slow" -slow -wait 60s -ready "$work/ready" >/dev/null &
@@ -112,9 +123,7 @@ burst_run() {
     sleep 1
     after="$after $s:$(rss "$srv")"
   done
-  kill -TERM "$srv"
-  wait "$srv" || true
-  srv=
+  stop_server
   echo "burst backend=$1 consumers=$slow rss_kib idle=$idle full=$full after_close_s:kib=${after# }"
 }
 
@@ -122,14 +131,9 @@ burst_run() {
 churn_run() {
   local n out alone=""
   for n in 0 "$conns"; do
-    port=$((port + 1))
-    taskset -c 0 "$work/lines" -addr "127.0.0.1:$port" -cores 0 -backend "$1" -idle-timeout 0 2>"$work/lines.log" &
-    srv=$!
-    sleep 0.5
+    serve lines "$1" -idle-timeout 0
     out=$(taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$n" -proto lines -churn "$churns" -wait 60s) || true
-    kill -TERM "$srv"
-    wait "$srv" || true
-    srv=
+    stop_server
     local us
     us=$(echo "$out" | sed -n 's/.*"ChurnUsPerClose":\([0-9.]*\).*/\1/p')
     echo "churn backend=$1 open=$n us_per_close=${us:-failed}"
@@ -141,15 +145,10 @@ churn_run() {
 
 # expiry B: EXPIRE silent connections reach a 3 s idle timeout together.
 expiry_run() {
-  port=$((port + 1))
-  taskset -c 0 "$work/lines" -addr "127.0.0.1:$port" -cores 0 -backend "$1" -idle-timeout 3s 2>"$work/lines.log" &
-  srv=$!
-  sleep 0.5
+  serve lines "$1" -idle-timeout 3s
   local out
   out=$(taskset -c 1 "$work/scale" -addr "127.0.0.1:$port" -conns "$expire" -proto lines -idle-timeout 3s -wait 60s) || true
-  kill -TERM "$srv"
-  wait "$srv" || true
-  srv=
+  stop_server
   echo "expiry backend=$1 conns=$expire $out"
 }
 

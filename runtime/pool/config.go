@@ -3,6 +3,8 @@ package pool
 import (
 	"math"
 	"time"
+
+	"github.com/percore/percore/internal/limit"
 )
 
 // Config configures a Pool. The zero value is bb8's defaults, per loop: at
@@ -73,13 +75,13 @@ type settings struct {
 
 func (c Config) resolve() (settings, error) {
 	s := settings{
-		maxSize:        orDefault(c.MaxSize, DefaultMaxSize),
+		maxSize:        limit.OrDefault(c.MaxSize, DefaultMaxSize),
 		minIdle:        max(c.MinIdle, 0),
-		timeout:        orDefault(c.ConnectionTimeout, DefaultConnectionTimeout),
-		idleTimeout:    orDefault(c.IdleTimeout, DefaultIdleTimeout),
-		maxLifetime:    orDefault(c.MaxLifetime, DefaultMaxLifetime),
+		timeout:        limit.OrDefault(c.ConnectionTimeout, DefaultConnectionTimeout),
+		idleTimeout:    limit.OrDefault(c.IdleTimeout, DefaultIdleTimeout),
+		maxLifetime:    limit.OrDefault(c.MaxLifetime, DefaultMaxLifetime),
 		testOnCheckout: !c.SkipTestOnCheckout,
-		reapInterval:   orDefault(c.ReapInterval, DefaultReapInterval),
+		reapInterval:   limit.OrDefault(c.ReapInterval, DefaultReapInterval),
 		clock:          c.Clock,
 	}
 	if s.maxSize == 0 {
@@ -88,17 +90,6 @@ func (c Config) resolve() (settings, error) {
 	s.minIdle = min(s.minIdle, s.maxSize)
 	s.expires = s.idleTimeout > 0 || s.maxLifetime > 0
 	return s, nil
-}
-
-// orDefault maps zero to def and a negative value to zero (none).
-func orDefault[T int | time.Duration](v, def T) T {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
 }
 
 // config returns the settings as a Config with every default filled in
