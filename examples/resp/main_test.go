@@ -1,0 +1,376 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
+	"github.com/percore/percore/internal/rawconn"
+	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/frame/resp"
+)
+
+func TestMain(m *testing.M) { leakcheck.Main(m) }
+
+// serve starts the server on loops loops (on the test's CPUs, two loops
+// sharing one when there is only one).
+func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
+	t.Helper()
+	cores, err := cpu.Cores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var use []int
+	for i := range loops {
+		use = append(use, cores[i%len(cores)])
+	}
+	s := newServer(1 << 20)
+	rt := pctest.Start(t, percore.Config{Backend: b, Cores: use, LoopSetup: s.setup}, s.handler())
+	s.rt.Store(rt)
+	return rt
+}
+
+// cmd is one command, as a client sends it.
+func cmd(args ...string) []byte { return resp.AppendCommand(nil, args...) }
+
+// exchange sends req and reads exactly len(want) bytes back.
+func exchange(t *testing.T, c net.Conn, req []byte, want string) {
+	t.Helper()
+	if _, err := c.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read %q: %v", got, err)
+	}
+	if string(got) != want {
+		t.Fatalf("replies\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestSetThenGetElsewhere: a SET on one connection and a GET on another
+// find the same value, whichever loops the connections and the keys land
+// on.
+func TestSetThenGetElsewhere(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		var conns []net.Conn
+		for range 6 {
+			conns = append(conns, pctest.Dial(t, rt.Addr().String()))
+		}
+		for i := range 40 {
+			key, val := "key:"+strconv.Itoa(i), "value "+strconv.Itoa(i)
+			exchange(t, conns[i%len(conns)], cmd("SET", key, val), "+OK\r\n")
+			exchange(t, conns[(i+1)%len(conns)], cmd("GET", key), string(resp.AppendBulkString(nil, val)))
+		}
+		if st := rt.Stats(); st.CallsMade == 0 {
+			t.Fatalf("no cross-loop call in 40 keys over 2 loops: %+v", st)
+		}
+	})
+}
+
+// model is a single-threaded server: the replies the loops must give.
+type model map[string]string
+
+func (m model) reply(args []string) string {
+	switch args[0] {
+	case "SET":
+		m[args[1]] = args[2]
+		return "+OK\r\n"
+	case "GET":
+		if v, ok := m[args[1]]; ok {
+			return string(resp.AppendBulkString(nil, v))
+		}
+		return "$-1\r\n"
+	case "INCR":
+		n, _ := strconv.ParseInt(m[args[1]], 10, 64)
+		m[args[1]] = strconv.FormatInt(n+1, 10)
+		return ":" + m[args[1]] + "\r\n"
+	case "DEL", "EXISTS":
+		n := 0
+		for _, k := range args[1:] {
+			if _, ok := m[k]; ok {
+				n++
+				if args[0] == "DEL" {
+					delete(m, k)
+				}
+			}
+		}
+		return ":" + strconv.Itoa(n) + "\r\n"
+	case "PING":
+		return "+PONG\r\n"
+	}
+	return ""
+}
+
+// TestPipelineInOrder: one write of SET/GET pairs (and INCR, multi-key
+// DEL and EXISTS, PING) over keys of every loop gets exactly the replies a
+// single-threaded server gives, in order.
+func TestPipelineInOrder(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		m := model{}
+		var req []byte
+		var want strings.Builder
+		add := func(args ...string) {
+			req = append(req, cmd(args...)...)
+			want.WriteString(m.reply(args))
+		}
+		for i := range 200 {
+			k := "k" + strconv.Itoa(i%37)
+			add("SET", k, "v"+strconv.Itoa(i))
+			add("GET", k)
+			if i%5 == 0 {
+				add("INCR", "n"+strconv.Itoa(i%7))
+				add("PING")
+			}
+			if i%11 == 0 {
+				add("DEL", k, "k"+strconv.Itoa((i+1)%37), "nope")
+				add("EXISTS", k, "k"+strconv.Itoa((i+2)%37), "n0")
+				add("GET", k)
+			}
+		}
+		for range 3 { // on new connections, over the keys the last left
+			c := pctest.Dial(t, rt.Addr().String())
+			exchange(t, c, req, want.String())
+			want.Reset()
+			for _, args := range splitCommands(t, req) {
+				want.WriteString(m.reply(args))
+			}
+		}
+		if st := rt.Stats(); st.CallsMade == 0 {
+			t.Fatal("the pipeline made no cross-loop call")
+		}
+	})
+}
+
+// splitCommands reads req back into commands.
+func splitCommands(t *testing.T, req []byte) [][]string {
+	t.Helper()
+	var out [][]string
+	for len(req) > 0 {
+		args, n, err := resp.Parse(nil, req, resp.Limits{})
+		if err != nil || n == 0 {
+			t.Fatalf("parse the test's own request: %v", err)
+		}
+		var s []string
+		for _, a := range args {
+			s = append(s, string(a))
+		}
+		out = append(out, s)
+		req = req[n:]
+	}
+	return out
+}
+
+// TestErrors: Redis's texts for an unknown command, a wrong arity, a
+// value that is not an integer and a protocol error, which closes the
+// connection after the replies before it.
+func TestErrors(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		c := pctest.Dial(t, rt.Addr().String())
+		exchange(t, c, cmd("FOO", "a", "b"), "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n")
+		exchange(t, c, cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n")
+		exchange(t, c, append(cmd("SET", "s", "x"), cmd("INCR", "s")...), "+OK\r\n-ERR value is not an integer or out of range\r\n")
+		exchange(t, c, []byte("PING\r\n*1\r\n*1\r\n"), "+PONG\r\n-ERR Protocol error: expected '$', got '*'\r\n")
+		if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("after a protocol error: read %d, %v; want the server's close", n, err)
+		}
+	})
+}
+
+// TestEndOfStreamAnswersFirst: a client that half-closes after its
+// pipeline gets every reply, those from other loops included, then the
+// close.
+func TestEndOfStreamAnswersFirst(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		var req []byte
+		var want string
+		for i := range 50 {
+			k := "eof" + strconv.Itoa(i)
+			req = append(req, cmd("SET", k, k)...)
+			req = append(req, cmd("GET", k)...)
+			want += "+OK\r\n" + string(resp.AppendBulkString(nil, k))
+		}
+		c := pctest.Dial(t, rt.Addr().String())
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		c.CloseWrite()
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != want {
+			t.Fatalf("after the half-close: %d bytes, %v; want all %d bytes of replies", len(got), err, len(want))
+		}
+	})
+}
+
+// TestGetAllocatesNothing: a GET answered with Conn.Reserve and Commit
+// allocates nothing on the server (one loop, so that the key is local).
+func TestGetAllocatesNothing(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 1)
+		exchange(t, pctest.Dial(t, rt.Addr().String()), cmd("SET", "k", "thirteen char"), "+OK\r\n")
+		c := rawconn.Dial(t, rt.Addr())
+		// A 20-byte GET of a 13-byte value has a 20-byte reply:
+		// RoundTrip reads as much as it sends.
+		get := cmd("GET", "k")
+		if len(get) != len(resp.AppendBulkString(nil, "thirteen char")) {
+			t.Fatalf("request %d bytes, reply %d: RoundTrip needs them equal", len(get), len(resp.AppendBulkString(nil, "thirteen char")))
+		}
+		for range 200 {
+			if err := c.RoundTrip(get); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var err error
+		allocs := testing.AllocsPerRun(1000, func() {
+			if e := c.RoundTrip(get); e != nil {
+				err = e
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if allocs != 0 {
+			t.Fatalf("%v allocations per GET, want 0", allocs)
+		}
+	})
+}
+
+// redisCLI returns the path of redis-cli, or skips t.
+func redisCLI(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Skip("redis-cli is not installed (Debian: apt-get install redis-tools; scripts/ensure-tools.sh installs it)")
+	}
+	return p
+}
+
+// TestRedisCLI: the real client starts against the server, gets PONG and
+// a SET/GET round trip, the keys on both loops.
+func TestRedisCLI(t *testing.T) {
+	cli := redisCLI(t)
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		_, port, _ := net.SplitHostPort(rt.Addr().String())
+		run := func(args ...string) string {
+			t.Helper()
+			cmd := exec.Command(cli, append([]string{"-h", "127.0.0.1", "-p", port}, args...)...)
+			cmd.WaitDelay = 10 * time.Second
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("redis-cli %s: %v\n%s", strings.Join(args, " "), err, out)
+			}
+			return strings.TrimSpace(string(out))
+		}
+		if got := run("PING"); got != "PONG" {
+			t.Fatalf("redis-cli PING: %q", got)
+		}
+		for i := range 8 {
+			k, v := fmt.Sprintf("cli:%d", i), fmt.Sprintf("value %d", i)
+			if got := run("SET", k, v); got != "OK" {
+				t.Fatalf("redis-cli SET %s: %q", k, got)
+			}
+			if got := run("GET", k); got != v {
+				t.Fatalf("redis-cli GET %s: %q, want %q", k, got, v)
+			}
+		}
+		// Interactive mode asks COMMAND DOCS first: it must get an answer.
+		cmd := exec.Command(cli, "-h", "127.0.0.1", "-p", port)
+		cmd.Stdin = strings.NewReader("GET cli:3\n")
+		cmd.WaitDelay = 10 * time.Second
+		out, err := cmd.CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("value 3")) {
+			t.Fatalf("redis-cli from stdin: %v\n%s", err, out)
+		}
+	})
+}
+
+// TestLikeRedisServer compares the replies of a real redis-server and of
+// this server, byte for byte, for the errors it claims to share.
+func TestLikeRedisServer(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/ensure-tools.sh installs it)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	srv := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	var redis net.Conn
+	pctest.WaitFor(t, "redis-server to listen", func() bool {
+		redis, err = net.Dial("tcp", "127.0.0.1:"+port)
+		return err == nil
+	})
+	defer redis.Close()
+	rt := serve(t, percore.Epoll, 1)
+	ours := pctest.Dial(t, rt.Addr().String())
+	rr, or := bufio.NewReader(redis), bufio.NewReader(ours)
+	for _, req := range [][]byte{
+		cmd("PING"), cmd("PING", "hi"), cmd("ECHO", "a\r\nb"), cmd("GET", "missing"),
+		cmd("SET", "k", "v"), cmd("GET", "k"), cmd("SET", "k", "v", "XX", "NX", "bogus"),
+		cmd("INCR", "k"), cmd("INCR", "n"), cmd("INCR", "n"), cmd("SET", "big", "9223372036854775807"), cmd("INCR", "big"),
+		cmd("EXISTS", "k", "n", "none"), cmd("DEL", "k", "none"), cmd("GET"), cmd("PING", "a", "b"),
+		cmd("FOO"), cmd("FOO", strings.Repeat("x", 200), "y"), cmd("unknowncmd", "a\r\nb", "c"),
+		[]byte("SET inline v\r\n"), []byte("GET inline\r\n"), cmd("CONFIG", "GET", "appendonly"),
+	} {
+		redis.SetDeadline(time.Now().Add(10 * time.Second))
+		redis.Write(req)
+		ours.Write(req)
+		want, err1 := readReply(rr)
+		got, err2 := readReply(or)
+		if err1 != nil || err2 != nil || got != want {
+			t.Errorf("%q: redis-server %q (%v), ours %q (%v)", req, want, err1, got, err2)
+		}
+	}
+}
+
+// readReply reads one reply of the simple kinds (and a flat array).
+func readReply(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return line, err
+	}
+	switch line[0] {
+	case '$':
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		if n < 0 {
+			return line, nil
+		}
+		body := make([]byte, n+2)
+		_, err := io.ReadFull(r, body)
+		return line + string(body), err
+	case '*':
+		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+		for range n {
+			el, err := readReply(r)
+			line += el
+			if err != nil {
+				return line, err
+			}
+		}
+	}
+	return line, nil
+}
