@@ -46,9 +46,13 @@ var uringOps = []ring.Op{
 // into a provided-buffer ring, sends queued during a turn and submitted
 // with the next wait in one io_uring_enter.
 type uringDriver struct {
-	l  *Loop
-	r  *ring.Ring
-	br *ring.BufRing
+	l *Loop
+	// r is the ring (a *ring.Ring, or a test's stand-in); br the
+	// provided-buffer ring registered with it, which receives name, and
+	// bufs the same buffers as the driver reads and recycles them.
+	r    uringRing
+	br   *ring.BufRing
+	bufs recvBuffers
 
 	cqes []ring.Completion
 
@@ -78,6 +82,43 @@ type uringDriver struct {
 	// bufsTouched says a receive filled a provided buffer since the
 	// buffers' pages were last given back.
 	bufsTouched bool
+}
+
+// uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
+// of the kernel-free tests (uring_internal_test.go).
+type uringRing interface {
+	PrepareAccept(fd int, userData uint64) error
+	PrepareAcceptMultishot(fd int, userData uint64) error
+	PrepareCancel(target, userData uint64) error
+	PrepareClose(fd int, userData uint64) error
+	PrepareConnect(fd int, sa unsafe.Pointer, n uint32, userData uint64) error
+	PrepareMsgRing(fd int, res uint32, data, userData uint64) error
+	PreparePollIn(fd int, userData uint64) error
+	PrepareRead(fd int, p []byte, off uint64, userData uint64) error
+	PrepareRecvMultishot(fd int, b *ring.BufRing, userData uint64) error
+	PrepareRecvSelect(fd int, b *ring.BufRing, userData uint64) error
+	PrepareSend(fd int, p []byte, userData uint64) error
+	PrepareShutdown(fd, how int, userData uint64) error
+	Submit() error
+	SubmitAndWait(timeout time.Duration) error
+	Reap(dst []ring.Completion) int
+	Ready() int
+	Pending() uint32
+	Overflowed() bool
+	Enters() uint64
+	Fd() int
+	Close() error
+}
+
+// recvBuffers is what the driver needs of its provided buffers:
+// *ring.BufRing, or a test's stand-in.
+type recvBuffers interface {
+	Bytes(id uint16, n int) []byte
+	Recycle(id uint16)
+	Publish()
+	Size() int
+	Discard() error
+	Close() error
 }
 
 // uringConn is the io_uring driver's own state of a connection.
@@ -160,7 +201,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
 	d := &uringDriver{
-		l: l, r: r, br: br, lnfd: -1, wakefd: wakefd,
+		l: l, r: r, br: br, bufs: br, lnfd: -1, wakefd: wakefd,
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
 		msgRing: support.Has(ring.OpMsgRing),
@@ -395,7 +436,7 @@ func (d *uringDriver) dropParked(c *Conn) {
 			d.l.putBuf(r.copy)
 		case r.n > 0:
 			d.heldBufs--
-			d.br.Recycle(r.id)
+			d.bufs.Recycle(r.id)
 		}
 	}
 	u.parked = nil
@@ -508,7 +549,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 			d.dispatch(&d.cqes[i])
 		}
 		d.l.cnt[sCompletions] += uint64(n)
-		d.br.Publish()
+		d.bufs.Publish()
 		if n < len(d.cqes) {
 			break
 		}
@@ -560,7 +601,7 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	c := l.conn(slot, gen)
 	if c == nil {
 		if id, ok := e.Buffer(); ok {
-			d.br.Recycle(id)
+			d.bufs.Recycle(id)
 		}
 		return
 	}
@@ -660,7 +701,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 			d.l.fail(c, "read", errRecvNoBuffer)
 			break
 		}
-		if u.flags&ufThrottled != 0 && int(e.Res) < d.br.Size() {
+		if u.flags&ufThrottled != 0 && int(e.Res) < d.bufs.Size() {
 			u.flags &^= ufThrottled // it drained its socket: multishot again
 		}
 		if u.deferred > 0 || c.readPaused() || d.overBudget(c) {
@@ -709,8 +750,8 @@ func (d *uringDriver) stampTurn(c *Conn) {
 func (d *uringDriver) deliverBuf(c *Conn, id uint16, n int32) {
 	d.stampTurn(c)
 	c.ur.turnBytes += int(n)
-	d.l.readResult(c, d.br.Bytes(id, int(n)), int(n), "recv")
-	d.br.Recycle(id)
+	d.l.readResult(c, d.bufs.Bytes(id, int(n)), int(n), "recv")
+	d.bufs.Recycle(id)
 }
 
 func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
@@ -725,8 +766,8 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 			// Held data would starve other connections of buffers:
 			// copy it out (into a pooled buffer) and give the
 			// provided buffer back to the kernel now.
-			r.copy = append(d.l.getBuf(int(n)), d.br.Bytes(id, int(n))...)
-			d.br.Recycle(id)
+			r.copy = append(d.l.getBuf(int(n)), d.bufs.Bytes(id, int(n))...)
+			d.bufs.Recycle(id)
 		}
 	}
 	d.hold(r)
@@ -782,7 +823,7 @@ func (d *uringDriver) deliverDeferred() {
 		case r.n > 0:
 			d.heldBufs--
 			if c.closed() {
-				d.br.Recycle(r.id)
+				d.bufs.Recycle(r.id)
 			} else {
 				d.deliverBuf(c, r.id, r.n)
 			}
@@ -823,7 +864,7 @@ func (d *uringDriver) discardBuffers() bool {
 	if len(d.l.free) != len(d.l.conns) || d.heldBufs > 0 || len(d.deferred) > 0 {
 		return false
 	}
-	if err := d.br.Discard(); err != nil {
+	if err := d.bufs.Discard(); err != nil {
 		d.l.log.Warn("percore: give back receive buffer pages", "loop", d.l.id, "err", err)
 	}
 	d.bufsTouched = false
@@ -871,7 +912,7 @@ func (d *uringDriver) syscalls() uint64 { return d.r.Enters() }
 func (d *uringDriver) waits() uint64 { return d.waitsN }
 
 func (d *uringDriver) close() error {
-	err := errors.Join(d.br.Close(), d.r.Close())
+	err := errors.Join(d.bufs.Close(), d.r.Close())
 	if cerr := unix.Close(d.wakefd); cerr != nil {
 		err = errors.Join(err, os.NewSyscallError("close", cerr))
 	}

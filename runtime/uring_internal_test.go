@@ -1,0 +1,200 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/percore/percore/ring"
+)
+
+// The io_uring driver's accounting of deferred receives (the turn budget,
+// the provided buffers they hold, copies once a quarter is held, receives
+// parked while reading is paused), driven without a kernel: a stand-in
+// ring records what is prepared and a stand-in buffer set hands out bytes.
+
+type fakeRing struct{ prepared []uint64 }
+
+func (f *fakeRing) prep(ud uint64) error { f.prepared = append(f.prepared, ud); return nil }
+
+func (f *fakeRing) PrepareAccept(_ int, ud uint64) error          { return f.prep(ud) }
+func (f *fakeRing) PrepareAcceptMultishot(_ int, ud uint64) error { return f.prep(ud) }
+func (f *fakeRing) PrepareCancel(_, ud uint64) error              { return f.prep(ud) }
+func (f *fakeRing) PrepareClose(_ int, ud uint64) error           { return f.prep(ud) }
+func (f *fakeRing) PrepareConnect(_ int, _ unsafe.Pointer, _ uint32, ud uint64) error {
+	return f.prep(ud)
+}
+func (f *fakeRing) PrepareMsgRing(_ int, _ uint32, _, ud uint64) error           { return f.prep(ud) }
+func (f *fakeRing) PreparePollIn(_ int, ud uint64) error                         { return f.prep(ud) }
+func (f *fakeRing) PrepareRead(_ int, _ []byte, _ uint64, ud uint64) error       { return f.prep(ud) }
+func (f *fakeRing) PrepareRecvMultishot(_ int, _ *ring.BufRing, ud uint64) error { return f.prep(ud) }
+func (f *fakeRing) PrepareRecvSelect(_ int, _ *ring.BufRing, ud uint64) error    { return f.prep(ud) }
+func (f *fakeRing) PrepareSend(_ int, _ []byte, ud uint64) error                 { return f.prep(ud) }
+func (f *fakeRing) PrepareShutdown(_, _ int, ud uint64) error                    { return f.prep(ud) }
+func (f *fakeRing) Submit() error                                                { return nil }
+func (f *fakeRing) SubmitAndWait(time.Duration) error                            { return nil }
+func (f *fakeRing) Reap([]ring.Completion) int                                   { return 0 }
+func (f *fakeRing) Ready() int                                                   { return 0 }
+func (f *fakeRing) Pending() uint32                                              { return 0 }
+func (f *fakeRing) Overflowed() bool                                             { return false }
+func (f *fakeRing) Enters() uint64                                               { return 0 }
+func (f *fakeRing) Fd() int                                                      { return -1 }
+func (f *fakeRing) Close() error                                                 { return nil }
+
+// prepared returns how many entries of kind were prepared.
+func (f *fakeRing) count(kind uint8) int {
+	n := 0
+	for _, ud := range f.prepared {
+		if uint8(ud>>56) == kind {
+			n++
+		}
+	}
+	return n
+}
+
+type fakeBufs struct {
+	mem       [][]byte
+	recycled  []uint16
+	published int
+}
+
+func (b *fakeBufs) Bytes(id uint16, n int) []byte { return b.mem[id][:n] }
+func (b *fakeBufs) Recycle(id uint16)             { b.recycled = append(b.recycled, id) }
+func (b *fakeBufs) Publish()                      { b.published++ }
+func (b *fakeBufs) Size() int                     { return len(b.mem[0]) }
+func (b *fakeBufs) Discard() error                { return nil }
+func (b *fakeBufs) Close() error                  { return nil }
+
+// collector is a handler that keeps every payload it gets.
+type collector struct{ got *[]string }
+
+func (h collector) OnData(_ *Conn, data []byte) { *h.got = append(*h.got, string(data)) }
+
+// uringTestLoop is a loop on an io_uring driver over the stand-ins, with
+// one open connection: 8 buffers of 16 bytes (so 2 may be held) and a turn
+// budget of 32 bytes.
+func uringTestLoop(t *testing.T) (*Loop, *uringDriver, *fakeRing, *fakeBufs, *Conn, *[]string) {
+	t.Helper()
+	var got []string
+	l, _, _ := newTestLoop(t, Config{BufferCount: 8, BufferSize: 16, TurnBudget: 32}, collector{&got})
+	fr, fb := &fakeRing{}, &fakeBufs{}
+	for range 8 {
+		fb.mem = append(fb.mem, make([]byte, 16))
+	}
+	d := &uringDriver{l: l, r: fr, bufs: fb, lnfd: -1, wakefd: -1, cqes: make([]ring.Completion, 8)}
+	l.d = d
+	l.acceptResult(fakeFd, 0, 3)
+	c := l.conns[0]
+	if c.ur.flags&ufRecvArmed == 0 || fr.count(kindRecv) != 1 {
+		t.Fatalf("the connection's receive is not armed: flags %#x", c.ur.flags)
+	}
+	return l, d, fr, fb, c, &got
+}
+
+// recv hands d a multishot receive completion for c: payload in buffer id.
+func recv(d *uringDriver, fb *fakeBufs, c *Conn, id uint16, payload string) {
+	copy(fb.mem[id], payload)
+	const bufferFlag, moreFlag = 1, 2
+	e := ring.Completion{UserData: userData(kindRecv, c.slot, c.gen), Res: int32(len(payload)),
+		Flags: uint32(id)<<16 | bufferFlag | moreFlag}
+	d.dispatch(&e)
+}
+
+// nextTurn starts a loop turn and delivers what earlier turns deferred.
+func nextTurn(l *Loop, d *uringDriver) {
+	l.cnt[sTurns]++
+	d.deliverDeferred()
+}
+
+func payload(i int) string { return fmt.Sprintf("message %02d......", i)[:16] }
+
+func TestDeferredReceivesUnderTheBudget(t *testing.T) {
+	l, d, fr, fb, c, got := uringTestLoop(t)
+	for i := range 5 {
+		recv(d, fb, c, uint16(i), payload(i))
+	}
+	// 32 bytes per turn: two delivered; the third goes over and stops the
+	// receive (one cancel); two provided buffers held, then a copy.
+	if len(*got) != 2 {
+		t.Fatalf("%d payloads delivered in the first turn, want 2", len(*got))
+	}
+	if d.heldBufs != 2 || c.ur.deferred != 3 || len(d.deferred) != 3 {
+		t.Fatalf("held %d buffers, %d deferred (%d queued); want 2, 3, 3", d.heldBufs, c.ur.deferred, len(d.deferred))
+	}
+	if n := fr.count(kindCancel); n != 1 || c.ur.flags&(ufBudgetHeld|ufThrottled) != ufBudgetHeld|ufThrottled {
+		t.Fatalf("%d cancels, flags %#x; want one cancel, budget held and throttled", n, c.ur.flags)
+	}
+	if !slices.Equal(fb.recycled, []uint16{0, 1, 4}) {
+		t.Fatalf("recycled %v, want the two delivered and the copied one", fb.recycled)
+	}
+	if d.deferred[2].copy == nil {
+		t.Fatal("the receive past the held quarter was not copied out")
+	}
+
+	nextTurn(l, d) // two more, then the budget again
+	if len(*got) != 4 || d.heldBufs != 0 || c.ur.deferred != 1 {
+		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.heldBufs, c.ur.deferred)
+	}
+	nextTurn(l, d)
+	if len(*got) != 5 || c.ur.deferred != 0 || c.ur.flags&ufBudgetHeld != 0 {
+		t.Fatalf("third turn: %d delivered, %d deferred, flags %#x", len(*got), c.ur.deferred, c.ur.flags)
+	}
+	if !slices.Contains(d.rearm, c) {
+		t.Error("the connection was not listed to receive again")
+	}
+	for i, p := range *got {
+		if p != payload(i) {
+			t.Fatalf("payload %d is %q, want %q: out of order", i, p, payload(i))
+		}
+	}
+	if l.cnt[sDeferrals] != 3 {
+		t.Errorf("%d deferrals counted, want 3", l.cnt[sDeferrals])
+	}
+}
+
+func TestReceivesParkWhilePaused(t *testing.T) {
+	l, d, fr, fb, c, got := uringTestLoop(t)
+	c.PauseRead()
+	if fr.count(kindCancel) != 1 {
+		t.Fatal("pausing did not cancel the receive")
+	}
+	// Completions already on their way when the cancel was queued.
+	recv(d, fb, c, 0, payload(0))
+	recv(d, fb, c, 1, payload(1))
+	if len(*got) != 0 {
+		t.Fatalf("%d payloads delivered while paused", len(*got))
+	}
+	if len(d.deferred) != 0 || len(c.ur.parked) != 2 {
+		t.Fatalf("%d on the loop's queue (it would spin), %d parked; want 0 and 2", len(d.deferred), len(c.ur.parked))
+	}
+	nextTurn(l, d)
+	if len(*got) != 0 {
+		t.Fatal("a turn delivered parked receives")
+	}
+	c.ResumeRead()
+	nextTurn(l, d)
+	if !slices.Equal(*got, []string{payload(0), payload(1)}) {
+		t.Fatalf("after resume: %q", *got)
+	}
+}
+
+func TestClosingAPausedConnectionGivesItsBuffersBack(t *testing.T) {
+	_, d, fr, fb, c, _ := uringTestLoop(t)
+	c.PauseRead()
+	recv(d, fb, c, 3, payload(3))
+	recv(d, fb, c, 5, payload(5))
+	c.Abort()
+	if d.heldBufs != 0 || c.ur.deferred != 0 || c.ur.parked != nil {
+		t.Fatalf("after the close: %d held, %d deferred, parked %v", d.heldBufs, c.ur.deferred, c.ur.parked)
+	}
+	if !slices.Equal(fb.recycled, []uint16{3, 5}) {
+		t.Fatalf("recycled %v, want the parked buffers", fb.recycled)
+	}
+	// The pause's cancel covers the receive: the release queues none of
+	// its own for it, and one close.
+	if n, m := fr.count(kindCancel), fr.count(kindClose); n != 1 || m != 1 {
+		t.Fatalf("%d cancels, %d closes; want 1 and 1", n, m)
+	}
+}
