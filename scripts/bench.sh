@@ -19,6 +19,8 @@
 #   BENCH=full    quick + 512 B and 16 KiB, pipelining 16, churn, 10,000 idle connections
 #   BENCH=smoke   a few seconds, percore-uring, stdnet and netpoll, 50 connections;
 #                 fails when any run had errors, mismatches or no requests
+#   BENCH=resp    examples/resp against redis-server with redis-benchmark: runs
+#                 scripts/bench-resp.sh (see its --help), nothing below applies
 # Environment (defaults in parentheses):
 #   REPEATS (2; smoke 1)  SERVER_CPUS (0)  CLIENT_CPUS (1)  WARMUP (1)  WINDOW (5)
 #   SERVERS (all: a space-separated subset of the names below)
@@ -55,6 +57,10 @@ for arg in "$@"; do
       ;;
   esac
 done
+
+if [ "${BENCH:-}" = resp ]; then
+  exec scripts/bench-resp.sh "$@"
+fi
 
 if [ "$DRY_RUN" = 0 ] && ! command -v taskset >/dev/null; then
   echo "bench.sh: needs taskset to pin the servers and the load generator (Debian: apt-get install -y util-linux)" >&2
