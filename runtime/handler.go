@@ -7,7 +7,21 @@ package runtime
 // stalls every connection on its loop (offload slow work with Loop.Go).
 //
 // A Handler may also implement OpenHandler, CloseHandler, EOFHandler,
-// DrainHandler and ShutdownHandler.
+// DrainHandler and ShutdownHandler. The runtime finds them with type
+// assertions when a connection opens, so a misspelled method (OnDrian)
+// compiles and never runs. Declare the ones a handler means to implement,
+// next to its type, and the compiler checks their names and signatures
+// (docs/decisions/0018-input-buffering.md):
+//
+//	var (
+//		_ percore.Handler      = (*server)(nil)
+//		_ percore.DrainHandler = (*server)(nil)
+//		_ percore.CloseHandler = (*server)(nil)
+//	)
+//
+// The adapters of runtime/frame forward the same optional interfaces, and
+// frame.ErrorHandler, from the handlers they wrap: declare those the same
+// way.
 type Handler interface {
 	// OnData is called with bytes the peer sent. data is valid only
 	// during the call: the buffer goes back to the kernel when OnData

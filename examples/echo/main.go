@@ -36,6 +36,10 @@ type echo struct{}
 
 func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 
+// The handler's callbacks, checked by the compiler
+// (docs/decisions/0018-input-buffering.md): echo has only OnData.
+var _ percore.Handler = echo{}
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7000", "listen address")
 	cores := flag.String("cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")

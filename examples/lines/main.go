@@ -127,6 +127,14 @@ func newHandler() percore.Handler {
 	}, frame.LineConfig{MaxLine: maxLine})
 }
 
+// The callbacks frame.Lines forwards to server, checked by the compiler:
+// a misspelled OnShutdown would fail to build instead of never running.
+var (
+	_ frame.LineHandler       = (*server)(nil)
+	_ frame.ErrorHandler      = (*server)(nil)
+	_ percore.ShutdownHandler = (*server)(nil)
+)
+
 // server answers the protocol's lines. Its replies are prepared once, so
 // that answering allocates nothing.
 type server struct {

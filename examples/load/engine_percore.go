@@ -211,6 +211,12 @@ func (pc *percoreConn) send(k int) {
 	pc.c.Write(pc.reqs[:k*size])
 }
 
+// The runtime's callbacks percoreConn implements, checked by the compiler.
+var (
+	_ percore.Handler      = (*percoreConn)(nil)
+	_ percore.CloseHandler = (*percoreConn)(nil)
+)
+
 // OnData verifies replies as their bytes arrive and answers each complete
 // one with a new request.
 func (pc *percoreConn) OnData(c *percore.Conn, data []byte) {

@@ -53,6 +53,12 @@ type echoServer struct {
 	booted chan gnet.Engine
 }
 
+// echoServer is a gnet.EventHandler, checked by the compiler. With
+// BuiltinEventEngine embedded the check cannot catch a misspelled override
+// (OnTrafic would compile, and the base's no-op OnTraffic would run): the
+// reason percore has no such base (docs/decisions/0018-input-buffering.md).
+var _ gnet.EventHandler = (*echoServer)(nil)
+
 // OnBoot reports the bound address and hands the engine over for stopping.
 func (s *echoServer) OnBoot(eng gnet.Engine) gnet.Action {
 	s.ready(boundAddr(eng, s.addr))
