@@ -40,24 +40,28 @@ func View(h ViewHandler, cfg SplitConfig) percore.Handler {
 	return expose(&adapter{hooks: hooksOf(h), limit: limit, view: h.OnView}, h)
 }
 
-// deliverView shows the held bytes, then data, to the view handler until it
-// consumes nothing more, pauses or closes.
+// deliverView shows the input to the view handler until it consumes
+// nothing more, pauses or closes. Held bytes are shown followed by the
+// read's first probeStep bytes, then twice as many while the handler takes
+// none of them: once it has consumed the held bytes, the rest of the read
+// is shown where it lies, without a copy (Split's machinery, for a parser
+// that takes many messages at once).
 func (a *adapter) deliverView(c *percore.Conn, s *session, data []byte) {
 	if s.delivering {
 		s.again = true // a ResumeRead from OnView: show the rest once it returns
 		return
 	}
-	for !s.paused && !c.Closed() && s.t.err == nil {
-		var in []byte
-		held := s.t.held() > 0
-		if held {
-			s.t.append(data, a.limit)
-			data = nil
-			in = s.t.buf[s.t.off:]
-		} else {
-			in, data = data, nil
-		}
-		if len(in) == 0 {
+	t := &s.t
+	step := probeStep
+	for !s.paused && !c.Closed() && t.err == nil {
+		held := t.held()
+		in := data
+		k := 0
+		if held > 0 {
+			k = min(len(data), step)
+			t.append(data[:k], a.limit)
+			in = t.buf[t.off:]
+		} else if len(data) == 0 {
 			break
 		}
 		s.delivering, s.again = true, false
@@ -67,32 +71,60 @@ func (a *adapter) deliverView(c *percore.Conn, s *session, data []byte) {
 			err = checkAdvance(n, len(in))
 		}
 		if err != nil {
-			a.reject(c, s.t.fail(err))
+			a.reject(c, t.fail(err))
 			return
 		}
 		if c.Closed() {
-			s.t.reset()
+			t.reset()
 			return
 		}
 		if s.eof {
 			n = len(in) // the end: what is left can never complete
 		}
-		if held {
-			s.t.drop = n
-			s.t.settle()
-		} else if n < len(in) {
-			s.t.hold(in[n:], a.limit)
+		if held == 0 {
+			data = data[n:]
+			if len(data) > 0 && (n == 0 || !s.again) {
+				// The start of a message (or the handler paused).
+				if len(data) > a.limit && !s.paused {
+					a.reject(c, t.fail(&TooLongError{Limit: a.limit, Got: len(data)}))
+					return
+				}
+				t.hold(data, a.limit)
+				data = nil
+				break
+			}
+			continue
 		}
-		if left := s.t.held(); left > a.limit && !s.paused {
-			a.reject(c, s.t.fail(&TooLongError{Limit: a.limit, Got: left}))
-			return
+		t.buf = t.buf[:t.off+held] // the probe's bytes are still in data
+		switch {
+		case n >= held:
+			t.drop = held
+			data = data[n-held:]
+			step = probeStep
+		case n > 0:
+			t.drop = n
+		case k < len(data) && !s.paused:
+			step *= 2 // nothing consumed: show more of the read
+			if held+k > a.limit {
+				a.reject(c, t.fail(&TooLongError{Limit: a.limit, Got: held + k}))
+				return
+			}
+			continue
+		default:
+			t.hold(data, a.limit) // all of the read, and still partial (or paused)
+			data = nil
+			if left := t.held(); left > a.limit && !s.paused {
+				a.reject(c, t.fail(&TooLongError{Limit: a.limit, Got: left}))
+				return
+			}
 		}
-		if !s.again || n == 0 {
+		t.settle()
+		if data == nil && !s.again {
 			break
 		}
 	}
-	if len(data) > 0 && !c.Closed() && s.t.err == nil {
-		s.t.hold(data, a.limit) // paused: keep the read
+	if len(data) > 0 && !c.Closed() && t.err == nil {
+		t.hold(data, a.limit) // paused: keep the read
 	}
 	a.finish(c, s)
 }
