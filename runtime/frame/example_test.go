@@ -83,3 +83,60 @@ func ExampleLines() {
 	// you said: hello
 	// error: line too long
 }
+
+// A Splitter runs any bufio.SplitFunc over a stream that arrives in
+// pieces; End calls it with atEOF set, for the last token.
+func ExampleSplitter() {
+	s := frame.Splitter{Split: bufio.ScanWords, MaxBuffered: 16}
+	show := func(word []byte) bool { fmt.Printf("%q\n", word); return true }
+	for _, read := range []string{"one tw", "o  thr", "ee"} {
+		if _, err := s.Feed([]byte(read), show); err != nil {
+			fmt.Println(err)
+		}
+	}
+	fmt.Println("held:", s.Buffered())
+	if err := s.End(show); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// "one"
+	// "two"
+	// held: 5
+	// "three"
+}
+
+type words struct{}
+
+func (words) OnToken(c *percore.Conn, word []byte) {
+	c.Write(append(append([]byte("word: "), word...), '\n'))
+}
+
+// A word server: bufio.ScanWords over each connection, the last word
+// delivered when the client ends its stream.
+func ExampleSplit() {
+	rt, err := percore.New(percore.Config{Addr: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)},
+		frame.Split(bufio.ScanWords, words{}, frame.SplitConfig{MaxBuffered: 64}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer rt.Close()
+
+	c, err := net.Dial("tcp", rt.Addr().String())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprint(c, "hello  thread-per-core\nworld")
+	c.(*net.TCPConn).CloseWrite()
+	r := bufio.NewScanner(c)
+	for r.Scan() {
+		fmt.Println(r.Text())
+	}
+	// Output:
+	// word: hello
+	// word: thread-per-core
+	// word: world
+}
