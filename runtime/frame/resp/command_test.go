@@ -1,8 +1,11 @@
 package resp
 
 import (
+	"bytes"
 	"errors"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -147,4 +150,38 @@ func TestReplies(t *testing.T) {
 	if !strings.HasPrefix(string(AppendInt(nil, 1<<62)), ":") {
 		t.Error("AppendInt")
 	}
+}
+
+var (
+	number       = regexp.MustCompile(`^-?[0-9]{1,18}$`)
+	numberPrefix = regexp.MustCompile(`^-?[0-9]{0,18}$`)
+)
+
+// refHeader judges the header line at the start of p ("*12\r\n") by its
+// text: the number, the length of the line, and whether it is complete,
+// unfinished or malformed.
+func refHeader(p []byte) (int64, int, int) {
+	i := bytes.Index(p, []byte("\r\n"))
+	if i < 0 {
+		text := string(p[1:])
+		if t, ok := strings.CutSuffix(text, "\r"); ok {
+			if number.MatchString(t) {
+				return 0, 0, incomplete
+			}
+			return 0, 0, malformed
+		}
+		if numberPrefix.MatchString(text) {
+			return 0, 0, incomplete
+		}
+		return 0, 0, malformed
+	}
+	text := string(p[1:i])
+	if !number.MatchString(text) {
+		return 0, 0, malformed
+	}
+	v, err := strconv.ParseInt(text, 10, 64)
+	if err != nil {
+		return 0, 0, malformed
+	}
+	return v, i + 2, complete
 }

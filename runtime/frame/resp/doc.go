@@ -15,14 +15,17 @@
 //			...
 //		}), frame.SplitConfig{MaxBuffered: 1 << 20})
 //
-// Parse reads one command in place instead, for a handler that keeps the
-// buffered bytes itself (docs/decisions/0018-input-buffering.md compares
-// the two).
+// Parse reads one command in place instead, for a frame.View handler
+// (docs/decisions/0018-input-buffering.md compares the two). ScanReply is
+// the split function for a server's replies, of every RESP2 type, nested
+// up to a limit: a proxy reads one reply from a pooled connection with it
+// and upstream.Exchange.
 //
 // # Limits and errors
 //
 // Limits bound a command's arguments, each argument's length and an inline
-// command's length. A command over them, or malformed, is a
+// command's length; ReplyLimits bound a reply's bulk strings, arrays, lines
+// and nesting. A command over them, or malformed, is a
 // *ProtocolError whose text is Redis's ("Protocol error: invalid bulk
 // length"): a server answers "-ERR " and that text, and closes the
 // connection, as Redis does. A command is an array of bulk strings only: an

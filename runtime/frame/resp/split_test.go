@@ -5,9 +5,7 @@ package resp
 import (
 	"bytes"
 	"errors"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -148,40 +146,6 @@ func refCommands(stream []byte, lim Limits) (cmds [][]string, failed bool) {
 		stream = stream[i:]
 	}
 	return cmds, false
-}
-
-var (
-	number       = regexp.MustCompile(`^-?[0-9]{1,18}$`)
-	numberPrefix = regexp.MustCompile(`^-?[0-9]{0,18}$`)
-)
-
-// refHeader judges the header line at the start of p ("*12\r\n") by its
-// text: the number, the length of the line, and whether it is complete,
-// unfinished or malformed.
-func refHeader(p []byte) (int64, int, int) {
-	i := bytes.Index(p, []byte("\r\n"))
-	if i < 0 {
-		text := string(p[1:])
-		if t, ok := strings.CutSuffix(text, "\r"); ok {
-			if number.MatchString(t) {
-				return 0, 0, incomplete
-			}
-			return 0, 0, malformed
-		}
-		if numberPrefix.MatchString(text) {
-			return 0, 0, incomplete
-		}
-		return 0, 0, malformed
-	}
-	text := string(p[1:i])
-	if !number.MatchString(text) {
-		return 0, 0, malformed
-	}
-	v, err := strconv.ParseInt(text, 10, 64)
-	if err != nil {
-		return 0, 0, malformed
-	}
-	return v, i + 2, complete
 }
 
 // chunk cuts stream into pieces whose lengths come from cuts (each byte a

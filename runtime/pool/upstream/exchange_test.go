@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
+	"github.com/percore/percore/runtime/frame/resp"
 	"github.com/percore/percore/runtime/pool"
 	"github.com/percore/percore/runtime/pool/upstream"
 )
@@ -131,6 +133,52 @@ func TestExchange(t *testing.T) {
 					return st.Connections == st.Idle
 				})
 			})
+		}
+	})
+}
+
+// TestExchangeWithRedis: one Exchange over a pooled connection to a real
+// redis-server, each reply framed by resp.ScanReply, a nested one too.
+func TestExchangeWithRedis(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/ensure-tools.sh installs it)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(addr)
+	srv := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	pctest.WaitFor(t, "redis-server to listen", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		c := newClient(t, b, addr, pool.Config{MaxSize: 1})
+		var x *upstream.Exchange
+		c.on(func() {
+			x = upstream.NewExchange(c.local, resp.ScanReply(resp.ReplyLimits{}), upstream.ExchangeConfig{Timeout: 10 * time.Second})
+		})
+		cfg := upstream.ExchangeConfig{}
+		for _, tt := range []struct{ req, want string }{
+			{string(resp.AppendCommand(nil, "SET", "k", "a\r\nb")), "+OK\r\n"},
+			{string(resp.AppendCommand(nil, "GET", "k")), "$4\r\na\r\nb\r\n"},
+			{string(resp.AppendCommand(nil, "SCAN", "0", "MATCH", "k")), "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n"},
+			{string(resp.AppendCommand(nil, "NOSUCH")), "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+		} {
+			if r := c.do(&x, cfg, tt.req); r.err != nil || r.reply != tt.want {
+				t.Fatalf("%q: %q, %v; want %q", tt.req, r.reply, r.err, tt.want)
+			}
 		}
 	})
 }

@@ -1,0 +1,145 @@
+package resp
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestScanReply(t *testing.T) {
+	flat := ReplyLimits{MaxDepth: 1, MaxBulk: 5, MaxElements: 3, MaxLine: 8}
+	tests := []struct {
+		name string
+		lim  ReplyLimits
+		in   string
+		n    int    // the reply's length; 0: incomplete
+		err  string // the ProtocolError's reason
+	}{
+		{name: "simple", in: "+OK\r\n+more", n: 5},
+		{name: "error", in: "-ERR no\r\n", n: 9},
+		{name: "integer", in: ":-42\r\n", n: 6},
+		{name: "bulk", in: "$4\r\na\r\nb\r\n", n: 10},
+		{name: "null bulk", in: "$-1\r\n", n: 5},
+		{name: "null array", in: "*-1\r\n", n: 5},
+		{name: "empty array", in: "*0\r\n", n: 4},
+		{name: "nested", in: "*2\r\n:1\r\n*2\r\n$1\r\na\r\n*0\r\n+after\r\n", n: 23},
+		{name: "flat array within the limits", lim: flat, in: "*3\r\n:1\r\n$5\r\nabcde\r\n+12345678\r\n", n: 30},
+		{name: "incomplete line", in: "+OK\r", n: 0},
+		{name: "incomplete array", in: "*2\r\n:1\r\n", n: 0},
+		{name: "incomplete bulk", in: "$3\r\nab", n: 0},
+		{name: "too deep", lim: flat, in: "*1\r\n*1\r\n:1\r\n", err: "arrays nested deeper than 1"},
+		{name: "too many elements", lim: flat, in: "*4\r\n", err: "invalid multibulk length"},
+		{name: "bulk too long", lim: flat, in: "$6\r\n", err: "invalid bulk length"},
+		{name: "line too long", lim: flat, in: "+123456789", err: "too big reply line"},
+		{name: "bad integer", in: ":1x\r\n", err: "invalid integer reply"},
+		{name: "bad type", in: "!oops\r\n", err: "expected a reply type, got '!'"},
+		{name: "line without CR", in: "+OK\n", err: "expected '\\r\\n' after a reply line"},
+		{name: "bulk without CRLF", in: "$1\r\nab\r\n", err: "expected '\\r\\n' after a bulk string"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			adv, tok, err := ScanReply(tt.lim)([]byte(tt.in), false)
+			if tt.err != "" {
+				var pe *ProtocolError
+				if !errors.As(err, &pe) || pe.Reason != tt.err {
+					t.Fatalf("error %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil || adv != tt.n || (tt.n > 0) != (tok != nil) || string(tok) != tt.in[:tt.n] {
+				t.Fatalf("ScanReply = %d, %q, %v; want %d", adv, tok, err, tt.n)
+			}
+		})
+	}
+}
+
+// refReply reads one reply the obvious way, recursively: its length, or 0
+// when unfinished, or failed.
+func refReply(p []byte, lim ReplyLimits, depth int) (n int, failed bool) {
+	if len(p) == 0 {
+		return 0, false
+	}
+	line := func() (string, int, bool) { // the header line's text, its length with CRLF, done
+		i := bytes.Index(p, []byte("\r\n"))
+		if i < 0 {
+			return "", 0, false
+		}
+		return string(p[1:i]), i + 2, true
+	}
+	switch p[0] {
+	case '+', '-':
+		i := bytes.IndexByte(p, '\n')
+		switch {
+		case i < 0:
+			return 0, len(p) >= 1+lim.MaxLine+2 || len(p) > 1+lim.MaxLine && p[1+lim.MaxLine] != '\r'
+		case i > 1+lim.MaxLine+1:
+			return 0, true
+		case p[i-1] != '\r':
+			return 0, true
+		}
+		return i + 1, false
+	case ':', '$', '*':
+		text, n, done := line()
+		if !done {
+			_, _, st := refHeader(p)
+			return 0, st == malformed
+		}
+		if !number.MatchString(text) {
+			return 0, true
+		}
+		v, _ := strconv.ParseInt(text, 10, 64)
+		switch p[0] {
+		case ':':
+			return n, false
+		case '$':
+			if v < -1 || v > int64(lim.MaxBulk) {
+				return 0, true
+			}
+			if v == -1 {
+				return n, false
+			}
+			if len(p) < n+int(v)+2 {
+				return 0, false
+			}
+			if string(p[n+int(v):n+int(v)+2]) != "\r\n" {
+				return 0, true
+			}
+			return n + int(v) + 2, false
+		}
+		if v < -1 || v > int64(lim.MaxElements) {
+			return 0, true
+		}
+		if v <= 0 {
+			return n, false
+		}
+		if depth+1 > lim.MaxDepth {
+			return 0, true
+		}
+		for range v {
+			k, failed := refReply(p[n:], lim, depth+1)
+			if failed || k == 0 {
+				return 0, failed
+			}
+			n += k
+		}
+		return n, false
+	}
+	return 0, true
+}
+
+func FuzzScanReply(f *testing.F) {
+	f.Add([]byte("*2\r\n:1\r\n*2\r\n$1\r\na\r\n*0\r\n+after\r\n"), uint8(0), uint8(0), uint8(0))
+	f.Add([]byte("*1\r\n*1\r\n*1\r\n:1\r\n"), uint8(2), uint8(0), uint8(0))
+	f.Add([]byte("$-1\r\n*-1\r\n-ERR x\r\n"), uint8(0), uint8(3), uint8(4))
+	f.Add([]byte("+"+strings.Repeat("x", 30)+"\r\n"), uint8(0), uint8(0), uint8(20))
+	f.Fuzz(func(t *testing.T, stream []byte, depth, elems, line uint8) {
+		lim := ReplyLimits{MaxDepth: int(depth % 8), MaxElements: int(elems), MaxBulk: int(elems) * 4, MaxLine: int(line)}.withDefaults()
+		want, wantFail := refReply(stream, lim, 0)
+		n, err := scanReply(stream, &lim)
+		if (err != nil) != wantFail || n != want {
+			t.Fatalf("scanReply(%q) = %d, %v; the reference: %d, failed %v", stream, n, err, want, wantFail)
+		}
+	})
+}
