@@ -298,6 +298,20 @@ func (a *adapter) deliver(c *percore.Conn, s *session, data []byte) {
 	}
 	s.delivering = true
 	for !s.paused && !c.Closed() {
+		if s.t.idle() && len(data) > 0 && !s.eof {
+			// The common case, as in tail.feed.
+			adv, tok, err := a.split(data, false)
+			if err == nil && tok != nil && adv > 0 && adv <= len(data) {
+				data = data[adv:]
+				s.t.empty = 0
+				a.emit(c, tok)
+				continue
+			}
+			if s.t.keep(data, adv, tok, err, a.limit) {
+				data = nil
+				break
+			}
+		}
 		tok, ok, err := s.t.next(&data, a.split, a.limit, s.eof)
 		if ok {
 			a.emit(c, tok)

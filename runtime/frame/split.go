@@ -50,6 +50,22 @@ type tail struct {
 // buffer boxes a pooled slice, so that putting it back allocates nothing.
 type buffer struct{ b []byte }
 
+// keep holds rest, the start of a partial token, when split's answer
+// over it (adv, tok, err) asked for more and rest is within limit; it
+// reports whether it did. Any other answer is left to next.
+func (t *tail) keep(rest []byte, adv int, tok []byte, err error, limit int) bool {
+	if adv != 0 || tok != nil || err != nil || len(rest) > limit {
+		return false
+	}
+	t.hold(rest, limit)
+	t.short = true
+	return true
+}
+
+// idle reports whether t holds nothing and has nothing to drop or report:
+// a token that lies whole in the next read can be split from it directly.
+func (t *tail) idle() bool { return t.err == nil && t.drop == 0 && len(t.buf) == t.off }
+
 // held returns how many bytes of a partial token are held.
 func (t *tail) held() int { return len(t.buf) - t.off - t.drop }
 
@@ -68,19 +84,27 @@ func (t *tail) next(data *[]byte, split bufio.SplitFunc, limit int, atEOF bool) 
 		}
 		return nil, false, t.err
 	}
-	t.settle()
+	if t.drop != 0 {
+		t.settle()
+	}
 	for {
 		var (
 			adv int
 			tok []byte
 			err error
 		)
-		if t.held() == 0 {
+		if len(t.buf) == t.off { // nothing held (nothing to drop either)
 			d := *data
 			if len(d) == 0 && !atEOF {
 				return nil, false, nil
 			}
 			adv, tok, err = split(d, atEOF)
+			if err == nil && tok != nil && adv > 0 && adv <= len(d) {
+				// The common case: a whole token in the read.
+				*data = d[adv:]
+				t.empty = 0
+				return tok, true, nil
+			}
 			if bad := checkAdvance(adv, len(d)); bad != nil {
 				return nil, false, t.fail(bad)
 			}
@@ -271,6 +295,24 @@ func (t *tail) reset() {
 func (t *tail) feed(data []byte, split bufio.SplitFunc, limit int, emit func([]byte) bool) (int, error) {
 	rest := data
 	for {
+		if t.idle() && len(rest) > 0 {
+			// The common case, without next's bookkeeping: a whole
+			// token in the read. Anything else goes to next, which
+			// calls split again over the same bytes (split functions
+			// are pure, as bufio.Scanner assumes).
+			adv, tok, err := split(rest, false)
+			if err == nil && tok != nil && adv > 0 && adv <= len(rest) {
+				rest = rest[adv:]
+				t.empty = 0
+				if !emit(tok) {
+					return len(data) - len(rest), nil
+				}
+				continue
+			}
+			if t.keep(rest, adv, tok, err, limit) {
+				return len(data), nil
+			}
+		}
 		tok, ok, err := t.next(&rest, split, limit, false)
 		if ok {
 			more := emit(tok)
@@ -302,7 +344,9 @@ func (t *tail) end(split bufio.SplitFunc, limit int, emit func([]byte) bool) err
 
 // Splitter is a Decoder for any split function: a bufio.SplitFunc called
 // over a connection's bytes as they arrive, as a bufio.Scanner calls it
-// over a reader. The line and length-prefixed decoders are Splitters with
+// over a reader. As with a Scanner, the split function may be called
+// more than once over the same bytes, and must not keep state between
+// calls. The line and length-prefixed decoders are Splitters with
 // ScanLines and ScanLengthPrefixed. A Splitter is used on one goroutine at
 // a time (a connection's loop thread).
 type Splitter struct {
