@@ -374,3 +374,24 @@ func readReply(r *bufio.Reader) (string, error) {
 	}
 	return line, nil
 }
+
+// TestEveryBoundaryOverTCP cuts a pipeline at every byte into two writes,
+// a pause apart so that the server most likely reads them separately (a
+// pause, not synchronisation: the test passes however they arrive), on
+// both backends: the replies are the same at every cut.
+func TestEveryBoundaryOverTCP(t *testing.T) {
+	req := append(append(cmd("SET", "cut", "a\r\nb"), "GET cut\r\n"...), cmd("EXISTS", "cut", "nope")...)
+	want := "+OK\r\n$4\r\na\r\nb\r\n:1\r\n"
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		c := pctest.Dial(t, rt.Addr().String())
+		c.SetNoDelay(true)
+		for i := 1; i < len(req); i++ {
+			if _, err := c.Write(req[:i]); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(2 * time.Millisecond)
+			exchange(t, c, req[i:], want)
+		}
+	})
+}
