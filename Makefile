@@ -49,7 +49,8 @@ lint:
 	  if command -v shellcheck >/dev/null; then shellcheck $(SHELL_SCRIPTS); \
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
 
-## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more.
+## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more, BENCH=resp for
+## examples/resp against redis-server (scripts/bench-resp.sh).
 bench:
 	./scripts/bench.sh
 
