@@ -28,6 +28,8 @@
 // A handler that answers one request at a time (a proxy waiting for its
 // upstream) calls PauseRead when a request starts and ResumeRead when it
 // is answered: tokens are held back, and the connection stops reading.
+// Conn.PauseRead alone stops the reads but not the tokens of the read
+// being split.
 //
 // # Threads
 //
