@@ -63,16 +63,25 @@ func (l *Loop) Call(to *Loop, f func(), done func(error)) {
 }
 
 // Owner returns the loop of rt that owns key: a hash of the key over the
-// loops, the same for every caller and every call in this process, so
-// that a key's data lives on one loop. It is safe for concurrent use.
+// loops, the same for every caller and every call of this runtime, so
+// that a key's data lives on one loop. It is safe for concurrent use, and
+// answers from the moment the first loop serves (a handler may call it
+// before New has returned).
 func (rt *Runtime) Owner(key []byte) *Loop {
-	return rt.loops[maphash.Bytes(rt.seed, key)%uint64(len(rt.loops))]
+	return rt.peers[maphash.Bytes(rt.seed, key)%uint64(len(rt.peers))]
 }
 
 // OwnerOf is Owner for a string key.
 func (rt *Runtime) OwnerOf(key string) *Loop {
-	return rt.loops[maphash.String(rt.seed, key)%uint64(len(rt.loops))]
+	return rt.peers[maphash.String(rt.seed, key)%uint64(len(rt.peers))]
 }
+
+// Owner returns the loop of l's runtime that owns key (Runtime.Owner), for
+// handlers that have their loop at hand and not the runtime.
+func (l *Loop) Owner(key []byte) *Loop { return l.rt.Owner(key) }
+
+// OwnerOf is Owner for a string key.
+func (l *Loop) OwnerOf(key string) *Loop { return l.rt.OwnerOf(key) }
 
 // call is one cross-loop call: f runs on the target, done on the caller.
 type call struct {

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -96,9 +97,10 @@ func (c *Conn) readPaused() bool { return c.state&(stPaused|stReadHeld) != 0 }
 // the same way: pending gives the bytes to send, advance takes the count
 // the kernel accepted.
 type outQueue struct {
-	next    []byte
-	sending []byte
-	sent    int
+	next     []byte
+	sending  []byte
+	sent     int
+	reserved int // room the last reserve gave, until commit
 }
 
 // buffered returns how many queued bytes the kernel has not taken yet.
@@ -130,10 +132,12 @@ func (q *outQueue) advance(l *Loop, n int) {
 	}
 }
 
-// add queues p after everything queued. Past the loop's largest pooled
+// add queues p after everything queued (and ends a reservation: the room
+// may move). Past the loop's largest pooled
 // size the buffer at least doubles when it grows, so that a long burst of
 // writes costs amortised constant time per byte.
 func (q *outQueue) add(l *Loop, p []byte) {
+	q.reserved = 0
 	if n := len(q.next) + len(p); n > cap(q.next) {
 		b := append(l.getBuf(max(n, 2*cap(q.next))), q.next...)
 		l.putBuf(q.next)
@@ -149,11 +153,16 @@ func (q *outQueue) reserve(l *Loop, n int) []byte {
 		l.putBuf(q.next)
 		q.next = b
 	}
+	q.reserved = n
 	return q.next[len(q.next) : len(q.next)+n]
 }
 
-// commit adds the first n bytes of the room reserve returned to next.
-func (q *outQueue) commit(n int) { q.next = q.next[:len(q.next)+n] }
+// commit adds the first n bytes (at most what reserve gave) of the room
+// reserve returned to next.
+func (q *outQueue) commit(n int) {
+	q.next = q.next[:len(q.next)+n]
+	q.reserved = 0
+}
 
 // dropNext gives back the bytes not yet being sent (a closed connection's);
 // the buffer being sent, if any, goes back when the slot is freed.
@@ -453,12 +462,17 @@ func (c *Conn) Reserve(n int) []byte {
 }
 
 // Commit sends the first n bytes of the room Reserve returned, as Write
-// would have sent them; n may be less than was reserved (0 sends nothing).
+// would have sent them; n may be less than was reserved (0 sends nothing),
+// not more.
 func (c *Conn) Commit(n int) error {
 	if !c.writable() {
 		return c.opError("write", net.ErrClosed)
 	}
+	if n > c.out.reserved {
+		return c.opError("write", fmt.Errorf("commit of %d bytes, %d reserved", n, c.out.reserved))
+	}
 	if n <= 0 {
+		c.out.reserved = 0
 		return nil
 	}
 	if c.out.buffered() == 0 {

@@ -19,9 +19,12 @@ import (
 //	s := shards.Get(c.Loop()) // in a handler
 //
 // Set and Get must be called on the loop's own thread; the value of one
-// loop is never touched by another.
+// loop is never touched by another. A PerLoop serves the loops of one
+// Runtime: Set on a loop of another runtime panics, and Get there returns
+// nil (loop ids repeat across runtimes).
 type PerLoop[T any] struct {
-	mu   sync.Mutex           // serialises Set's growth
+	mu   sync.Mutex // serialises Set's growth
+	rt   atomic.Pointer[Runtime]
 	vals atomic.Pointer[[]*T] // by loop id; grown by copy, never moved
 }
 
@@ -30,6 +33,9 @@ type PerLoop[T any] struct {
 func (p *PerLoop[T]) Set(l *Loop, v T) *T {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if !p.rt.CompareAndSwap(nil, l.rt) && p.rt.Load() != l.rt {
+		panic("percore: a PerLoop serves the loops of one Runtime")
+	}
 	var cur []*T
 	if old := p.vals.Load(); old != nil {
 		cur = *old
@@ -49,7 +55,7 @@ func (p *PerLoop[T]) Set(l *Loop, v T) *T {
 // Get returns a pointer to l's value, or nil if Set has not stored one.
 func (p *PerLoop[T]) Get(l *Loop) *T {
 	vals := p.vals.Load()
-	if vals == nil || l.id >= len(*vals) {
+	if vals == nil || l.id >= len(*vals) || p.rt.Load() != l.rt {
 		return nil
 	}
 	return (*vals)[l.id]

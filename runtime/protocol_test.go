@@ -85,13 +85,13 @@ func TestCallToAStoppedLoop(t *testing.T) {
 
 func TestPerLoopState(t *testing.T) {
 	type shard struct{ id, hits int }
-	var shards percore.PerLoop[shard]
-	h := percore.HandlerFunc(func(c *percore.Conn, data []byte) {
-		s := shards.Get(c.Loop())
-		s.hits++
-		c.Write([]byte{byte(s.id)})
-	})
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		var shards percore.PerLoop[shard] // one per runtime
+		h := percore.HandlerFunc(func(c *percore.Conn, data []byte) {
+			s := shards.Get(c.Loop())
+			s.hits++
+			c.Write([]byte{byte(s.id)})
+		})
 		rt := twoLoops(t, percore.Config{Backend: b, LoopSetup: func(l *percore.Loop) error {
 			shards.Set(l, shard{id: 10 + l.ID()})
 			return nil
@@ -181,3 +181,72 @@ type openHook struct {
 }
 
 func (h *openHook) OnOpen(c *percore.Conn) { h.opened.Put(c) }
+
+func TestCommitNoMoreThanReserved(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		errs := pctest.NewInbox[error]()
+		h := percore.HandlerFunc(func(c *percore.Conn, data []byte) {
+			room := c.Reserve(4)
+			copy(room, "pong")
+			errs.Put(c.Commit(5))
+			errs.Put(c.Commit(4))
+		})
+		rt := start(t, percore.Config{Backend: b}, h)
+		c := dial(t, rt)
+		c.Write([]byte("ping"))
+		if err := errs.Next(t, "commit past the room"); err == nil {
+			t.Error("a commit of more than was reserved succeeded")
+		}
+		if err := errs.Next(t, "commit of the room"); err != nil {
+			t.Errorf("commit of the room: %v", err)
+		}
+		var got [4]byte
+		if _, err := io.ReadFull(c, got[:]); err != nil || string(got[:]) != "pong" {
+			t.Fatalf("reply %q, %v", got, err)
+		}
+	})
+}
+
+func TestPerLoopServesOneRuntime(t *testing.T) {
+	var vals percore.PerLoop[int]
+	setup := func(l *percore.Loop) error { vals.Set(l, l.ID()); return nil }
+	first := start(t, percore.Config{LoopSetup: setup}, nil)
+	second := start(t, percore.Config{}, nil)
+	l := second.Loops()[0]
+	var got *int
+	var panicked any
+	pctest.OnLoop(t, l, func() {
+		got = vals.Get(l)
+		func() {
+			defer func() { panicked = recover() }()
+			vals.Set(l, 7)
+		}()
+	})
+	if got != nil {
+		t.Errorf("a loop of another runtime got %d", *got)
+	}
+	if panicked == nil {
+		t.Error("Set on a loop of another runtime did not panic")
+	}
+	pctest.OnLoop(t, first.Loops()[0], func() {
+		if v := vals.Get(first.Loops()[0]); v == nil || *v != 0 {
+			t.Errorf("the runtime's own loop: %v", v)
+		}
+	})
+}
+
+func TestOwnerIsStableAndSpread(t *testing.T) {
+	rt := twoLoops(t, percore.Config{}, nil)
+	seen := map[*percore.Loop]int{}
+	for i := range 1000 {
+		key := []byte{byte(i), byte(i >> 8), 'k'}
+		o := rt.Owner(key)
+		if rt.OwnerOf(string(key)) != o || rt.Loops()[0].Owner(key) != o {
+			t.Fatalf("key %q: owners disagree", key)
+		}
+		seen[o]++
+	}
+	if len(seen) != 2 {
+		t.Fatalf("1000 keys went to %d loops, want both", len(seen))
+	}
+}

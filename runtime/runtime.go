@@ -199,7 +199,7 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 	}
 	l.now = time.Now()
 	if cfg.LoopSetup != nil {
-		if err := cfg.LoopSetup(l); err != nil {
+		if err := loopSetup(cfg.LoopSetup, l); err != nil {
 			l.d.close()
 			return 0, fmt.Errorf("loop setup: %w", err)
 		}
@@ -334,4 +334,14 @@ func (rt *Runtime) awaitLoops(stop <-chan struct{}, warn func(l *Loop, waited ti
 		}
 	}
 	return true
+}
+
+// loopSetup runs Config.LoopSetup for l, turning a panic into an error.
+func loopSetup(f func(*Loop) error, l *Loop) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return f(l)
 }

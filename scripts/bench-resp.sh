@@ -27,7 +27,9 @@
 # Environment (defaults in parentheses):
 #   REPEATS (3)  SERVER_CPUS (0)  CLIENT_CPUS (1)  REQUESTS (200000)
 #   CLIENTS (50)  PIPELINES ("1 16")  RUN_TIMEOUT (120)  BASE_PORT (27300)
-#   SERVERS ("resp-uring resp-epoll redis")  OUT (docs/results/HOST-DATE-resp)
+#   SERVERS ("resp-uring resp-epoll handkept redis")  OUT (docs/results/HOST-DATE-resp)
+#   (handkept is the same server written the old way, before issue 14's API:
+#   examples/resp/testdata/handkept, one loop, io_uring where it can run)
 set -euo pipefail
 
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -56,7 +58,7 @@ CLIENTS=${CLIENTS:-50}
 PIPELINES=${PIPELINES:-1 16}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 BASE_PORT=${BASE_PORT:-27300}
-SERVERS=${SERVERS:-resp-uring resp-epoll redis}
+SERVERS=${SERVERS:-resp-uring resp-epoll handkept redis}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-resp}
 
 run() {
@@ -86,6 +88,7 @@ cleanup() {
 trap cleanup EXIT
 
 run go build -o "$tmp/resp" ./examples/resp
+run go build -o "$tmp/handkept" ./examples/resp/testdata/handkept
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
   printf 'server\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\n' >"$OUT/resp-runs.tsv"
@@ -116,6 +119,9 @@ start_server() {
     resp-uring | resp-epoll)
       cmd=(env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/resp" -addr "127.0.0.1:$port"
         -backend "${name#resp-}" -cores "${SERVER_CPUS%%[,-]*}")
+      ;;
+    handkept)
+      cmd=(env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/handkept" -addr "127.0.0.1:$port")
       ;;
     redis)
       cmd=(taskset -c "$SERVER_CPUS" redis-server --port "$port" --bind 127.0.0.1 --save ''

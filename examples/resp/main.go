@@ -2,7 +2,7 @@
 
 // Command resp is a small Redis-protocol (RESP2) server on percore whose
 // keys are owned by loops, shared-nothing: a key belongs to the loop
-// Runtime.Owner names, and a command for a key of another loop runs there
+// Loop.Owner names, and a command for a key of another loop runs there
 // through a cross-loop call (Loop.Call), its reply coming back in order on
 // the client's connection, even when a pipeline mixes keys of several
 // loops.
@@ -20,7 +20,7 @@
 //
 // What percore provides and this program uses: frame.View with
 // resp.Parse (the input, parsed in place), percore.PerLoop and
-// Config.LoopSetup (each loop's keys), Runtime.Owner and Loop.Call (the
+// Config.LoopSetup (each loop's keys), Loop.Owner and Loop.Call (the
 // other loops' keys) and Conn.Reserve/Commit (GET's reply written into the
 // outbound queue). testdata/handkept/main.go is the same server written
 // without them.
@@ -103,13 +103,11 @@ func start(cfg config) (*percore.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rt.Store(rt)
 	return rt, nil
 }
 
 // newServer returns a server for requests of at most maxRequest bytes.
-// Its Runtime needs s.setup as Config.LoopSetup, and s.rt set once New
-// returns (until then, commands on keys get a LOADING error).
+// Its Runtime needs s.setup as Config.LoopSetup.
 func newServer(maxRequest int) *server {
 	return &server{maxRequest: maxRequest,
 		lim: resp.Limits{MaxBulk: maxRequest, MaxInline: min(maxRequest, resp.DefaultMaxInline)}}

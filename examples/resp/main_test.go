@@ -37,9 +37,7 @@ func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 		use = append(use, cores[i%len(cores)])
 	}
 	s := newServer(1 << 20)
-	rt := pctest.Start(t, percore.Config{Backend: b, Cores: use, LoopSetup: s.setup}, s.handler())
-	s.rt.Store(rt)
-	return rt
+	return pctest.Start(t, percore.Config{Backend: b, Cores: use, LoopSetup: s.setup}, s.handler())
 }
 
 // cmd is one command, as a client sends it.

@@ -4,7 +4,6 @@ package main
 
 import (
 	"strconv"
-	"sync/atomic"
 
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
@@ -12,11 +11,10 @@ import (
 )
 
 // server is the handler of every connection. The keys live in the loops:
-// each key belongs to the loop rt.Owner names, and only that loop's thread
-// touches it. A command for a key of another loop runs there (Loop.Call)
+// each key belongs to the loop Loop.Owner names, and only that loop's
+// thread touches it. A command for a key of another loop runs there (Loop.Call)
 // and its reply comes back to the client's loop, in order.
 type server struct {
-	rt     atomic.Pointer[percore.Runtime] // set once New returns
 	shards percore.PerLoop[shard]
 	lim    resp.Limits
 	// maxRequest bounds a request, and so what a connection buffers.
@@ -190,7 +188,6 @@ var (
 	replyPong    = []byte("+PONG\r\n")
 	replyNull    = []byte("$-1\r\n")
 	replyEmpty   = []byte("*0\r\n")
-	replyLoading = []byte("-LOADING the server is starting\r\n")
 	replyNoProto = []byte("-NOPROTO sorry, this protocol version is not supported\r\n")
 	replyHello   = func() []byte {
 		b := resp.AppendArray(nil, 14)
@@ -327,12 +324,7 @@ func is(b []byte, upper string) bool {
 // keyed runs a one-key command: here at once when the key is this loop's,
 // else on its owner's loop.
 func (cl *client) keyed(k kind, key, val []byte) {
-	rt := cl.s.rt.Load()
-	if rt == nil {
-		cl.send(replyLoading)
-		return
-	}
-	owner := rt.Owner(key)
+	owner := cl.c.Loop().Owner(key)
 	if owner == cl.c.Loop() {
 		if cl.head == len(cl.queue) {
 			cl.direct(k, key, val)
@@ -368,15 +360,10 @@ func (cl *client) direct(k kind, key, val []byte) {
 // counted runs DEL or EXISTS over keys, each on its owner, and replies
 // with the sum.
 func (cl *client) counted(k kind, keys [][]byte) {
-	rt := cl.s.rt.Load()
-	if rt == nil {
-		cl.send(replyLoading)
-		return
-	}
 	r := cl.push()
 	r.count = true
 	for _, key := range keys {
-		owner := rt.Owner(key)
+		owner := cl.c.Loop().Owner(key)
 		if owner == cl.c.Loop() {
 			r.sum += cl.sh.count(k, key)
 			continue
