@@ -13,9 +13,10 @@ import (
 )
 
 // epollDriver runs a loop on epoll: level-triggered readiness, one read per
-// readable connection per turn into the loop's single read buffer, and
-// writes made at once when nothing is queued (the rest waits in the
-// connection's queue for writability). The socket calls are poller's raw
+// readable connection per turn into the loop's single read buffer, a
+// connection's first write of a turn made at once when nothing is queued,
+// and its later writes of the turn gathered into one write at the end of
+// the turn (what the socket does not take waits for writability). The socket calls are poller's raw
 // system calls on non-blocking descriptors: the kernel never blocks them.
 type epollDriver struct {
 	l            *Loop
@@ -25,12 +26,18 @@ type epollDriver struct {
 	lnfd         int
 	lnRegistered bool // the listener is in the epoll set
 	calls        uint64
+	// batch lists the connections whose writes wait for the end of the
+	// turn (writes after the first of a turn: a pipelined client's
+	// replies go out in one write, not one each).
+	batch []*Conn
 }
 
 // epollConn is the epoll driver's own state of a connection.
 type epollConn struct {
-	pollOut  bool // registered for writability: bytes are queued
-	unpolled bool // out of the epoll set: nothing to wait for
+	pollOut  bool   // registered for writability: bytes are queued
+	unpolled bool   // out of the epoll set: nothing to wait for
+	batched  bool   // on the driver's end-of-turn list
+	wrote    uint64 // the turn of its last write straight to the socket
 }
 
 func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
@@ -130,11 +137,46 @@ func (d *epollDriver) update(c *Conn) {
 	}
 }
 
+// writeLater reports whether c's next write waits in its queue: bytes are
+// queued before it, or c has written straight to the socket this turn
+// already (the rest of the turn's writes then go out together, at its end).
+func (d *epollDriver) writeLater(c *Conn) bool {
+	return c.out.buffered() > 0 || c.ep.pollOut || c.ep.wrote == d.l.cnt[sTurns]
+}
+
+// later queues p for the end of the turn (or for writability).
+func (d *epollDriver) later(c *Conn, p []byte) {
+	c.out.add(d.l, p)
+	d.list(c)
+}
+
+// list puts c on the end-of-turn list, unless it waits for writability.
+func (d *epollDriver) list(c *Conn) {
+	if !c.ep.pollOut && !c.ep.batched {
+		c.ep.batched = true
+		d.batch = append(d.batch, c)
+	}
+}
+
+// flushBatch writes the queues of the connections that wrote more than
+// once this turn; the loop's turn ends here (poll, submit).
+func (d *epollDriver) flushBatch() {
+	for i, c := range d.batch {
+		d.batch[i] = nil
+		c.ep.batched = false
+		if !c.closed() && !c.ep.pollOut {
+			d.writeOut(c)
+		}
+	}
+	d.batch = d.batch[:0]
+}
+
 func (d *epollDriver) write(c *Conn, p []byte) {
-	if c.out.buffered() > 0 || c.ep.pollOut {
-		c.out.add(d.l, p)
+	if d.writeLater(c) {
+		d.later(c, p)
 		return
 	}
+	c.ep.wrote = d.l.cnt[sTurns]
 	d.calls++
 	n, errno := poller.Write(c.fd, p)
 	if errno != 0 && errno != unix.EAGAIN {
@@ -149,15 +191,14 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 }
 
 func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
-	if c.out.buffered() > 0 || c.ep.pollOut || len(bufs) > cap(d.iov) {
+	if d.writeLater(c) || len(bufs) > cap(d.iov) {
 		for _, b := range bufs {
 			c.out.add(d.l, b)
 		}
-		if !c.ep.pollOut {
-			d.writeOut(c)
-		}
+		d.list(c)
 		return
 	}
+	c.ep.wrote = d.l.cnt[sTurns]
 	iov := d.iov[:0]
 	for _, b := range bufs {
 		if len(b) > 0 {
@@ -190,11 +231,8 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 	}
 }
 
-func (d *epollDriver) committed(c *Conn) {
-	if !c.ep.pollOut {
-		d.writeOut(c)
-	}
-}
+// committed sends bytes built in place: with the turn's other writes.
+func (d *epollDriver) committed(c *Conn) { d.list(c) }
 
 // waitWritable registers c for writability: bytes are queued.
 func (d *epollDriver) waitWritable(c *Conn) {
@@ -258,6 +296,9 @@ func (d *epollDriver) connect(c *Conn, ds *dialState) error {
 }
 
 func (d *epollDriver) poll(timeout time.Duration) error {
+	if len(d.batch) > 0 {
+		d.flushBatch()
+	}
 	d.calls++
 	evs, err := d.p.Wait(timeout)
 	if err != nil {
@@ -362,8 +403,12 @@ func (d *epollDriver) acceptAll() {
 	}
 }
 
-// submit has nothing to do: the epoll loop writes as handlers write.
-func (d *epollDriver) submit() {}
+// submit writes what waits for the end of the turn.
+func (d *epollDriver) submit() {
+	if len(d.batch) > 0 {
+		d.flushBatch()
+	}
+}
 
 // discardBuffers has nothing to give back: the epoll loop reads into one
 // buffer.
