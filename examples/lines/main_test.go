@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"regexp"
 	"strings"
 	"syscall"
@@ -212,9 +211,9 @@ func TestMetrics(t *testing.T) {
 			t.Fatalf("ping: %q, %v", got, err)
 		}
 		pctest.WaitFor(t, "a scrape that counts the accept", func() bool {
-			return accepted.MatchString(httpGet(t, "http://"+maddr+"/metrics"))
+			return accepted.MatchString(pctest.HTTPGet(t, "http://"+maddr+"/metrics"))
 		})
-		if body := httpGet(t, "http://"+maddr+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
+		if body := pctest.HTTPGet(t, "http://"+maddr+"/debug/pprof/"); !strings.Contains(body, "goroutine") {
 			t.Errorf("/debug/pprof/ lists no goroutine profile:\n%s", body)
 		}
 	})
@@ -222,21 +221,3 @@ func TestMetrics(t *testing.T) {
 
 // accepted matches the one loop's accept counter after one connection.
 var accepted = regexp.MustCompile(`\npercore_accepts_total\{cpu="\d+",loop="0"\} 1\n`)
-
-// httpGet fetches url within 10 seconds and returns the body of a 200
-// answer, failing the test otherwise.
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
-	}
-	return string(body)
-}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -294,7 +293,7 @@ func TestMetrics(t *testing.T) {
 		url := "http://" + s.metrics.Addr().String() + "/metrics"
 		var body string
 		pctest.WaitFor(t, "a scrape that shows the request", func() bool {
-			body = httpGet(t, url)
+			body = pctest.HTTPGet(t, url)
 			return strings.Contains(body, "\npercore_pool_connections_created_total{pool=\"upstream\"} 1\n") &&
 				strings.Contains(body, "\npercore_accepts_total{cpu=")
 		})
@@ -307,22 +306,4 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 	})
-}
-
-// httpGet fetches url within 10 seconds and returns the body of a 200
-// answer, failing the test otherwise.
-func httpGet(t *testing.T, url string) string {
-	t.Helper()
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s, %v", url, resp.Status, err)
-	}
-	return string(body)
 }
