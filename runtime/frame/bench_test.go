@@ -94,6 +94,9 @@ func (lastLine) OnView(_ *percore.Conn, in []byte) (int, error) {
 // TestDecodingAllocatesNothing asserts what the benchmarks show (the
 // partial token's buffer comes from the pool and goes back to it).
 func TestDecodingAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race sync.Pool drops a quarter of what is put back, by design, so the partial tokens' buffers are not always reused; make test runs the allocation tests without -race as well")
+	}
 	lines := frame.Lines(frame.LineHandlerFunc(func(*percore.Conn, []byte) {}), frame.LineConfig{})
 	frames := frame.LengthPrefixed(frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
 	split := frame.Split(frame.ScanLines(0), frame.TokenHandlerFunc(func(*percore.Conn, []byte) {}), frame.SplitConfig{})
