@@ -19,8 +19,9 @@
 #   BENCH=full    quick + 512 B and 16 KiB, pipelining 16, churn, 10,000 idle connections
 #   BENCH=smoke   a few seconds, percore-uring, stdnet and netpoll, 50 connections;
 #                 fails when any run had errors, mismatches or no requests
-#   BENCH=resp    examples/resp against redis-server with redis-benchmark: runs
-#                 scripts/bench-resp.sh (see its --help), nothing below applies
+#   BENCH=NAME    any other name runs scripts/bench-NAME.sh (see its --help), and
+#                 nothing below applies: resp (examples/resp against redis-server
+#                 with redis-benchmark), ...
 # Environment (defaults in parentheses):
 #   REPEATS (2; smoke 1)  SERVER_CPUS (0)  CLIENT_CPUS (1)  WARMUP (1)  WINDOW (5)
 #   SERVERS (all: a space-separated subset of the names below)
@@ -58,9 +59,11 @@ for arg in "$@"; do
   esac
 done
 
-if [ "${BENCH:-}" = resp ]; then
-  exec scripts/bench-resp.sh "$@"
-fi
+# A scenario with a script of its own (scripts/bench-NAME.sh: resp, ...) runs there.
+case "${BENCH:-}" in
+  quick | full | smoke | "") ;;
+  *) if [ -x "scripts/bench-$BENCH.sh" ]; then exec "scripts/bench-$BENCH.sh" "$@"; fi ;;
+esac
 
 if [ "$DRY_RUN" = 0 ] && ! command -v taskset >/dev/null; then
   echo "bench.sh: needs taskset to pin the servers and the load generator (Debian: apt-get install -y util-linux)" >&2
