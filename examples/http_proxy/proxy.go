@@ -1,0 +1,515 @@
+//go:build linux
+
+package main
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/frame"
+	"github.com/percore/percore/runtime/frame/http1"
+	"github.com/percore/percore/runtime/pool"
+)
+
+// maxHeld bounds what frame.View holds for a connection between reads: a
+// partial head (the codec rejects one over MaxHeaderBytes), a partial chunk
+// line or trailer section, or while reading is paused the rest of one read.
+const maxHeld = http1.DefaultMaxHeaderBytes + 2*percore.DefaultBufferSize
+
+// proxy is the handler of client connections (behind frame.View) and the
+// owner of the upstream pools.
+type proxy struct {
+	pools   []*pool.Pool[*upConn]
+	hosts   [][]byte // each upstream's address, the Host of a request without one
+	timeout time.Duration
+	lim     http1.Limits
+	loops   percore.PerLoop[loopState]
+}
+
+// loopState is one loop's: its Date cache, its pools' Locals and the
+// round-robin position among the upstreams.
+type loopState struct {
+	date   http1.Date
+	locals []*pool.Local[*upConn]
+	next   int
+}
+
+var (
+	_ frame.ViewHandler       = (*proxy)(nil)
+	_ frame.ErrorHandler      = (*proxy)(nil)
+	_ percore.OpenHandler     = (*proxy)(nil)
+	_ percore.CloseHandler    = (*proxy)(nil)
+	_ percore.DrainHandler    = (*proxy)(nil)
+	_ percore.ShutdownHandler = (*proxy)(nil)
+)
+
+func (p *proxy) setup(l *percore.Loop) error {
+	ls := loopState{}
+	for _, pl := range p.pools {
+		ls.locals = append(ls.locals, pl.Local(l))
+	}
+	p.loops.Set(l, ls)
+	return nil
+}
+
+func (p *proxy) handler() percore.Handler {
+	return frame.View(p, frame.SplitConfig{MaxBuffered: maxHeld})
+}
+
+// Why a client's reading is held (a bit set: reading resumes when none is).
+const (
+	holdExchange = 1 << iota // an exchange is waiting for its connection or its response
+	holdUpstream             // the upstream's outbound queue is full (request body backpressure)
+)
+
+// client is one client connection.
+type client struct {
+	c        *percore.Conn
+	p        *proxy
+	d        http1.RequestDecoder
+	ip       []byte // the client's address, for X-Forwarded-For
+	hold     uint8
+	paused   bool // frame.PauseRead is in effect
+	inView   bool // OnView is running
+	closed   bool
+	shutdown bool
+	ex       exchange
+}
+
+func (p *proxy) OnOpen(c *percore.Conn) {
+	cl := &client{c: c, p: p, d: http1.RequestDecoder{Limits: p.lim}}
+	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		cl.ip = ta.AddrPort().Addr().Unmap().AppendTo(nil)
+	}
+	cl.ex.cl = cl
+	cl.ex.gotFn = cl.ex.got
+	frame.SetValue(c, cl)
+}
+
+func (p *proxy) OnClose(c *percore.Conn, _ error) {
+	if cl, ok := frame.Value(c).(*client); ok {
+		cl.closed = true
+		cl.ex.abandon()
+	}
+}
+
+// OnDrain: the client took enough of a response body to read the upstream
+// again.
+func (p *proxy) OnDrain(c *percore.Conn) {
+	cl := frame.Value(c).(*client)
+	cl.ex.clientDrained()
+}
+
+func (p *proxy) OnShutdown(c *percore.Conn) {
+	if cl, ok := frame.Value(c).(*client); ok {
+		cl.shutdown = true
+	}
+}
+
+// holdRead adds a reason to stop reading the client.
+func (cl *client) holdRead(why uint8) {
+	cl.hold |= why
+	if !cl.inView && !cl.paused {
+		cl.paused = true
+		frame.PauseRead(cl.c)
+	}
+}
+
+// releaseRead removes a reason; with none left, reading resumes (and what
+// View kept is shown at once).
+func (cl *client) releaseRead(why uint8) {
+	cl.hold &^= why
+	if cl.hold == 0 && cl.paused && !cl.inView && !cl.closed {
+		cl.paused = false
+		frame.ResumeRead(cl.c)
+	}
+}
+
+// OnView decodes the client's requests, one exchange at a time: a head
+// starts an exchange, its body is forwarded as it arrives, and the next
+// request waits until the response is complete.
+func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
+	cl := frame.Value(c).(*client)
+	cl.inView = true
+	off, err := cl.view(in)
+	cl.inView = false
+	if cl.hold != 0 && !cl.paused && !cl.closed {
+		cl.paused = true
+		frame.PauseRead(c)
+	}
+	return off, err
+}
+
+func (cl *client) view(in []byte) (int, error) {
+	ex := &cl.ex
+	off := 0
+	for cl.hold == 0 && !cl.closed {
+		n, ev, _, err := cl.d.Next(in[off:])
+		raw := in[off : off+n]
+		off += n
+		if err != nil {
+			if ex.active {
+				// Mid-exchange the stream is lost: nothing can be
+				// answered in order.
+				ex.fail(0, "")
+				cl.c.Abort()
+				return off, nil
+			}
+			return off, err // OnFrameError answers it
+		}
+		switch ev {
+		case http1.Head:
+			ex.start()
+		case http1.Body:
+			ex.forwardRequest(raw)
+		case http1.End:
+			ex.forwardRequest(raw)
+			ex.requestSent()
+		case http1.NeedMore:
+			if cl.d.InBody() {
+				ex.forwardRequest(raw)
+			}
+			return off, nil
+		}
+	}
+	return off, nil
+}
+
+// OnFrameError answers a request the codec rejected before any exchange
+// began for it.
+func (p *proxy) OnFrameError(c *percore.Conn, err error) {
+	status, reason := 431, "request too large"
+	var he *http1.Error
+	if errors.As(err, &he) {
+		status, reason = he.Status, he.Reason
+	}
+	ls := p.loops.Get(c.Loop())
+	c.Write(http1.AppendError(nil, status, reason, ls.date.Get(c.Loop().Now())))
+}
+
+// exchange is a client's request in flight and its upstream connection.
+type exchange struct {
+	cl          *client
+	active      bool
+	local       *pool.Local[*upConn]
+	lease       *pool.Lease[*upConn]
+	uc          *upConn
+	rd          http1.ResponseDecoder
+	head        []byte // the request head sent upstream (reused)
+	out         []byte // the response head sent to the client (reused)
+	isHead      bool   // a HEAD request
+	minor       int    // the client's HTTP minor version
+	closeAfter  bool   // the client connection closes after this response
+	reqDone     bool   // the whole request went upstream
+	respStarted bool   // the response head went to the client
+	dechunk     bool   // chunked response to an HTTP/1.0 client: send the data only
+	upPaused    bool   // reading the upstream is paused (client backpressure)
+	timer       *percore.Timer
+	gotFn       func(*pool.Lease[*upConn], error)
+}
+
+// start begins the exchange of the request whose head was just decoded:
+// it builds the head for the upstream and asks the loop's pool for a
+// connection. Reading the client waits for it (the body has nowhere to go
+// yet), and after the request for the response.
+func (ex *exchange) start() {
+	cl := ex.cl
+	req := cl.d.Request()
+	ex.active, ex.reqDone, ex.respStarted, ex.dechunk, ex.upPaused = true, false, false, false, false
+	ex.isHead = string(req.Method) == "HEAD"
+	ex.minor = req.Minor
+	ex.closeAfter = req.Close || cl.shutdown
+	ls := cl.p.loops.Get(cl.c.Loop())
+	i := ls.next % len(ls.locals)
+	ls.next++
+	ex.local = ls.locals[i]
+	ex.head = appendUpstreamHead(ex.head[:0], req, cl.ip, cl.p.hosts[i])
+	if req.Expect100 {
+		// The proxy takes the expectation on itself: the body is wanted
+		// (Expect is not forwarded, so the upstream sends no 100).
+		cl.c.Write(http1.Continue)
+	}
+	cl.c.BeginRequest()
+	cl.holdRead(holdExchange)
+	if !req.HasBody() {
+		ex.reqDone = true
+	}
+	ex.local.Get(ex.gotFn)
+}
+
+// got receives the exchange's upstream connection.
+func (ex *exchange) got(lease *pool.Lease[*upConn], err error) {
+	cl := ex.cl
+	if cl.closed || !ex.active {
+		if lease != nil {
+			ex.local.Put(lease)
+		}
+		return
+	}
+	if err != nil {
+		status := 502
+		if errors.Is(err, pool.ErrTimeout) {
+			status = 504
+		}
+		ex.fail(status, "upstream: "+err.Error())
+		return
+	}
+	ex.lease, ex.uc = lease, lease.Conn()
+	ex.uc.ex = ex
+	ex.rd.Reset()
+	ex.rd.Expect(ex.isHead)
+	ex.uc.pc.Write(ex.head)
+	if ex.reqDone {
+		ex.armTimer()
+	} else {
+		cl.releaseRead(holdExchange) // the body may flow
+	}
+}
+
+// forwardRequest sends request body bytes (with their framing) upstream,
+// and holds the client back while the upstream's queue is full.
+func (ex *exchange) forwardRequest(raw []byte) {
+	if len(raw) == 0 || ex.uc == nil {
+		return
+	}
+	pc := ex.uc.pc
+	pc.Write(raw)
+	if pc.Paused() {
+		ex.cl.holdRead(holdUpstream)
+	}
+}
+
+// upDrained: the upstream took enough of the request body.
+func (ex *exchange) upDrained() { ex.cl.releaseRead(holdUpstream) }
+
+// requestSent: the whole request is upstream; the client's next request
+// waits for this one's response.
+func (ex *exchange) requestSent() {
+	if !ex.active {
+		return
+	}
+	ex.reqDone = true
+	ex.cl.holdRead(holdExchange)
+	if ex.uc != nil {
+		ex.armTimer()
+	}
+}
+
+// armTimer (re)starts the wait for the upstream's next bytes.
+func (ex *exchange) armTimer() {
+	if ex.cl.p.timeout <= 0 {
+		return
+	}
+	if ex.timer == nil {
+		ex.timer = ex.cl.c.Loop().AfterFunc(ex.cl.p.timeout, ex.timedOut)
+		return
+	}
+	ex.timer.Reset(ex.cl.p.timeout)
+}
+
+func (ex *exchange) stopTimer() {
+	if ex.timer != nil {
+		ex.timer.Stop()
+	}
+}
+
+// timedOut: the upstream sent nothing for the timeout: 504 if the client
+// has no response yet, else the client is cut off (its response cannot be
+// completed).
+func (ex *exchange) timedOut() {
+	if !ex.active || ex.uc == nil {
+		return
+	}
+	ex.fail(504, "upstream did not answer in time")
+}
+
+// upView receives the upstream's response bytes: the head is rewritten for
+// the client, the body forwarded as it came, and reading the upstream stops
+// while the client's queue is full.
+func (ex *exchange) upView(in []byte) int {
+	cl := ex.cl
+	if ex.reqDone {
+		ex.armTimer()
+	}
+	off := 0
+	for {
+		n, ev, piece, err := ex.rd.Next(in[off:])
+		raw := in[off : off+n]
+		off += n
+		if err != nil {
+			ex.fail(502, "upstream: "+err.Error())
+			return len(in)
+		}
+		switch ev {
+		case http1.Head:
+			resp := ex.rd.Response()
+			if resp.Interim() {
+				if resp.Status == 101 {
+					ex.fail(502, "upstream switched protocols")
+					return len(in)
+				}
+				if ex.minor == 1 {
+					cl.c.Write(raw)
+				}
+				continue
+			}
+			if !ex.reqDone {
+				ex.closeAfter = true // answered before the whole request: the rest cannot be read in step
+			}
+			if resp.UntilClose {
+				ex.closeAfter = true
+			}
+			if resp.Chunked && ex.minor == 0 {
+				ex.dechunk, ex.closeAfter = true, true
+			}
+			ex.out = appendClientHead(ex.out[:0], resp, ex.closeAfter, ex.minor, ex.dechunk)
+			ex.respStarted = true
+			cl.c.Write(ex.out)
+		case http1.Body:
+			if ex.dechunk {
+				cl.c.Write(piece)
+			} else {
+				cl.c.Write(raw)
+			}
+			if cl.c.Paused() && !ex.upPaused {
+				// The client reads slower than the upstream sends: stop
+				// reading the upstream until the client drains.
+				ex.upPaused = true
+				frame.PauseRead(ex.uc.pc)
+				return off
+			}
+		case http1.End:
+			if ex.rd.Response().Interim() {
+				continue
+			}
+			if !ex.dechunk {
+				cl.c.Write(raw)
+			}
+			ex.finish(off < len(in))
+			return len(in)
+		case http1.NeedMore:
+			if !ex.dechunk && ex.rd.InBody() {
+				cl.c.Write(raw)
+			}
+			return off
+		}
+	}
+}
+
+// clientDrained: the client's queue drained below its low-water mark.
+func (ex *exchange) clientDrained() {
+	if ex.upPaused && ex.uc != nil {
+		ex.upPaused = false
+		frame.ResumeRead(ex.uc.pc)
+	}
+}
+
+// upClosed: the upstream connection closed during the exchange.
+func (ex *exchange) upClosed(err error) {
+	if !ex.active {
+		return
+	}
+	if ex.respStarted {
+		if ex.rd.EOF() == nil && ex.rd.Response().UntilClose {
+			ex.finish(false) // a body delimited by the close: complete
+			return
+		}
+		ex.fail(0, "")
+		return
+	}
+	reason := "upstream closed the connection"
+	if err != nil {
+		reason += ": " + err.Error()
+	}
+	ex.fail(502, reason)
+}
+
+// release gives the upstream connection back to the pool, broken if it is
+// out of step.
+func (ex *exchange) release(broken bool) {
+	ex.stopTimer()
+	uc := ex.uc
+	if uc == nil {
+		return
+	}
+	ex.uc = nil
+	uc.ex = nil
+	if broken {
+		uc.broken = true
+	}
+	if ex.upPaused {
+		ex.upPaused = false
+		frame.ResumeRead(uc.pc)
+	}
+	lease := ex.lease
+	ex.lease = nil
+	ex.local.Put(lease)
+}
+
+// finish ends an exchange whose response reached the client whole. extra
+// says the upstream sent bytes after it.
+func (ex *exchange) finish(extra bool) {
+	resp := ex.rd.Response()
+	ex.release(extra || resp.Close || !ex.reqDone)
+	ex.active = false
+	cl := ex.cl
+	cl.c.EndRequest()
+	if ex.closeAfter || cl.shutdown {
+		cl.closed = true
+		cl.c.Close()
+		return
+	}
+	cl.releaseRead(holdExchange | holdUpstream)
+}
+
+// fail ends an exchange that went wrong: the upstream connection goes back
+// broken, the client gets status (if it has no response yet and status is
+// not 0) and is closed unless its request was read whole and it may go on.
+func (ex *exchange) fail(status int, reason string) {
+	if !ex.active {
+		return
+	}
+	ex.release(true)
+	ex.active = false
+	cl := ex.cl
+	cl.c.EndRequest()
+	if ex.respStarted || status == 0 {
+		cl.closed = true
+		cl.c.Abort()
+		return
+	}
+	keep := ex.reqDone && !ex.closeAfter && !cl.shutdown
+	ls := cl.p.loops.Get(cl.c.Loop())
+	if keep {
+		cl.c.Write(appendStatusResponse(nil, status, reason, ls.date.Get(cl.c.Loop().Now())))
+		cl.releaseRead(holdExchange | holdUpstream)
+		return
+	}
+	cl.c.Write(http1.AppendError(nil, status, reason, ls.date.Get(cl.c.Loop().Now())))
+	cl.closed = true
+	cl.c.Close()
+}
+
+// abandon ends the exchange of a client that went away.
+func (ex *exchange) abandon() {
+	if !ex.active {
+		return
+	}
+	ex.release(true)
+	ex.active = false
+	ex.cl.c.EndRequest()
+}
+
+// appendStatusResponse is an error response that keeps the connection.
+func appendStatusResponse(dst []byte, status int, reason string, date []byte) []byte {
+	body := strconv.Itoa(status) + " " + http1.StatusText(status) + ": " + reason + "\n"
+	dst = http1.AppendStatusLine(dst, status)
+	dst = http1.AppendHeader(dst, "Date", date)
+	dst = append(dst, "Content-Type: text/plain; charset=utf-8\r\n"...)
+	dst = http1.AppendContentLength(dst, int64(len(body)))
+	dst = append(dst, "\r\n"...)
+	return append(dst, body...)
+}
