@@ -1,6 +1,7 @@
 //go:build linux
 
-// Command load is a closed-loop load generator for echo servers: each
+// Command load is a closed-loop load generator for echo servers (and, with
+// -http PATH, for HTTP/1.1 servers: engine_http.go): each
 // connection keeps a fixed number of requests in flight, verifies every reply
 // byte for byte, and records its latency.
 //
@@ -53,6 +54,7 @@ type config struct {
 	json      bool
 	serverPID int
 	perf      bool
+	http      httpMode // -http: the HTTP/1.1 workload (engine_http.go)
 }
 
 func main() {
@@ -80,6 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	eng, err := engineByName(cfg.engine)
+	if err == nil && cfg.http.Path != "" {
+		eng, err = httpEngineFor(cfg.engine, cfg.http)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "load: %v\n", err)
 		return 2
@@ -122,6 +127,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object")
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "sample this server process over the window")
 	fs.BoolVar(&cfg.perf, "perf", false, "count the server's system calls with perf stat (needs -server-pid)")
+	fs.StringVar(&cfg.http.Path, "http", "", "HTTP/1.1 mode: GET this path (\"/plaintext\") on keep-alive connections, -pipeline in flight, checking status 200 (-bytes does not apply)")
+	fs.Func("http-body", "with -http: the body every response must have, byte for byte", func(v string) error {
+		cfg.http.Body, cfg.http.IsSet = v, true
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -157,6 +167,9 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 		Engine: cfg.engine, Addr: cfg.Addr, Conns: cfg.Conns, Bytes: cfg.Bytes,
 		Pipeline: cfg.Pipeline, Reconnect: cfg.Reconnect, Idle: cfg.idle,
 		WarmupS: cfg.warmup.Seconds(), ClientCPUs: cpuCount(0), GOMAXPROCS: runtime.GOMAXPROCS(0),
+	}
+	if cfg.http.Path != "" {
+		res.Engine += " (http GET " + cfg.http.Path + ")"
 	}
 	if cfg.serverPID != 0 {
 		if _, err := sampleProc(cfg.serverPID); err != nil {
