@@ -58,6 +58,8 @@ type config struct {
 	idleTimeout time.Duration
 	headTimeout time.Duration
 	maxBody     int64
+	waitBatch   int
+	waitMin     time.Duration
 	metrics     string
 	logger      *slog.Logger
 }
@@ -70,6 +72,8 @@ func main() {
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a connection that sends nothing for this long (0: never)")
 	flag.DurationVar(&cfg.headTimeout, "head-timeout", 10*time.Second, "answer 408 to a request head that is not whole this long after its first byte")
 	flag.Int64Var(&cfg.maxBody, "max-body", http1.DefaultMaxBody, "longest request body in bytes (413 past it; -1: no limit)")
+	flag.IntVar(&cfg.waitBatch, "wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off; Config.WaitBatch)")
+	flag.DurationVar(&cfg.waitMin, "wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
 	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address (default: off)")
 	flag.Parse()
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -103,7 +107,8 @@ type running struct {
 // start starts the server's loops.
 func start(cfg config) (*running, error) {
 	s := newServer(http1.Limits{MaxBody: cfg.maxBody}, cfg.headTimeout)
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger, LoopSetup: s.setup, IdleTimeout: cfg.idleTimeout}
+	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger, LoopSetup: s.setup, IdleTimeout: cfg.idleTimeout,
+		WaitBatch: cfg.waitBatch, WaitMin: cfg.waitMin}
 	var err error
 	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
 		return nil, err

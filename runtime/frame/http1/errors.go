@@ -19,7 +19,6 @@ func (e *Error) Error() string {
 // allocates nothing; compare with errors.As and read Status.
 var (
 	errBareLF          = &Error{400, "bare LF where CRLF is required"}
-	errBareCR          = &Error{400, "CR not followed by LF"}
 	errObsFold         = &Error{400, "obsolete line folding"}
 	errNoColon         = &Error{400, "field line without a colon"}
 	errFieldName       = &Error{400, "invalid field name (whitespace before the colon, or a non-token character)"}

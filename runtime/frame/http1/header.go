@@ -2,6 +2,7 @@ package http1
 
 import (
 	"bytes"
+	"encoding/binary"
 	"strconv"
 )
 
@@ -114,6 +115,11 @@ var (
 	})
 	fieldValue = table(func(b byte) bool { return b == ' ' || b == '\t' || (b > 0x20 && b != 0x7f) })
 	targetChar = table(func(b byte) bool { return b > 0x20 && b != 0x7f })
+	// hostChar: RFC 3986's reg-name and IP-literal characters, and ':'.
+	hostChar = table(func(b byte) bool {
+		return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' ||
+			bytes.IndexByte([]byte("-._~!$&'()*+;=:[]%"), b) >= 0
+	})
 )
 
 func table(in func(byte) bool) (t [256]bool) {
@@ -121,6 +127,39 @@ func table(in func(byte) bool) (t [256]bool) {
 		t[c] = in(byte(c))
 	}
 	return t
+}
+
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// validValue reports whether every byte of v is a field-value byte: no
+// control character but HTAB, no DEL. Eight bytes at a time: a word with no
+// byte under 0x20 and none equal to 0x7f is valid as a whole (bytes from
+// 0x80, obs-text, are valid and are excluded from the under-0x20 test by
+// their high bit); a word that fails is checked byte by byte, for its tabs.
+func validValue(v []byte) bool {
+	for len(v) >= 8 {
+		w := binary.LittleEndian.Uint64(v)
+		under := (w - 0x20*lsb) &^ w & msb
+		x := w ^ 0x7f*lsb
+		del := (x - lsb) &^ x & msb
+		if under|del != 0 {
+			for _, c := range v[:8] {
+				if !fieldValue[c] {
+					return false
+				}
+			}
+		}
+		v = v[8:]
+	}
+	for _, c := range v {
+		if !fieldValue[c] {
+			return false
+		}
+	}
+	return true
 }
 
 func isToken(b []byte) bool {
@@ -147,7 +186,10 @@ func trimOWS(b []byte) []byte {
 
 // line returns the line at the start of data, without its CRLF, and the
 // length of the line with it; ok is false while no '\n' is there. A '\n'
-// without its '\r', or a '\r' elsewhere in the line, is a bad request.
+// without its '\r' is a bad request. A '\r' elsewhere in the line is left
+// to the caller, whose check of every byte of the line (tokens, field
+// values, the request target, chunk sizes) rejects it as a control
+// character: one scan of the line instead of two.
 func line(data []byte) (ln []byte, n int, ok bool, err *Error) {
 	i := bytes.IndexByte(data, '\n')
 	if i < 0 {
@@ -156,11 +198,7 @@ func line(data []byte) (ln []byte, n int, ok bool, err *Error) {
 	if i == 0 || data[i-1] != '\r' {
 		return nil, 0, false, errBareLF
 	}
-	ln = data[:i-1]
-	if bytes.IndexByte(ln, '\r') >= 0 {
-		return nil, 0, false, errBareCR
-	}
-	return ln, i + 1, true, nil
+	return data[:i-1], i + 1, true, nil
 }
 
 // parseFields parses field lines from data into h until the empty line that
@@ -190,10 +228,8 @@ func parseFields(data []byte, h *Headers, max int) (n int, ok bool, err *Error) 
 			return n, false, errFieldName
 		}
 		value := trimOWS(ln[colon+1:])
-		for _, c := range value {
-			if !fieldValue[c] {
-				return n, false, errFieldValue
-			}
+		if !validValue(value) {
+			return n, false, errFieldValue
 		}
 		if h.Len() >= max {
 			return n, false, errTooManyFields

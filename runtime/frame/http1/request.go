@@ -390,10 +390,7 @@ func (r *Request) transferCoding(last []byte, fields int) *Error {
 // brackets); an empty Host is valid (RFC 9110 7.2, for a URI without one).
 func validHost(v []byte) bool {
 	for _, c := range v {
-		switch {
-		case 'a' <= c|0x20 && c|0x20 <= 'z', '0' <= c && c <= '9':
-		case bytes.IndexByte([]byte("-._~!$&'()*+;=:[]%"), c) >= 0:
-		default:
+		if !hostChar[c] {
 			return false
 		}
 	}

@@ -1,0 +1,397 @@
+#!/usr/bin/env bash
+# bench-http.sh: examples/http against nginx, h2o, fasthttp, gnet and net/http,
+# and examples/http_proxy against nginx as a reverse proxy, judged by wrk
+# (BENCH=http make bench, or scripts/bench.sh with BENCH=http).
+#
+# Plaintext: each server runs pinned to SERVER_CPUS with one loop, worker or
+# thread (GOMAXPROCS=1 for the Go ones), and wrk, pinned to CLIENT_CPUS, runs
+#   wrk -t1 -cCONNS -dDURATIONs --latency [-s pipeline.lua -- P] URL/plaintext
+# for each P in PIPELINES (1: one request in flight per connection; 16: the
+# Lua script writes 16 requests at a time). Servers and pipelines run
+# interleaved, REPEATS times (GNET_REPEATS for gnet, which is bimodal here).
+# Each run follows a WARMUP-second wrk run that is not recorded. For each run
+# it records requests/s, p99, wrk's errors, the server's CPU per request
+# (utime+stime from /proc/PID/stat over the run, divided by the requests wrk
+# counted) and the busy share of server and client (flagged S and C at 85%).
+# With LOADCHECK=1 examples/load's HTTP mode measures percore-uring too, as a
+# cross-check of wrk's count ("percore-uring/load" rows).
+#
+# Proxy (PROXY=1): an upstream nginx (plaintext, one worker) runs on
+# CLIENT_CPUS; in front of it, on SERVER_CPUS, examples/http_proxy
+# (io_uring) or nginx with proxy_pass to an upstream keepalive pool; wrk
+# -c CONNS through the proxy. The figure is the proxy's own CPU per request.
+#
+# nginx runs as BENCHMARKING.md says: worker_processes 1, master_process
+# off, daemon off, access_log off, keepalive_requests raised, `return 200
+# "Hello, World!"`. h2o runs with num-threads 1 and an mruby handler (h2o
+# 2.2 has no `return`; TechEmpower's h2o entry is a C program on libh2o,
+# not the server). Both configurations, and the Lua script, are generated
+# into a temporary directory.
+#
+# What it changes: it builds the Go servers into a temporary directory
+# (removed on exit, with the configurations), listens on 127.0.0.1 ports
+# from BASE_PORT up, and writes OUT/http-runs.tsv and OUT/http-summary.md.
+# Undo: delete OUT. It changes no system setting.
+#
+# Bounded in time: each wrk run is killed after DURATION+30 seconds, and a
+# server that does not listen within 10 seconds fails the script. With the
+# defaults (3 repeats, 5 for gnet, 7 servers, 2 pipelines, 10 s runs, the
+# proxy) it takes about 12 minutes; DURATION=5 about 7.
+#
+# Usage: scripts/bench-http.sh [--dry-run]
+#   --dry-run  print what it would run, and run nothing
+# Environment (defaults in parentheses):
+#   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
+#   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
+#   SERVERS ("percore-uring percore-epoll nginx h2o fasthttp gnet nethttp")
+#   PROXY (1)  LOADCHECK (1)  OUT (docs/results/HOST-DATE-http)
+set -euo pipefail
+
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+cd "$(dirname "$0")/.."
+
+DRY_RUN=0
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) DRY_RUN=1 ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "bench-http.sh: unknown argument $arg (try --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
+REPEATS=${REPEATS:-3}
+GNET_REPEATS=${GNET_REPEATS:-5}
+DURATION=${DURATION:-10}
+WARMUP=${WARMUP:-1}
+CONNS=${CONNS:-100}
+PIPELINES=${PIPELINES:-1 16}
+SERVER_CPUS=${SERVER_CPUS:-0}
+CLIENT_CPUS=${CLIENT_CPUS:-1}
+BASE_PORT=${BASE_PORT:-28300}
+SERVERS=${SERVERS:-percore-uring percore-epoll nginx h2o fasthttp gnet nethttp}
+PROXY=${PROXY:-1}
+LOADCHECK=${LOADCHECK:-1}
+OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-http}
+
+run() {
+  if [ "$DRY_RUN" = 1 ]; then
+    printf '+ %s\n' "$*"
+  else
+    "$@"
+  fi
+}
+
+if [ "$DRY_RUN" = 0 ]; then
+  for tool in taskset wrk nginx h2o go timeout; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "bench-http.sh: needs $tool (Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils; scripts/ensure-tools.sh installs them)" >&2
+      exit 1
+    fi
+  done
+fi
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  local p
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+run go build -o "$tmp/" ./examples/http ./examples/http_proxy ./examples/load \
+  ./examples/baseline/fasthttp ./examples/baseline/nethttp
+run go build -tags=poll_opt -o "$tmp/" ./examples/baseline/gnethttp
+hz=$(getconf CLK_TCK)
+
+cat >"$tmp/pipeline.lua" <<'EOF'
+-- wrk: write P requests at a time (wrk counts each response).
+init = function(args)
+  local depth = tonumber(args[1]) or 1
+  local r = {}
+  for i = 1, depth do r[i] = wrk.format() end
+  req = table.concat(r)
+end
+request = function() return req end
+EOF
+
+# nginx_conf NAME PORT BODY writes a one-worker nginx configuration whose
+# server block holds BODY.
+nginx_conf() {
+  local name=$1 port=$2 body=$3
+  mkdir -p "$tmp/$name"
+  cat >"$tmp/$name/nginx.conf" <<EOF
+worker_processes 1;
+master_process off;
+daemon off;
+pid $tmp/$name/nginx.pid;
+error_log $tmp/$name/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 10000000;
+  keepalive_timeout 75s;
+  client_body_temp_path $tmp/$name/body;
+  proxy_temp_path $tmp/$name/proxy;
+  fastcgi_temp_path $tmp/$name/fastcgi;
+  uwsgi_temp_path $tmp/$name/uwsgi;
+  scgi_temp_path $tmp/$name/scgi;
+  upstream up { server 127.0.0.1:$UPSTREAM_PORT; keepalive 128; keepalive_requests 10000000; }
+  server {
+    listen 127.0.0.1:$port;
+    $body
+  }
+}
+EOF
+}
+
+h2o_conf() {
+  local port=$1
+  mkdir -p "$tmp/h2o"
+  cat >"$tmp/h2o/h2o.conf" <<EOF
+user: root
+num-threads: 1
+http1-request-timeout: 75
+listen:
+  host: 127.0.0.1
+  port: $port
+hosts:
+  default:
+    paths:
+      /plaintext:
+        mruby.handler: |
+          Proc.new do |env|
+            [200, {"content-type" => "text/plain"}, ["Hello, World!"]]
+          end
+EOF
+}
+
+plaintext_loc='location /plaintext { default_type text/plain; return 200 "Hello, World!"; }'
+proxy_loc='location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }'
+
+# cpu_ticks PID prints the process's utime+stime in clock ticks.
+cpu_ticks() {
+  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+
+# wait_listen PORT waits up to 10 s for a listener on 127.0.0.1:PORT.
+wait_listen() {
+  local _
+  for _ in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "bench-http.sh: nothing listens on 127.0.0.1:$1 after 10s" >&2
+  return 1
+}
+
+# start NAME PORT CPUS starts a server pinned to CPUS; it sets SERVER_PID.
+start() {
+  local name=$1 port=$2 cpus=$3 cmd
+  local go=(env GOMAXPROCS=1 taskset -c "$cpus")
+  case "$name" in
+    percore-uring | percore-epoll)
+      cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend "${name#percore-}" -cores "${cpus%%[,-]*}")
+      ;;
+    proxy-percore)
+      cmd=("${go[@]}" "$tmp/http_proxy" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}"
+        -upstream "127.0.0.1:$UPSTREAM_PORT" -max 128)
+      ;;
+    fasthttp) cmd=("${go[@]}" "$tmp/fasthttp" -addr "127.0.0.1:$port") ;;
+    nethttp) cmd=("${go[@]}" "$tmp/nethttp" -addr "127.0.0.1:$port") ;;
+    gnet) cmd=("${go[@]}" "$tmp/gnethttp" -addr "127.0.0.1:$port" -loops 1) ;;
+    nginx | upstream-nginx)
+      nginx_conf "$name$port" "$port" "$plaintext_loc"
+      cmd=(taskset -c "$cpus" nginx -c "$tmp/$name$port/nginx.conf" -p "$tmp/$name$port")
+      ;;
+    proxy-nginx)
+      nginx_conf "$name$port" "$port" "$proxy_loc"
+      cmd=(taskset -c "$cpus" nginx -c "$tmp/$name$port/nginx.conf" -p "$tmp/$name$port")
+      ;;
+    h2o)
+      h2o_conf "$port"
+      cmd=(taskset -c "$cpus" h2o -c "$tmp/h2o/h2o.conf")
+      ;;
+    *)
+      echo "bench-http.sh: unknown server $name" >&2
+      exit 2
+      ;;
+  esac
+  if [ "$DRY_RUN" = 1 ]; then
+    printf '+ %s &\n' "${cmd[*]}"
+    SERVER_PID=0
+    return 0
+  fi
+  "${cmd[@]}" >"$tmp/$name.log" 2>&1 &
+  SERVER_PID=$!
+  pids+=("$SERVER_PID")
+  wait_listen "$port"
+}
+
+stop() {
+  if [ "$DRY_RUN" = 0 ]; then
+    kill "$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+  fi
+}
+
+# measure NAME PORT P PID REPEAT: one wrk run (after a warm-up), appended
+# to the runs file.
+measure() {
+  local name=$1 port=$2 p=$3 pid=$4 repeat=$5 url="http://127.0.0.1:$2/plaintext"
+  local script=()
+  if [ "$p" -gt 1 ]; then script=(-s "$tmp/pipeline.lua" -- "$p"); fi
+  local wrk=(timeout -k 5 $((DURATION + 30)) taskset -c "$CLIENT_CPUS" wrk -t1 -c"$CONNS")
+  if [ "$DRY_RUN" = 1 ]; then
+    run "${wrk[@]}" -d"${DURATION}s" --latency "$url" "${script[@]}"
+    return 0
+  fi
+  "${wrk[@]}" -d"${WARMUP}s" "$url" "${script[@]}" >/dev/null 2>&1 || true
+  local before after out cpu_s
+  before=$(cpu_ticks "$pid")
+  TIMEFORMAT='%3U %3S'
+  { time "${wrk[@]}" -d"${DURATION}s" --latency "$url" "${script[@]}" >"$tmp/wrk.out" 2>&1; } 2>"$tmp/wrk.time" || true
+  after=$(cpu_ticks "$pid")
+  cpu_s=$(awk '{ print $1 + $2 }' "$tmp/wrk.time")
+  out=$(cat "$tmp/wrk.out")
+  cp "$tmp/wrk.out" "$OUT/raw/$name-P$p-$repeat.txt"
+  printf '%s\n' "$out" | awk -v s="$name" -v p="$p" -v r="$repeat" -v t=$((after - before)) -v hz="$hz" \
+    -v ccpu="$cpu_s" -v d="$DURATION" '
+    function us(v) {
+      if (v ~ /us$/) return v + 0
+      if (v ~ /ms$/) return v * 1000
+      if (v ~ /s$/) return v * 1e6
+      return v
+    }
+    /requests in/ { n = $1; secs = $4 + 0 }
+    /^Requests\/sec:/ { rps = $2 }
+    /^ +99%/ { p99 = us($2) }
+    /Socket errors:/ { errs += $4 + $6 + $8 + $10 }
+    /Non-2xx or 3xx/ { errs += $5 }
+    END {
+      if (secs == 0) secs = d
+      cpu = (n > 0) ? t * 1e9 / hz / n : "NA"
+      printf "%s\t%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\n", s, p, r, rps, p99, n, cpu,
+        t / hz / secs, ccpu / secs, errs
+    }' >>"$OUT/http-runs.tsv"
+  tail -n 1 "$OUT/http-runs.tsv" | awk -F'\t' '{ printf "bench-http.sh: %s -P %s repeat %s: %s req/s, %s ns of server CPU per request\n", $1, $2, $3, $4, $7 }' >&2
+}
+
+# loadcheck PORT P PID REPEAT: examples/load's HTTP mode on the same server.
+loadcheck() {
+  local port=$1 p=$2 pid=$3 repeat=$4
+  local cmd=(timeout -k 5 $((DURATION + 30)) taskset -c "$CLIENT_CPUS" "$tmp/load" -addr "127.0.0.1:$port"
+    -http /plaintext -http-body "Hello, World!" -conns "$CONNS" -pipeline "$p" -warmup "$WARMUP"
+    -seconds "$DURATION" -server-pid "$pid" -json)
+  if [ "$DRY_RUN" = 1 ]; then
+    run "${cmd[@]}"
+    return 0
+  fi
+  "${cmd[@]}" 2>/dev/null | awk -v p="$p" -v r="$repeat" '
+    {
+      rps = extract($0, "rps"); p99 = extract($0, "p99_us"); n = extract($0, "requests")
+      cpu = extract($0, "server_cpu_us_per_req"); sb = extract($0, "server_busy_pct") / 100; cb = extract($0, "client_busy_pct") / 100
+      e = extract($0, "errors") + extract($0, "mismatches")
+      printf "percore-uring/load\t%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\n", p, r, rps, p99, n, cpu * 1000, sb, cb, e
+    }
+    function extract(s, k,   m) {
+      if (match(s, "\"" k "\":[-0-9.e+]+")) { m = substr(s, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m + 0 }
+      return 0
+    }' >>"$OUT/http-runs.tsv" || true
+}
+
+if [ "$DRY_RUN" = 0 ]; then
+  mkdir -p "$OUT/raw"
+  printf 'server\tpipeline\trepeat\trps\tp99_us\trequests\tcpu_ns_per_req\tserver_busy\tclient_busy\terrors\n' >"$OUT/http-runs.tsv"
+fi
+
+port=$BASE_PORT
+UPSTREAM_PORT=$((BASE_PORT + 999))
+max_repeats=$REPEATS
+if [ "$GNET_REPEATS" -gt "$max_repeats" ] && [[ " $SERVERS " == *" gnet "* ]]; then max_repeats=$GNET_REPEATS; fi
+for repeat in $(seq "$max_repeats"); do
+  for name in $SERVERS; do
+    if [ "$repeat" -gt "$REPEATS" ] && [ "$name" != gnet ]; then continue; fi
+    port=$((port + 1))
+    start "$name" "$port" "$SERVER_CPUS"
+    pid=$SERVER_PID
+    for p in $PIPELINES; do
+      measure "$name" "$port" "$p" "$pid" "$repeat"
+      if [ "$LOADCHECK" = 1 ] && [ "$name" = percore-uring ]; then loadcheck "$port" "$p" "$pid" "$repeat"; fi
+    done
+    stop "$pid"
+  done
+  if [ "$PROXY" = 1 ] && [ "$repeat" -le "$REPEATS" ]; then
+    start upstream-nginx "$UPSTREAM_PORT" "$CLIENT_CPUS"
+    upstream_pid=$SERVER_PID
+    for name in proxy-percore proxy-nginx; do
+      port=$((port + 1))
+      start "$name" "$port" "$SERVER_CPUS"
+      measure "$name" "$port" 1 "$SERVER_PID" "$repeat"
+      stop "$SERVER_PID"
+    done
+    stop "$upstream_pid"
+  fi
+done
+
+if [ "$DRY_RUN" = 1 ]; then exit 0; fi
+
+# The summary: medians (and the spread) per server and pipeline; ratios to
+# nginx's figures at the same pipeline (proxies: to proxy-nginx).
+awk -F'\t' '
+  NR == 1 { next }
+  {
+    k = $1 SUBSEP $2; keys[k] = 1
+    rps[k] = rps[k] " " $4; p99[k] = p99[k] " " $5; cpu[k] = cpu[k] " " $7
+    sb[k] = sb[k] " " $8; cb[k] = cb[k] " " $9; err[k] += $10; n[k]++
+  }
+  function sort(list, a,   m, i, j, t) {
+    m = split(list, a, " ")
+    for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return m
+  }
+  function median(list,   a, m) { m = sort(list, a); return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  function spread(list,   a, m) { m = sort(list, a); return sprintf("%.0f-%.0f", a[1] / 1000, a[m] / 1000) }
+  END {
+    print "| server | P | runs | requests/s (median, range in k) | x nginx | p99 us | server CPU us/req | x nginx | busy | errors |"
+    print "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"
+    for (k in keys) { m_rps[k] = median(rps[k]); m_cpu[k] = median(cpu[k]) }
+    c = 0
+    for (k in keys) order[++c] = k
+    for (i = 1; i <= c; i++) for (j = i + 1; j <= c; j++) if (order[j] < order[i]) { t = order[i]; order[i] = order[j]; order[j] = t }
+    for (i = 1; i <= c; i++) {
+      k = order[i]; split(k, f, SUBSEP)
+      ref = (f[1] ~ /^proxy-/) ? "proxy-nginx" SUBSEP f[2] : "nginx" SUBSEP f[2]
+      flag = ""
+      if (median(sb[k]) >= 0.85) flag = flag "S"
+      if (median(cb[k]) >= 0.85) flag = flag "C"
+      # wrk reports 0 for percentiles it lost (it does under pipelining).
+      q = median(p99[k]); q = (q > 0) ? sprintf("%.0f", q) : "-"
+      printf "| %s | %s | %d | %.1fk (%s) | %.2f | %s | %.2f | %.2f | %s | %d |\n", f[1], f[2], n[k], m_rps[k] / 1000, spread(rps[k]),
+        (ref in m_rps && m_rps[ref] > 0) ? m_rps[k] / m_rps[ref] : 0, q, m_cpu[k] / 1000,
+        (ref in m_cpu && m_cpu[ref] > 0) ? m_cpu[k] / m_cpu[ref] : 0, flag, err[k]
+    }
+    # The issue-18 floors, from the medians.
+    print ""
+    for (i = 1; i <= c; i++) {
+      k = order[i]; split(k, f, SUBSEP)
+      if (f[1] !~ /^percore-(uring|epoll)$/) continue
+      g = "gnet" SUBSEP f[2]; h = "fasthttp" SUBSEP f[2]; x = "nginx" SUBSEP "1"
+      if (f[2] > 1 && (g in m_rps) && (h in m_rps))
+        printf "- %s -P %s: %.2fx gnet (floor 1.2), %.2fx fasthttp (floor 1.5) in requests/s; CPU per request %.2fx gnet, %.2fx fasthttp\n",
+          f[1], f[2], m_rps[k] / m_rps[g], m_rps[k] / m_rps[h], m_cpu[k] / m_cpu[g], m_cpu[k] / m_cpu[h]
+      if (f[2] == 1 && (x in m_cpu))
+        printf "- %s -P 1: server CPU per request %.2fx nginx -P 1 (floor 1.0)\n", f[1], m_cpu[k] / m_cpu[x]
+    }
+    if (("proxy-percore" SUBSEP "1") in m_cpu && ("proxy-nginx" SUBSEP "1") in m_cpu)
+      printf "- proxy: examples/http_proxy CPU per request %.2fx nginx proxy_pass (floor 1.1)\n",
+        m_cpu["proxy-percore" SUBSEP "1"] / m_cpu["proxy-nginx" SUBSEP "1"]
+  }' "$OUT/http-runs.tsv" >"$OUT/http-summary.md"
+cat "$OUT/http-summary.md"
+echo "bench-http.sh: runs in $OUT/http-runs.tsv, summary in $OUT/http-summary.md" >&2
