@@ -13,8 +13,10 @@
 # it records requests/s, p99, wrk's errors, the server's CPU per request
 # (utime+stime from /proc/PID/stat over the run, divided by the requests wrk
 # counted) and the busy share of server and client (flagged S and C at 85%).
-# With LOADCHECK=1 examples/load's HTTP mode measures percore-uring too, as a
-# cross-check of wrk's count ("percore-uring/load" rows).
+# examples/load's HTTP mode (keep-alive, pipelined, every response checked)
+# measures the servers named in LOADCHECK too, right after wrk, as a
+# cross-check of wrk's count and with a cheaper client ("NAME/load" rows);
+# LOADCHECK="" turns it off.
 #
 # Proxy (PROXY=1): an upstream nginx (plaintext, one worker) runs on
 # CLIENT_CPUS; in front of it, on SERVER_CPUS, examples/http_proxy
@@ -44,7 +46,7 @@
 #   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
 #   SERVERS ("percore-uring percore-epoll nginx h2o fasthttp gnet nethttp")
-#   PROXY (1)  LOADCHECK (1)  OUT (docs/results/HOST-DATE-http)
+#   PROXY (1)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
 set -euo pipefail
 
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -76,7 +78,7 @@ CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28300}
 SERVERS=${SERVERS:-percore-uring percore-epoll nginx h2o fasthttp gnet nethttp}
 PROXY=${PROXY:-1}
-LOADCHECK=${LOADCHECK:-1}
+LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-http}
 
 run() {
@@ -283,9 +285,9 @@ measure() {
   tail -n 1 "$OUT/http-runs.tsv" | awk -F'\t' '{ printf "bench-http.sh: %s -P %s repeat %s: %s req/s, %s ns of server CPU per request\n", $1, $2, $3, $4, $7 }' >&2
 }
 
-# loadcheck PORT P PID REPEAT: examples/load's HTTP mode on the same server.
+# loadcheck NAME PORT P PID REPEAT: examples/load's HTTP mode on the same server.
 loadcheck() {
-  local port=$1 p=$2 pid=$3 repeat=$4
+  local name=$1 port=$2 p=$3 pid=$4 repeat=$5
   local cmd=(timeout -k 5 $((DURATION + 30)) taskset -c "$CLIENT_CPUS" "$tmp/load" -addr "127.0.0.1:$port"
     -http /plaintext -http-body "Hello, World!" -conns "$CONNS" -pipeline "$p" -warmup "$WARMUP"
     -seconds "$DURATION" -server-pid "$pid" -json)
@@ -293,12 +295,12 @@ loadcheck() {
     run "${cmd[@]}"
     return 0
   fi
-  "${cmd[@]}" 2>/dev/null | awk -v p="$p" -v r="$repeat" '
+  "${cmd[@]}" 2>/dev/null | awk -v s="$name/load" -v p="$p" -v r="$repeat" '
     {
       rps = extract($0, "rps"); p99 = extract($0, "p99_us"); n = extract($0, "requests")
       cpu = extract($0, "server_cpu_us_per_req"); sb = extract($0, "server_busy_pct") / 100; cb = extract($0, "client_busy_pct") / 100
       e = extract($0, "errors") + extract($0, "mismatches")
-      printf "percore-uring/load\t%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\n", p, r, rps, p99, n, cpu * 1000, sb, cb, e
+      printf "%s\t%s\t%s\t%.0f\t%s\t%s\t%.0f\t%.2f\t%.2f\t%d\n", s, p, r, rps, p99, n, cpu * 1000, sb, cb, e
     }
     function extract(s, k,   m) {
       if (match(s, "\"" k "\":[-0-9.e+]+")) { m = substr(s, RSTART, RLENGTH); sub(/^[^:]*:/, "", m); return m + 0 }
@@ -323,7 +325,7 @@ for repeat in $(seq "$max_repeats"); do
     pid=$SERVER_PID
     for p in $PIPELINES; do
       measure "$name" "$port" "$p" "$pid" "$repeat"
-      if [ "$LOADCHECK" = 1 ] && [ "$name" = percore-uring ]; then loadcheck "$port" "$p" "$pid" "$repeat"; fi
+      if [[ " $LOADCHECK " == *" $name "* ]]; then loadcheck "$name" "$port" "$p" "$pid" "$repeat"; fi
     done
     stop "$pid"
   done
@@ -381,12 +383,13 @@ awk -F'\t' '
     print ""
     for (i = 1; i <= c; i++) {
       k = order[i]; split(k, f, SUBSEP)
-      if (f[1] !~ /^percore-(uring|epoll)$/) continue
-      g = "gnet" SUBSEP f[2]; h = "fasthttp" SUBSEP f[2]; x = "nginx" SUBSEP "1"
+      if (f[1] !~ /^percore-(uring|epoll)(\/load)?$/) continue
+      sfx = (f[1] ~ /\/load$/) ? "/load" : ""
+      g = "gnet" sfx SUBSEP f[2]; h = "fasthttp" sfx SUBSEP f[2]; x = "nginx" SUBSEP "1"
       if (f[2] > 1 && (g in m_rps) && (h in m_rps))
         printf "- %s -P %s: %.2fx gnet (floor 1.2), %.2fx fasthttp (floor 1.5) in requests/s; CPU per request %.2fx gnet, %.2fx fasthttp\n",
           f[1], f[2], m_rps[k] / m_rps[g], m_rps[k] / m_rps[h], m_cpu[k] / m_cpu[g], m_cpu[k] / m_cpu[h]
-      if (f[2] == 1 && (x in m_cpu))
+      if (f[2] == 1 && (x in m_cpu) && sfx == "")
         printf "- %s -P 1: server CPU per request %.2fx nginx -P 1 (floor 1.0)\n", f[1], m_cpu[k] / m_cpu[x]
     }
     if (("proxy-percore" SUBSEP "1") in m_cpu && ("proxy-nginx" SUBSEP "1") in m_cpu)

@@ -66,6 +66,8 @@ type config struct {
 	idleTimeout time.Duration
 	maxBody     int64
 	maxOutbound int
+	waitBatch   int
+	waitMin     time.Duration
 	metrics     string
 	logger      *slog.Logger
 }
@@ -82,6 +84,8 @@ func main() {
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a client connection that sends nothing for this long (0: never)")
 	flag.Int64Var(&cfg.maxBody, "max-body", -1, "longest request body in bytes (413 past it; -1: no limit, bodies are streamed)")
 	flag.IntVar(&cfg.maxOutbound, "max-outbound", 256<<10, "bytes queued per connection before its peer is no longer read (the memory a stream takes)")
+	flag.IntVar(&cfg.waitBatch, "wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off; Config.WaitBatch)")
+	flag.DurationVar(&cfg.waitMin, "wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
 	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address (default: off)")
 	flag.Parse()
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -131,7 +135,7 @@ func start(cfg config) (*server, error) {
 	}
 	s.pools = p.pools
 	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger, LoopSetup: p.setup,
-		IdleTimeout: cfg.idleTimeout, MaxOutbound: cfg.maxOutbound}
+		IdleTimeout: cfg.idleTimeout, MaxOutbound: cfg.maxOutbound, WaitBatch: cfg.waitBatch, WaitMin: cfg.waitMin}
 	var err error
 	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
 		return nil, err

@@ -430,3 +430,36 @@ func TestCurl(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP10ClientChunkedUpstream: a chunked response reaches an HTTP/1.0
+// client as its data alone, delimited by the close.
+func TestHTTP10ClientChunkedUpstream(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := pctest.Serve(t, func(c net.Conn) {
+			rd := bufio.NewReader(c)
+			req, err := http.ReadRequest(rd)
+			if err != nil {
+				return
+			}
+			c.Write([]byte("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n" +
+				"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Host: " + req.Host + "\r\n\r\n4\r\nabcd\r\n2\r\nef\r\n0\r\n\r\n"))
+		})
+		s := startProxy(t, b, up.Addr(), nil)
+		c := pctest.Dial(t, s.rt.Addr().String())
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		c.Write([]byte("GET /old HTTP/1.0\r\n\r\n"))
+		out, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
+		if err != nil {
+			t.Fatalf("%v: %q", err, out)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || string(body) != "abcdef" || len(resp.TransferEncoding) != 0 ||
+			resp.Header.Get("X-Host") != up.Addr() || bytes.Contains(out, []byte("103")) {
+			t.Fatalf("%q", out)
+		}
+	})
+}
