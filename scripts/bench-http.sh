@@ -19,8 +19,10 @@
 # LOADCHECK="" turns it off.
 #
 # Proxy (PROXY=1): an upstream nginx (plaintext, one worker) runs on
-# CLIENT_CPUS; in front of it, on SERVER_CPUS, examples/http_proxy
-# (io_uring) or nginx with proxy_pass to an upstream keepalive pool; wrk
+# CLIENT_CPUS; in front of it, on SERVER_CPUS, each of PROXIES:
+# examples/http_proxy on io_uring (proxy-percore) or epoll
+# (proxy-percore-epoll), or nginx with proxy_pass to an upstream keepalive
+# pool (proxy-nginx); wrk
 # -c CONNS through the proxy. The figure is the proxy's own CPU per request.
 #
 # nginx runs as BENCHMARKING.md says: worker_processes 1, master_process
@@ -46,7 +48,7 @@
 #   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
 #   SERVERS ("percore-uring percore-epoll nginx h2o fasthttp gnet nethttp")
-#   PROXY (1)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
+#   PROXY (1)  PROXIES ("proxy-percore proxy-nginx"; proxy-percore-epoll too)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
 set -euo pipefail
 
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -76,8 +78,9 @@ PIPELINES=${PIPELINES:-1 16}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28300}
-SERVERS=${SERVERS:-percore-uring percore-epoll nginx h2o fasthttp gnet nethttp}
+SERVERS=${SERVERS-percore-uring percore-epoll nginx h2o fasthttp gnet nethttp}
 PROXY=${PROXY:-1}
+PROXIES=${PROXIES-proxy-percore proxy-nginx}
 LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-http}
 
@@ -201,8 +204,10 @@ start() {
     percore-uring | percore-epoll)
       cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend "${name#percore-}" -cores "${cpus%%[,-]*}")
       ;;
-    proxy-percore)
-      cmd=("${go[@]}" "$tmp/http_proxy" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}"
+    proxy-percore | proxy-percore-epoll)
+      local backend=uring
+      if [ "$name" = proxy-percore-epoll ]; then backend=epoll; fi
+      cmd=("${go[@]}" "$tmp/http_proxy" -addr "127.0.0.1:$port" -backend "$backend" -cores "${cpus%%[,-]*}"
         -upstream "127.0.0.1:$UPSTREAM_PORT" -max 128)
       ;;
     fasthttp) cmd=("${go[@]}" "$tmp/fasthttp" -addr "127.0.0.1:$port") ;;
@@ -332,7 +337,7 @@ for repeat in $(seq "$max_repeats"); do
   if [ "$PROXY" = 1 ] && [ "$repeat" -le "$REPEATS" ]; then
     start upstream-nginx "$UPSTREAM_PORT" "$CLIENT_CPUS"
     upstream_pid=$SERVER_PID
-    for name in proxy-percore proxy-nginx; do
+    for name in $PROXIES; do
       port=$((port + 1))
       start "$name" "$port" "$SERVER_CPUS"
       measure "$name" "$port" 1 "$SERVER_PID" "$repeat"
