@@ -463,3 +463,83 @@ func TestHTTP10ClientChunkedUpstream(t *testing.T) {
 		}
 	})
 }
+
+// TestHugeUploadSlowUpstream: a client uploads 64 MiB to an upstream that
+// does not read yet: the proxy stops reading the client, its memory stays
+// bounded, and once the upstream reads, every byte arrives.
+func TestHugeUploadSlowUpstream(t *testing.T) {
+	const total = 64 << 20
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		release := make(chan struct{})
+		got := make(chan int64, 1)
+		up := upstreamServer(t, func(w http.ResponseWriter, r *http.Request) {
+			<-release
+			var n int64
+			buf := make([]byte, 64<<10)
+			for {
+				k, err := r.Body.Read(buf)
+				for i := range k {
+					if buf[i] != byte((n+int64(i))%253) {
+						http.Error(w, "corrupt", 500)
+						got <- -1
+						return
+					}
+				}
+				n += int64(k)
+				if err != nil {
+					break
+				}
+			}
+			got <- n
+			fmt.Fprintf(w, "%d", n)
+		})
+		s := startProxy(t, b, hostPort(up), nil)
+		c := pctest.Dial(t, s.rt.Addr().String())
+		c.SetDeadline(time.Now().Add(60 * time.Second))
+		var sent atomic.Int64
+		wrote := make(chan error, 1)
+		go func() {
+			if _, err := fmt.Fprintf(c, "POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", total); err != nil {
+				wrote <- err
+				return
+			}
+			chunk := make([]byte, 64<<10)
+			for sent.Load() < total {
+				for i := range chunk {
+					chunk[i] = byte((sent.Load() + int64(i)) % 253)
+				}
+				n, err := c.Write(chunk)
+				sent.Add(int64(n))
+				if err != nil {
+					wrote <- err
+					return
+				}
+			}
+			wrote <- nil
+		}()
+		pctest.WaitFor(t, "the proxy to hold the client back", func() bool { return s.rt.Stats().Pauses > 0 })
+		st := s.rt.Stats()
+		if held := st.MappedBytes + st.PooledBytes; held > 4<<20 {
+			t.Errorf("the proxy holds %d bytes of outbound buffers for one stalled upload", held)
+		}
+		if n := sent.Load(); n >= total {
+			t.Errorf("the client sent all %d bytes to an upstream that reads nothing", n)
+		}
+		t.Logf("stalled: client sent %d MiB, proxy buffers %d KiB", sent.Load()>>20, (st.MappedBytes+st.PooledBytes)>>10)
+		close(release)
+		if err := pctest.Recv(t, wrote, "the upload"); err != nil {
+			t.Fatal(err)
+		}
+		if n := pctest.Recv(t, got, "the upstream's count"); n != total {
+			t.Fatalf("the upstream read %d bytes, want %d", n, total)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		if string(body) != fmt.Sprint(total) {
+			t.Fatalf("%q", body)
+		}
+	})
+}
