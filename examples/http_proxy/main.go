@@ -23,7 +23,10 @@
 // Failures: 502 when no connection to the upstream can be made or it closes
 // or sends garbage before its response, 504 when it sends nothing for
 // -timeout (or no connection is free within -wait), and the client is cut
-// off when a response already begun cannot be completed. A connection that
+// off when a response already begun cannot be completed. An idempotent
+// request without a body whose kept-alive connection closes before anything
+// is answered (the keep-alive race) is sent again once, on a new
+// connection. A connection that
 // failed, or whose response did not end cleanly and in step, is never lent
 // again. Requests pipelined on one client connection are forwarded one at a
 // time, in order.

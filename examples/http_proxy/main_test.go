@@ -543,3 +543,44 @@ func TestHugeUploadSlowUpstream(t *testing.T) {
 		}
 	})
 }
+
+// TestKeepAliveRace: an upstream closes a kept-alive connection as the
+// next request arrives on it, answering nothing: an idempotent request
+// without a body is sent again once, on a new connection; a POST gets 502.
+func TestKeepAliveRace(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := pctest.Serve(t, func(c net.Conn) {
+			rd := bufio.NewReader(c)
+			for i := 0; ; i++ {
+				req, err := http.ReadRequest(rd)
+				if err != nil {
+					return
+				}
+				io.Copy(io.Discard, req.Body)
+				if i == 1 {
+					return // the second request on a connection: closed unanswered
+				}
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+			}
+		})
+		s := startProxy(t, b, up.Addr(), func(c *config) { c.max = 1 })
+		base := "http://" + s.rt.Addr().String()
+		cl := httpClient(t)
+		for i := range 3 {
+			if resp, body := get(t, cl, base+"/"); resp.StatusCode != 200 || body != "ok" {
+				t.Fatalf("GET %d: %d %q", i, resp.StatusCode, body)
+			}
+		}
+		if a := up.Accepted(); a != 3 {
+			t.Errorf("%d upstream connections, want 3 (each second request sent again on a new one)", a)
+		}
+		resp, err := cl.Post(base+"/", "text/plain", strings.NewReader("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 502 {
+			t.Fatalf("POST on a connection closed unanswered: %d, want 502", resp.StatusCode)
+		}
+	})
+}

@@ -207,6 +207,10 @@ type exchange struct {
 	respStarted bool   // the response head went to the client
 	dechunk     bool   // chunked response to an HTTP/1.0 client: send the data only
 	upPaused    bool   // reading the upstream is paused (client backpressure)
+	replayable  bool   // idempotent and without a body: it may be sent again
+	reused      bool   // the connection carried an exchange before this one
+	upBytes     bool   // the upstream sent something for this exchange
+	retried     bool   // sent again once already
 	timer       *percore.Timer
 	gotFn       func(*pool.Lease[*upConn], error)
 }
@@ -220,6 +224,8 @@ func (ex *exchange) start() {
 	req := cl.d.Request()
 	ex.active, ex.reqDone, ex.respStarted, ex.dechunk, ex.upPaused = true, false, false, false, false
 	ex.isHead = string(req.Method) == "HEAD"
+	ex.replayable = idempotent(req.Method) && !req.HasBody()
+	ex.upBytes, ex.retried = false, false
 	ex.minor = req.Minor
 	ex.closeAfter = req.Close || cl.shutdown
 	ls := cl.p.loops.Get(cl.c.Loop())
@@ -259,6 +265,7 @@ func (ex *exchange) got(lease *pool.Lease[*upConn], err error) {
 	}
 	ex.lease, ex.uc = lease, lease.Conn()
 	ex.uc.ex = ex
+	ex.reused = ex.uc.served > 0
 	ex.rd.Reset()
 	ex.rd.Expect(ex.isHead)
 	ex.uc.pc.Write(ex.head)
@@ -331,6 +338,7 @@ func (ex *exchange) timedOut() {
 // while the client's queue is full.
 func (ex *exchange) upView(in []byte) int {
 	cl := ex.cl
+	ex.upBytes = true
 	if ex.reqDone {
 		ex.armTimer()
 	}
@@ -420,6 +428,16 @@ func (ex *exchange) upClosed(err error) {
 		ex.fail(0, "")
 		return
 	}
+	if ex.reused && !ex.upBytes && ex.replayable && ex.reqDone && !ex.retried {
+		// The keep-alive race: the upstream closed an idle connection
+		// as the request went out on it. Nothing of the request was
+		// answered and it can be sent again: once, on another
+		// connection (what nginx's proxy_next_upstream does by default).
+		ex.retried = true
+		ex.release(true)
+		ex.local.Get(ex.gotFn)
+		return
+	}
 	reason := "upstream closed the connection"
 	if err != nil {
 		reason += ": " + err.Error()
@@ -453,6 +471,9 @@ func (ex *exchange) release(broken bool) {
 // says the upstream sent bytes after it.
 func (ex *exchange) finish(extra bool) {
 	resp := ex.rd.Response()
+	if ex.uc != nil {
+		ex.uc.served++
+	}
 	ex.release(extra || resp.Close || !ex.reqDone)
 	ex.active = false
 	cl := ex.cl
@@ -512,4 +533,14 @@ func appendStatusResponse(dst []byte, status int, reason string, date []byte) []
 	dst = http1.AppendContentLength(dst, int64(len(body)))
 	dst = append(dst, "\r\n"...)
 	return append(dst, body...)
+}
+
+// idempotent reports whether a request with this method may be sent twice
+// with the effect of once (RFC 9110 9.2.2).
+func idempotent(method []byte) bool {
+	switch string(method) {
+	case "GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE":
+		return true
+	}
+	return false
 }

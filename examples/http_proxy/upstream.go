@@ -32,6 +32,7 @@ type upConn struct {
 	ex     *exchange // the exchange that holds it, or nil while pooled
 	closed bool
 	broken bool
+	served int // exchanges completed on it
 	err    error
 }
 
