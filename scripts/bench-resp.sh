@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-resp.sh: examples/resp against redis-server, judged by redis-benchmark
+# bench-resp.sh: examples/kv against redis-server, judged by redis-benchmark
 # (BENCH=resp make bench, or scripts/bench.sh with BENCH=resp). Each server
 # (resp on io_uring, resp on epoll, redis-server) runs pinned to SERVER_CPUS
 # with one loop (one thread), and redis-benchmark, pinned to CLIENT_CPUS, runs
@@ -10,7 +10,7 @@
 # /proc/PID/stat over the run, divided by the run's requests (SET and GET).
 # The table gives medians, and each row's ratio to redis-server.
 #
-# What it changes: it builds examples/resp into a temporary directory (removed
+# What it changes: it builds examples/kv into a temporary directory (removed
 # on exit, with redis-server's working directory), listens on 127.0.0.1 ports
 # from BASE_PORT up (redis-server with --save '' --appendonly no: no files),
 # and writes OUT/resp-runs.tsv and OUT/resp-summary.md. Undo: delete OUT. It
@@ -29,7 +29,7 @@
 #   CLIENTS (50)  PIPELINES ("1 16")  RUN_TIMEOUT (120)  BASE_PORT (27300)
 #   SERVERS ("resp-uring resp-epoll handkept redis")  OUT (docs/results/HOST-DATE-resp)
 #   (handkept is the same server written the old way, before issue 14's API:
-#   examples/resp/testdata/handkept, one loop, io_uring where it can run)
+#   examples/kv/testdata/handkept, one loop, io_uring where it can run)
 set -euo pipefail
 
 self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
@@ -87,8 +87,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run go build -o "$tmp/resp" ./examples/resp
-run go build -o "$tmp/handkept" ./examples/resp/testdata/handkept
+run go build -o "$tmp/resp" ./examples/kv
+run go build -o "$tmp/handkept" ./examples/kv/testdata/handkept
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
   printf 'server\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\n' >"$OUT/resp-runs.tsv"

@@ -1,13 +1,13 @@
 //go:build linux
 
-// Command resp is a small Redis-protocol (RESP2) server on percore whose
+// Command kv is a small Redis-protocol (RESP2) server on percore whose
 // keys are owned by loops, shared-nothing: a key belongs to the loop
 // Loop.Owner names, and a command for a key of another loop runs there
 // through a cross-loop call (Loop.Call), its reply coming back in order on
 // the client's connection, even when a pipeline mixes keys of several
 // loops.
 //
-//	go run ./examples/resp -addr 127.0.0.1:6380
+//	go run ./examples/kv -addr 127.0.0.1:6380
 //	redis-cli -p 6380 SET k v
 //	redis-benchmark -p 6380 -q -t set,get -P 16
 //
@@ -61,7 +61,7 @@ func main() {
 	flag.Parse()
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "resp:", err)
+		fmt.Fprintln(os.Stderr, "kv:", err)
 		os.Exit(1)
 	}
 }
@@ -71,7 +71,7 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("resp: %d loops listening on %s\n", len(rt.Loops()), rt.Addr())
+	fmt.Printf("kv: %d loops listening on %s\n", len(rt.Loops()), rt.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
