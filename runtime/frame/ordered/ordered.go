@@ -97,6 +97,10 @@ func (q *Queue[T]) push(parts int) *Reply[T] {
 // owners it needs while it splits.
 func (q *Queue[T]) Add(r *Reply[T], n int) { r.left += n }
 
+// Left returns how many parts r still waits for: 1 before its last Done,
+// when a joined reply builds its bytes from its parts.
+func (q *Queue[T]) Left(r *Reply[T]) int { return r.left }
+
 // Done counts off one part of r. When r was the oldest waiting reply and
 // this was its last part, r and the ready replies behind it are written,
 // and reused.
