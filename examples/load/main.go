@@ -53,6 +53,7 @@ type config struct {
 	json      bool
 	serverPID int
 	perf      bool
+	resp      respOptions // -engine resp: engine_resp.go
 }
 
 func main() {
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	eng, err := engineByName(cfg.engine)
+	eng, err := engineFor(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "load: %v\n", err)
 		return 2
@@ -122,6 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print the result as one JSON object")
 	fs.IntVar(&cfg.serverPID, "server-pid", 0, "sample this server process over the window")
 	fs.BoolVar(&cfg.perf, "perf", false, "count the server's system calls with perf stat (needs -server-pid)")
+	addRespFlags(fs, &cfg.resp)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
