@@ -568,6 +568,7 @@ func (cl *client) direct(c *cmd, now int64) {
 		cl.c.Write(cl.tmp)
 		return
 	}
+	cl.sh.commands++
 	e := cl.sh.live(c.key, now)
 	if e == nil {
 		cl.c.Write(null(c.resp3))
@@ -690,7 +691,9 @@ func (s *server) info(dst []byte, st counts) []byte {
 		"\r\n\r\n# Memory\r\nused_memory:" + strconv.FormatInt(st.used, 10) +
 		"\r\nmaxmemory:" + strconv.FormatInt(s.maxMemory, 10) +
 		"\r\nmaxmemory_policy:" + policy +
-		"\r\n\r\n# Stats\r\nexpired_keys:" + strconv.FormatInt(st.expired, 10) +
+		"\r\n\r\n# Stats\r\npercore_key_commands:" + strconv.FormatInt(st.commands, 10) +
+		"\r\npercore_cross_loop_commands:" + strconv.FormatInt(st.remote, 10) +
+		"\r\nexpired_keys:" + strconv.FormatInt(st.expired, 10) +
 		"\r\nevicted_keys:" + strconv.FormatInt(st.evicted, 10) +
 		"\r\n\r\n# Keyspace\r\n"
 	if st.keys > 0 {
@@ -734,6 +737,7 @@ func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd, i in
 // run runs on the owner's loop.
 func (o *op) run() {
 	sh := o.cl.s.shards.Get(o.to)
+	sh.remote++
 	if o.c.k == kStats {
 		o.stats = sh.counts()
 	}

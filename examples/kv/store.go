@@ -21,6 +21,8 @@ type shard struct {
 	evict       bool // allkeys-random, else noeviction
 	evicted     int64
 	expired     int64
+	commands    int64 // key commands run here (each part of a multi-key or every-loop command counts)
+	remote      int64 // of which for clients of other loops
 	ops         []*op // cross-loop call records, reused
 }
 
@@ -156,6 +158,7 @@ func (sh *shard) store(key, val []byte, e *entry, exp int64) {
 // part of a joined reply, to dst; n is a part's count (DEL, EXISTS) or
 // for kStats the keys (and dst holds nothing).
 func (sh *shard) exec(c *cmd, now int64, dst []byte) ([]byte, int64) {
+	sh.commands++
 	switch c.k {
 	case kGet, kMGet:
 		if e := sh.live(c.key, now); e != nil {
@@ -208,11 +211,11 @@ func (sh *shard) exec(c *cmd, now int64, dst []byte) ([]byte, int64) {
 
 // counts are a shard's figures for INFO, summed over the loops.
 type counts struct {
-	keys, expires, used, evicted, expired int64
+	keys, expires, used, evicted, expired, commands, remote int64
 }
 
 func (sh *shard) counts() counts {
-	return counts{int64(len(sh.keys)), int64(len(sh.volatile)), sh.used, sh.evicted, sh.expired}
+	return counts{int64(len(sh.keys)), int64(len(sh.volatile)), sh.used, sh.evicted, sh.expired, sh.commands, sh.remote}
 }
 
 func (c *counts) add(o counts) {
@@ -221,6 +224,8 @@ func (c *counts) add(o counts) {
 	c.used += o.used
 	c.evicted += o.evicted
 	c.expired += o.expired
+	c.commands += o.commands
+	c.remote += o.remote
 }
 
 // growth is what storing val at key costs beyond what e holds now.
