@@ -53,7 +53,7 @@ lint:
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
 
 ## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more, BENCH=resp for
-## examples/kv against redis-server (scripts/bench-resp.sh).
+## examples/kv against redis-server and examples/redis_proxy against twemproxy (scripts/bench-resp.sh).
 bench:
 	./scripts/bench.sh
 

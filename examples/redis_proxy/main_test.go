@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -415,3 +416,70 @@ func TestRefused(t *testing.T) {
 		t.Fatalf("after the refusals: %q", got[4:])
 	}
 }
+
+// TestPlacementLikeTwemproxy: keys written through a real twemproxy
+// (Debian's nutcracker, hash fnv1a_64, distribution modula) in front of
+// two redis-servers land on the same servers as keys written through the
+// proxy in front of two others in the same order.
+func TestPlacementLikeTwemproxy(t *testing.T) {
+	bin, err := exec.LookPath("nutcracker")
+	if err != nil {
+		t.Skip("nutcracker (twemproxy) is not installed (Debian: apt-get install nutcracker; scripts/ensure-tools.sh installs it)")
+	}
+	t1, t2 := startRedis(t), startRedis(t)
+	p1, p2 := startRedis(t), startRedis(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	twAddr := ln.Addr().String()
+	ln.Close()
+	conf := t.TempDir() + "/nutcracker.yml"
+	yml := "test:\n  listen: " + twAddr + "\n  hash: fnv1a_64\n  distribution: modula\n  redis: true\n  servers:\n   - " +
+		t1.addr() + ":1\n   - " + t2.addr() + ":1\n"
+	if err := writeFile(conf, yml); err != nil {
+		t.Fatal(err)
+	}
+	stats := freePort(t)
+	tw := exec.Command(bin, "-c", conf, "-s", stats, "-o", t.TempDir()+"/nutcracker.log")
+	if err := tw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tw.Process.Kill(); tw.Wait() })
+	pctest.WaitFor(t, "nutcracker to listen", func() bool {
+		c, err := net.Dial("tcp", twAddr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, p1.addr(), p2.addr())
+	var cmds [][]string
+	for i := range 200 {
+		cmds = append(cmds, []string{"SET", "key:" + strconv.Itoa(i*7919), "v"})
+	}
+	dialResp(t, twAddr).pipeline(t, cmds...)
+	dialResp(t, s.rt.Addr().String()).pipeline(t, cmds...)
+	tws := []*respClient{dialResp(t, t1.addr()), dialResp(t, t2.addr())}
+	ours := []*respClient{dialResp(t, p1.addr()), dialResp(t, p2.addr())}
+	for _, c := range cmds {
+		for i := range 2 {
+			a, b := tws[i].do(t, "EXISTS", c[1]), ours[i].do(t, "EXISTS", c[1])
+			if a != b {
+				t.Fatalf("%s on server %d: twemproxy's %q, the proxy's %q", c[1], i, a, b)
+			}
+		}
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func writeFile(name, s string) error { return os.WriteFile(name, []byte(s), 0o600) }
