@@ -9,6 +9,10 @@
 #          and against a direct connection, in front of one redis-server that runs pinned to
 #          UPSTREAM_CPUS (default: the client's CPUs; the client saturates first anyway). The
 #          proxy's own CPU per request is the comparison; "direct" rows give redis-server's.
+#   load   the kv table's servers again, with the project's own RESP client instead of
+#          redis-benchmark (examples/load -engine resp: 50% GET, 50% SET of one key, 3-byte
+#          values, as redis-benchmark's defaults; every reply verified), a cross-check of
+#          redis-benchmark's requests/s by a client that costs less per request.
 #   loops  examples/kv with one loop on SERVER_CPUS and with two loops on LOOP_CPUS (default
 #          0-1, so the client shares a CPU: flagged CPU-shared), with keys spread over
 #          KEYSPACE random keys (-r), so that about half of the commands of two loops are for
@@ -19,10 +23,11 @@
 # pinned to CLIENT_CPUS, for each P in PIPELINES. Servers and pipelines run interleaved,
 # REPEATS times. For each run it records each test's requests/s and the measured process's
 # CPU per request: its utime+stime from /proc/PID/stat over the run, divided by the run's
-# requests (SET and GET). The summary gives medians, and each row's ratios to its table's
-# reference (redis for kv, twemproxy for proxy, kv1-uring for loops).
+# requests (SET and GET), and how busy the client's CPUs were (from /proc/stat). The summary
+# gives medians, and each row's ratios to its table's reference (redis for kv and load,
+# twemproxy for proxy, kv1-uring for loops).
 #
-# What it changes: it builds examples/kv and examples/redis_proxy into a temporary directory
+# What it changes: it builds examples/kv, examples/redis_proxy and examples/load into a temporary directory
 # (removed on exit, with the servers' working directories and nutcracker's configuration),
 # listens on 127.0.0.1 ports from BASE_PORT up (redis-server with --save '' --appendonly no:
 # no files), and writes OUT/resp-runs.tsv and OUT/resp-summary.md. Undo: delete OUT. It
@@ -38,7 +43,7 @@
 # Environment (defaults in parentheses):
 #   REPEATS (3)  SERVER_CPUS (0)  CLIENT_CPUS (1)  UPSTREAM_CPUS (CLIENT_CPUS)  LOOP_CPUS (0-1)
 #   REQUESTS (200000)  CLIENTS (50)  PIPELINES ("1 16")  KEYSPACE (100000)  RUN_TIMEOUT (120)
-#   BASE_PORT (27300)  TABLES ("kv proxy loops")  KV_SERVERS ("kv-uring kv-epoll redis")
+#   BASE_PORT (27300)  TABLES ("kv proxy load loops")  LOAD_SECONDS (4)  KV_SERVERS ("kv-uring kv-epoll redis")
 #   PROXY_SERVERS ("proxy-uring proxy-epoll twemproxy direct")  LOOP_SERVERS ("kv1-uring kv2-uring")
 #   OUT (docs/results/HOST-DATE-resp)
 #   (KV_SERVERS may also name handkept: issue 14's one-loop server written without its API,
@@ -74,7 +79,8 @@ PIPELINES=${PIPELINES:-1 16}
 KEYSPACE=${KEYSPACE:-100000}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 BASE_PORT=${BASE_PORT:-27300}
-TABLES=${TABLES:-kv proxy loops}
+TABLES=${TABLES:-kv proxy load loops}
+LOAD_SECONDS=${LOAD_SECONDS:-4}
 KV_SERVERS=${KV_SERVERS:-kv-uring kv-epoll redis}
 PROXY_SERVERS=${PROXY_SERVERS:-proxy-uring proxy-epoll twemproxy direct}
 LOOP_SERVERS=${LOOP_SERVERS:-kv1-uring kv2-uring}
@@ -111,9 +117,10 @@ trap cleanup EXIT
 run go build -o "$tmp/kv" ./examples/kv
 run go build -o "$tmp/redis_proxy" ./examples/redis_proxy
 run go build -o "$tmp/handkept" ./examples/kv/testdata/handkept
+run go build -o "$tmp/load" ./examples/load
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
-  printf 'table\tserver\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\tcross_loop_share\n' >"$OUT/resp-runs.tsv"
+  printf 'table\tserver\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\tcross_loop_share\tclient_busy_pct\n' >"$OUT/resp-runs.tsv"
 fi
 hz=$(getconf CLK_TCK)
 
@@ -121,6 +128,27 @@ hz=$(getconf CLK_TCK)
 cpu_ticks() {
   # The command name (field 2) may hold spaces: count from after its ')'.
   awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
+}
+
+# cpu_stat CPUS prints the busy and total clock ticks of the CPUs listed ("1", "1,3", "2-3").
+cpu_stat() {
+  local list=() parts=() more=() part a b
+  IFS=, read -ra parts <<<"$1"
+  for part in "${parts[@]}"; do
+    a=${part%-*} b=${part#*-}
+    mapfile -t more < <(seq "$a" "$b")
+    list+=("${more[@]}")
+  done
+  awk -v want=" ${list[*]} " '
+    $1 ~ /^cpu[0-9]+$/ && index(want, " " substr($1, 4) " ") {
+      for (i = 2; i <= NF; i++) { total += $i; if (i != 5 && i != 6) busy += $i } }
+    END { print busy, total }' /proc/stat
+}
+
+# busy_pct "BUSY0 TOTAL0" "BUSY1 TOTAL1" prints the busy percentage between two cpu_stat samples.
+busy_pct() {
+  awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); d = y[2] - x[2]
+    if (d > 0) printf "%.0f", 100 * (y[1] - x[1]) / d; else print "NA" }'
 }
 
 # wait_listen PORT waits up to 10 s for a listener on 127.0.0.1:PORT.
@@ -234,7 +262,7 @@ port=$BASE_PORT
 for repeat in $(seq "$REPEATS"); do
   for table in $TABLES; do
     case "$table" in
-      kv) servers=$KV_SERVERS extra=() ;;
+      kv | load) servers=$KV_SERVERS extra=() ;;
       proxy) servers=$PROXY_SERVERS extra=() ;;
       loops) servers=$LOOP_SERVERS extra=(-r "$KEYSPACE") ;;
       *)
@@ -246,15 +274,35 @@ for repeat in $(seq "$REPEATS"); do
       port=$((port + 1))
       start_server "$name" "$port"
       for p in $PIPELINES; do
-        bench=(timeout -k 5 "$RUN_TIMEOUT" taskset -c "$CLIENT_CPUS" redis-benchmark -h 127.0.0.1 -p "$BENCH_PORT"
-          -q -t "set,get" -c "$CLIENTS" -n "$REQUESTS" -P "$p" "${extra[@]}" --csv)
+        if [ "$table" = load ]; then
+          bench=(timeout -k 5 "$RUN_TIMEOUT" env GOMAXPROCS=1 taskset -c "$CLIENT_CPUS" "$tmp/load" -engine resp
+            -addr "127.0.0.1:$BENCH_PORT" -conns "$CLIENTS" -pipeline "$p" -bytes 3 -resp-get 50 -resp-keys 1
+            -warmup 1 -seconds "$LOAD_SECONDS" -server-pid "$SERVER_PID" -json)
+        else
+          bench=(timeout -k 5 "$RUN_TIMEOUT" taskset -c "$CLIENT_CPUS" redis-benchmark -h 127.0.0.1 -p "$BENCH_PORT"
+            -q -t "set,get" -c "$CLIENTS" -n "$REQUESTS" -P "$p" "${extra[@]}" --csv)
+        fi
         if [ "$DRY_RUN" = 1 ]; then
           run "${bench[@]}"
           continue
         fi
+        if [ "$table" = load ]; then
+          # load measures the server's CPU and its own CPUs' busy share over its window.
+          out=$("${bench[@]}" 2>/dev/null) || out=""
+          printf '%s\n' "$out" | tr -d '{}"' | tr ',' '\n' | awk -F: -v tb="$table" -v s="$name" -v p="$p" -v r="$repeat" '
+            { v[$1] = $2 }
+            END { if (v["requests"] + 0 > 0 && v["errors"] + 0 == 0 && v["mismatches"] + 0 == 0)
+              printf "%s\t%s\t%s\t%s\tMIX\t%.0f\t%s\t%.0f\tNA\t%.0f\n", tb, s, p, r, v["rps"], v["requests"],
+                1000 * v["server_cpu_us_per_req"], v["client_busy_pct"] }' >>"$OUT/resp-runs.tsv"
+          echo "bench-resp.sh: $table $name -P $p repeat $repeat: $(tail -n1 "$OUT/resp-runs.tsv" | cut -f6,8)" >&2
+          continue
+        fi
         before=$(cpu_ticks "$SERVER_PID")
+        c0=$(cpu_stat "$CLIENT_CPUS")
         csv=$("${bench[@]}" 2>/dev/null) || csv=""
+        c1=$(cpu_stat "$CLIENT_CPUS")
         after=$(cpu_ticks "$SERVER_PID")
+        client=$(busy_pct "$c0" "$c1")
         share=NA
         if [ "$table" = loops ]; then share=$(cross_share "$BENCH_PORT"); fi
         # Both tests ran when the CSV has their rows; the CPU covers both.
@@ -265,10 +313,10 @@ for repeat in $(seq "$REPEATS"); do
           cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$total" 'BEGIN { printf "%.0f", t * 1e9 / hz / n }')
         fi
         printf '%s\n' "$csv" | awk -F'","' -v tb="$table" -v s="$name" -v p="$p" -v r="$repeat" -v n="$REQUESTS" \
-          -v c="$cpu" -v x="$share" \
-          '/^"(SET|GET)"/ { gsub(/"/, "", $1); printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tb, s, p, r, $1, $2, n, c, x }' \
+          -v c="$cpu" -v x="$share" -v cl="$client" \
+          '/^"(SET|GET)"/ { gsub(/"/, "", $1); printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", tb, s, p, r, $1, $2, n, c, x, cl }' \
           >>"$OUT/resp-runs.tsv"
-        echo "bench-resp.sh: $table $name -P $p repeat $repeat: ${cpu} ns of CPU per request (cross-loop share $share)" >&2
+        echo "bench-resp.sh: $table $name -P $p repeat $repeat: ${cpu} ns of CPU per request (cross-loop share $share, client busy $client%)" >&2
       done
       stop "$SERVER_PID"
       if [ "$UPSTREAM_PID" != "$SERVER_PID" ]; then stop "$UPSTREAM_PID"; fi
@@ -282,24 +330,25 @@ if [ "$DRY_RUN" = 1 ]; then exit 0; fi
 # reference.
 awk -F'\t' '
   NR == 1 { next }
-  { k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $5; rps[k] = rps[k] " " $6; cpu[k] = cpu[k] " " $8; share[k] = share[k] " " $9; keys[k] = 1 }
+  { k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $5; rps[k] = rps[k] " " $6; cpu[k] = cpu[k] " " $8; share[k] = share[k] " " $9
+    busy[k] = busy[k] " " $10; keys[k] = 1 }
   function median(list,   n, a, i, j, t) {
     n = split(list, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
   }
   END {
-    ref["kv"] = "redis"; ref["proxy"] = "twemproxy"; ref["loops"] = "kv1-uring"
-    print "| table | server | -P | test | requests/s | CPU ns/request | rps vs ref | CPU vs ref | cross-loop share |"
-    print "|---|---|---:|---|---:|---:|---:|---:|---:|"
-    for (k in keys) { m[k] = median(rps[k]); c[k] = median(cpu[k]); x[k] = median(share[k]) }
+    ref["kv"] = "redis"; ref["load"] = "redis"; ref["proxy"] = "twemproxy"; ref["loops"] = "kv1-uring"
+    print "| table | server | -P | test | requests/s | CPU ns/request | rps vs ref | CPU vs ref | cross-loop share | client busy % |"
+    print "|---|---|---:|---|---:|---:|---:|---:|---:|---:|"
+    for (k in keys) { m[k] = median(rps[k]); c[k] = median(cpu[k]); x[k] = median(share[k]); b[k] = median(busy[k]) }
     n = 0
     for (k in keys) order[++n] = k
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (order[j] < order[i]) { t = order[i]; order[i] = order[j]; order[j] = t }
     for (i = 1; i <= n; i++) {
       k = order[i]; split(k, f, SUBSEP); r = f[1] SUBSEP ref[f[1]] SUBSEP f[3] SUBSEP f[4]
-      printf "| %s | %s | %s | %s | %.0f | %.0f | %.2f | %.2f | %s |\n", f[1], f[2], f[3], f[4], m[k], c[k],
-        (r in m && m[r] > 0) ? m[k] / m[r] : 0, (r in c && c[r] > 0) ? c[k] / c[r] : 0, (x[k] == 0 && share[k] ~ /NA/) ? "" : x[k]
+      printf "| %s | %s | %s | %s | %.0f | %.0f | %.2f | %.2f | %s | %.0f |\n", f[1], f[2], f[3], f[4], m[k], c[k],
+        (r in m && m[r] > 0) ? m[k] / m[r] : 0, (r in c && c[r] > 0) ? c[k] / c[r] : 0, (share[k] ~ /NA/) ? "" : x[k], b[k]
     }
   }' "$OUT/resp-runs.tsv" >"$OUT/resp-summary.md"
 cat "$OUT/resp-summary.md"

@@ -58,6 +58,7 @@ import (
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/resp"
+	"github.com/percore/percore/runtime/metrics"
 )
 
 // config is what the flags set.
@@ -69,6 +70,7 @@ type config struct {
 	maxMemory  int64
 	policy     string
 	sweep      time.Duration
+	metrics    string // the metrics and pprof address, "" for none
 	logger     *slog.Logger
 }
 
@@ -80,6 +82,7 @@ func main() {
 	flag.IntVar(&cfg.maxRequest, "max-request", 1<<20, "longest request (and argument) in bytes")
 	maxMemory := flag.String("maxmemory", "0", "most memory the keys may account for, in bytes or with a kb, mb or gb suffix (0: no limit)")
 	flag.StringVar(&cfg.policy, "maxmemory-policy", "noeviction", "at -maxmemory: noeviction (writes get -OOM) or allkeys-random (evict random keys)")
+	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9103 (default: off)")
 	flag.DurationVar(&cfg.sweep, "sweep", 100*time.Millisecond, "how often each loop samples keys with an expiry and deletes the expired ones")
 	flag.Parse()
 	var err error
@@ -100,6 +103,14 @@ func run(cfg config) error {
 		return err
 	}
 	fmt.Printf("kv: %d loops listening on %s\n", len(rt.Loops()), rt.Addr())
+	if cfg.metrics != "" {
+		ms, err := metrics.Listen(cfg.metrics, rt)
+		if err != nil {
+			rt.Close()
+			return err
+		}
+		defer ms.Close()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()

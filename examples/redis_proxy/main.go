@@ -48,7 +48,9 @@ import (
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/resp"
+	"github.com/percore/percore/runtime/metrics"
 	"github.com/percore/percore/runtime/pool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/percore/percore/runtime/pool/upstream"
 )
 
@@ -65,6 +67,7 @@ type config struct {
 	maxReq   int
 	maxReply int
 	maxWait  int
+	metrics  string // the metrics and pprof address, "" for none
 	logger   *slog.Logger
 }
 
@@ -81,6 +84,7 @@ func main() {
 	flag.IntVar(&cfg.maxReq, "max-request", 1<<20, "longest client request in bytes")
 	flag.IntVar(&cfg.maxReply, "max-reply", 16<<20, "longest upstream reply in bytes")
 	flag.IntVar(&cfg.maxWait, "max-waiting", 1024, "replies a client may have waiting before the proxy stops reading its requests")
+	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics (the loops' and the pools', pool=\"ADDR\") at /metrics and pprof at /debug/pprof/ on this address (default: off)")
 	flag.Parse()
 	cfg.servers = strings.Split(*servers, ",")
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -108,8 +112,9 @@ func run(cfg config) error {
 
 // server is a running proxy.
 type server struct {
-	rt    *percore.Runtime
-	pools []*pool.Pool[*upstream.Conn]
+	rt      *percore.Runtime
+	pools   []*pool.Pool[*upstream.Conn]
+	metrics *metrics.Server // nil without -metrics
 }
 
 // start starts the proxy's loops and its pools, one per server.
@@ -160,6 +165,16 @@ func start(cfg config) (*server, error) {
 		s.closePools()
 		return nil, err
 	}
+	if cfg.metrics != "" {
+		var cs []prometheus.Collector
+		for i, pl := range s.pools {
+			cs = append(cs, metrics.NewPool(pl, metrics.PoolConfig{Name: strings.TrimSpace(cfg.servers[i])}))
+		}
+		if s.metrics, err = metrics.Listen(cfg.metrics, s.rt, cs...); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -183,5 +198,9 @@ func (s *server) close() {
 func (s *server) closePools() {
 	for _, p := range s.pools {
 		p.Close()
+	}
+	if s.metrics != nil {
+		s.metrics.Close()
+		s.metrics = nil
 	}
 }
