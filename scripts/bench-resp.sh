@@ -209,7 +209,7 @@ start_server() {
         --appendonly no --dir "$tmp" --daemonize no
       ;;
     proxy-uring | proxy-epoll | twemproxy | direct)
-      local up=$((port + 5000))
+      local up=$((port + 1000)) # below the ephemeral ports (32768 up), as the stats port
       spawn "$name-upstream" taskset -c "$UPSTREAM_CPUS" redis-server --port "$up" --bind 127.0.0.1 \
         --save '' --appendonly no --dir "$tmp" --daemonize no
       UPSTREAM_PID=$SPAWNED
@@ -233,7 +233,7 @@ bench:
    - 127.0.0.1:$up:1
 YML
           spawn "$name" taskset -c "$SERVER_CPUS" nutcracker -c "$tmp/nutcracker-$port.yml" \
-            -s $((port + 10000)) -o "$tmp/nutcracker-$port.log"
+            -s $((port + 2000)) -o "$tmp/nutcracker-$port.log"
           ;;
         direct)
           SERVER_PID=$UPSTREAM_PID
