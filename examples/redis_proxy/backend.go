@@ -53,8 +53,8 @@ type link struct {
 	// Bound once per link.
 	onTimeoutFn func()
 	dataFn      func([]byte)
-	closeFn               func(error)
-	emitFn                func([]byte) bool
+	closeFn     func(error)
+	emitFn      func([]byte) bool
 }
 
 // send forwards req (one or more whole commands, as many replies as

@@ -50,8 +50,8 @@ import (
 	"github.com/percore/percore/runtime/frame/resp"
 	"github.com/percore/percore/runtime/metrics"
 	"github.com/percore/percore/runtime/pool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/percore/percore/runtime/pool/upstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // config is what the flags set.
