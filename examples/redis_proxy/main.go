@@ -4,7 +4,8 @@
 // accepts clients on its own SO_REUSEPORT listener, sends each command to
 // the server its key hashes to (as twemproxy does: fnv1a_64 and modula, so
 // that the proxy and a twemproxy configured alike put every key on the
-// same server), on connections the loop leased from its own pool for that
+// same server; the servers are ordered as twemproxy orders them), on
+// connections the loop leased from its own pool for that
 // server, and answers each client in the order of its requests.
 //
 //	redis-server --port 6379 --save '' --appendonly no &
@@ -40,6 +41,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -73,7 +75,7 @@ type config struct {
 
 func main() {
 	var cfg config
-	servers := flag.String("servers", "127.0.0.1:6379", "the Redis servers, comma-separated literal ip:port, in twemproxy's order")
+	servers := flag.String("servers", "127.0.0.1:6379", "the Redis servers, comma-separated literal ip:port (ordered as twemproxy orders a pool's servers)")
 	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:6390", "listen address")
 	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
 	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
@@ -132,11 +134,12 @@ func start(cfg config) (*server, error) {
 		return nil, fmt.Errorf("max waiting %d: at least 2", cfg.maxWait)
 	}
 	s := &server{}
-	p := &proxy{servers: cfg.servers, maxReq: cfg.maxReq, maxReply: cfg.maxReply, depth: cfg.depth,
+	servers := twemproxyOrder(cfg.servers)
+	p := &proxy{servers: servers, maxReq: cfg.maxReq, maxReply: cfg.maxReply, depth: cfg.depth,
 		maxConns: cfg.max, timeout: cfg.timeout, maxWait: cfg.maxWait,
 		lim: resp.Limits{MaxBulk: cfg.maxReq, MaxInline: min(cfg.maxReq, resp.DefaultMaxInline)}}
-	for _, addr := range cfg.servers {
-		m, err := upstream.New(strings.TrimSpace(addr))
+	for _, addr := range servers {
+		m, err := upstream.New(addr)
 		if err != nil {
 			s.closePools()
 			return nil, err
@@ -168,7 +171,7 @@ func start(cfg config) (*server, error) {
 	if cfg.metrics != "" {
 		var cs []prometheus.Collector
 		for i, pl := range s.pools {
-			cs = append(cs, metrics.NewPool(pl, metrics.PoolConfig{Name: strings.TrimSpace(cfg.servers[i])}))
+			cs = append(cs, metrics.NewPool(pl, metrics.PoolConfig{Name: servers[i]}))
 		}
 		if s.metrics, err = metrics.Listen(cfg.metrics, s.rt, cs...); err != nil {
 			s.close()
@@ -176,6 +179,28 @@ func start(cfg config) (*server, error) {
 		}
 	}
 	return s, nil
+}
+
+// twemproxyOrder returns the servers in the order twemproxy puts a pool's
+// servers in before it distributes keys over them: it sorts them by their
+// names, "host:port:weight" (weight 1 here), shorter names first, then
+// byte by byte (conf_validate_server's array_sort with
+// conf_server_name_cmp). So the proxy and a twemproxy pool of the same
+// servers put every key on the same server, whatever order each lists
+// them in.
+func twemproxyOrder(servers []string) []string {
+	out := make([]string, 0, len(servers))
+	for _, s := range servers {
+		out = append(out, strings.TrimSpace(s))
+	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		a, b = a+":1", b+":1"
+		if len(a) != len(b) {
+			return len(a) - len(b)
+		}
+		return strings.Compare(a, b)
+	})
+	return out
 }
 
 // shutdown stops accepting, lets clients finish until ctx is done, then

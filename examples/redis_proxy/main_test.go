@@ -199,8 +199,9 @@ func startProxy(t *testing.T, b percore.Backend, loops int, timeout time.Duratio
 
 // TestForwardingInOrder: clients on two loops pipeline SET, GET, INCR,
 // MSET, MGET, DEL and EXISTS over keys of two redis-servers; every reply is
-// what one Redis would give, in order, and each key is on the server
-// twemproxy's fnv1a_64 and modula put it on.
+// what one Redis would give, in order, and each key is on the server its
+// hash picks, and only there (TestPlacementLikeTwemproxy checks that this
+// is twemproxy's choice too).
 func TestForwardingInOrder(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		r1, r2 := startRedis(t), startRedis(t)
@@ -244,7 +245,8 @@ func TestForwardingInOrder(t *testing.T) {
 			t.Error(e)
 		}
 		// Each key is where twemproxy would put it, and only there.
-		direct := []*respClient{dialResp(t, r1.addr()), dialResp(t, r2.addr())}
+		order := twemproxyOrder([]string{r1.addr(), r2.addr()})
+		direct := []*respClient{dialResp(t, order[0]), dialResp(t, order[1])}
 		on := [2]int{}
 		for i := range 60 {
 			k := "c0:" + strconv.Itoa(i)
@@ -420,7 +422,9 @@ func TestRefused(t *testing.T) {
 // TestPlacementLikeTwemproxy: keys written through a real twemproxy
 // (Debian's nutcracker, hash fnv1a_64, distribution modula) in front of
 // two redis-servers land on the same servers as keys written through the
-// proxy in front of two others in the same order.
+// proxy in front of two others listed in the same order. The servers'
+// ports are random, so over runs both orders of their names occur: this
+// is what found that twemproxy sorts a pool's servers by name.
 func TestPlacementLikeTwemproxy(t *testing.T) {
 	bin, err := exec.LookPath("nutcracker")
 	if err != nil {
@@ -458,10 +462,19 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 	for i := range 200 {
 		cmds = append(cmds, []string{"SET", "key:" + strconv.Itoa(i*7919), "v"})
 	}
-	dialResp(t, twAddr).pipeline(t, cmds...)
-	dialResp(t, s.rt.Addr().String()).pipeline(t, cmds...)
-	tws := []*respClient{dialResp(t, t1.addr()), dialResp(t, t2.addr())}
-	ours := []*respClient{dialResp(t, p1.addr()), dialResp(t, p2.addr())}
+	for who, addr := range map[string]string{"twemproxy": twAddr, "the proxy": s.rt.Addr().String()} {
+		for i, got := range dialResp(t, addr).pipeline(t, cmds...) {
+			if got != "+OK\r\n" {
+				t.Fatalf("%s: SET %s: %q", who, cmds[i][1], got)
+			}
+		}
+	}
+	// Server i of each pool, in the order of its names as twemproxy
+	// sorts them: if twemproxy did not sort them so, the runs where
+	// the ports' order and the names' order differ would fail.
+	two, po := twemproxyOrder([]string{t1.addr(), t2.addr()}), twemproxyOrder([]string{p1.addr(), p2.addr()})
+	tws := []*respClient{dialResp(t, two[0]), dialResp(t, two[1])}
+	ours := []*respClient{dialResp(t, po[0]), dialResp(t, po[1])}
 	for _, c := range cmds {
 		for i := range 2 {
 			a, b := tws[i].do(t, "EXISTS", c[1]), ours[i].do(t, "EXISTS", c[1])
