@@ -170,7 +170,7 @@ func hello(resp3 bool) []byte {
 	} else {
 		b = resp.AppendArray(b, 14)
 	}
-	for _, kv := range [][2]string{{"server", "redis"}, {"version", "7.0.15"}} {
+	for _, kv := range [][2]string{{"server", "percore-kv"}, {"version", "7.0.15"}} {
 		b = resp.AppendBulkString(resp.AppendBulkString(b, kv[0]), kv[1])
 	}
 	proto := int64(2)
