@@ -179,6 +179,12 @@ func bulk(s string) string { return string(resp.AppendBulkString(nil, s)) }
 // startProxy starts the proxy on loops loops in front of servers.
 func startProxy(t *testing.T, b percore.Backend, loops int, timeout time.Duration, max int, servers ...string) *server {
 	t.Helper()
+	return startProxyReply(t, b, loops, timeout, max, 1<<20, servers...)
+}
+
+// startProxyReply is startProxy with -max-reply maxReply.
+func startProxyReply(t *testing.T, b percore.Backend, loops int, timeout time.Duration, max, maxReply int, servers ...string) *server {
+	t.Helper()
 	cores, err := cpu.Cores()
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +194,7 @@ func startProxy(t *testing.T, b percore.Backend, loops int, timeout time.Duratio
 		use = append(use, cores[i%len(cores)])
 	}
 	s, err := start(config{addr: "127.0.0.1:0", servers: servers, cores: cpu.FormatList(use), backend: b.String(),
-		max: max, depth: 4, wait: 5 * time.Second, timeout: timeout, maxReq: 1 << 20, maxReply: 1 << 20, maxWait: 64,
+		max: max, depth: 4, wait: 5 * time.Second, timeout: timeout, maxReq: 1 << 20, maxReply: maxReply, maxWait: 64,
 		logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -496,3 +502,50 @@ func freePort(t *testing.T) string {
 }
 
 func writeFile(name, s string) error { return os.WriteFile(name, []byte(s), 0o600) }
+
+// TestBadInput: a client's malformed or oversized request gets Redis's
+// protocol error after the replies before it, then the close; an
+// upstream reply over -max-reply gets an error, its connection is dropped
+// (the rest of that reply would be out of step), and the next request is
+// served on a new one.
+func TestBadInput(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r := startRedis(t)
+		s := startProxyReply(t, b, 1, 10*time.Second, 2, 1024, r.addr())
+		for _, tc := range []struct{ req, want string }{
+			{"*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9999999\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
+			{"*1\r\n*1\r\n$1\r\nx\r\n", "-ERR Protocol error: expected '$', got '*'\r\n"},
+		} {
+			c := dialResp(t, s.rt.Addr().String())
+			c.c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.c.Write([]byte(tc.req)); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(c.r)
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("%q: %q, %v; want %q then the close", tc.req, got, err, tc.want)
+			}
+		}
+		dialResp(t, r.addr()).do(t, "SET", "big", strings.Repeat("x", 4000))
+		c := dialResp(t, s.rt.Addr().String())
+		got := c.pipeline(t, []string{"SET", "small", "v"}, []string{"GET", "big"}, []string{"GET", "small"})
+		if got[0] != "+OK\r\n" || !strings.HasPrefix(got[1], "-ERR upstream "+r.addr()+" reply") {
+			t.Fatalf("a reply over -max-reply: %q", got)
+		}
+		// GET small went on the same connection, behind the big reply:
+		// it fails with it, or, sent after, succeeds on a new one.
+		if got[2] != bulk("v") && !strings.HasPrefix(got[2], "-ERR upstream") {
+			t.Fatalf("the request behind it: %q", got[2])
+		}
+		if got := c.do(t, "GET", "small"); got != bulk("v") {
+			t.Fatalf("after the dropped connection: %q", got)
+		}
+		st, err := s.pools[0].Statistics(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.ClosedBroken == 0 {
+			t.Fatalf("the connection out of step was not closed as broken: %+v", st)
+		}
+	})
+}

@@ -293,7 +293,7 @@ func (cl *client) partDone(r *ordered.Reply[join]) {
 		}
 	}
 	cl.q.Done(r)
-	if cl.paused && cl.q.Waiting() <= cl.p.maxWait/2 {
+	if cl.paused && cl.q.Waiting() <= cl.p.maxWait/2 && !cl.c.Closed() {
 		cl.paused = false
 		frame.ResumeRead(cl.c)
 	}
