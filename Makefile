@@ -53,8 +53,9 @@ lint:
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
 
 ## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more, BENCH=resp for
-## examples/resp against redis-server (scripts/bench-resp.sh), BENCH=http for examples/http and
-## examples/http_proxy against nginx, h2o, fasthttp, gnet and net/http (scripts/bench-http.sh).
+## examples/kv against redis-server and examples/redis_proxy against twemproxy (scripts/bench-resp.sh),
+## BENCH=http for examples/http and examples/http_proxy against nginx, h2o, fasthttp, gnet and
+## net/http (scripts/bench-http.sh).
 bench:
 	./scripts/bench.sh
 

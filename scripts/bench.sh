@@ -20,8 +20,8 @@
 #   BENCH=smoke   a few seconds, percore-uring, stdnet and netpoll, 50 connections;
 #                 fails when any run had errors, mismatches or no requests
 #   BENCH=NAME    any other name runs scripts/bench-NAME.sh (see its --help), and
-#                 nothing below applies: resp (examples/resp against redis-server
-#                 with redis-benchmark), ...
+#                 nothing below applies: resp (examples/kv against redis-server,
+#                 examples/redis_proxy against twemproxy, with redis-benchmark), ...
 # Environment (defaults in parentheses):
 #   REPEATS (2; smoke 1)  SERVER_CPUS (0)  CLIENT_CPUS (1)  WARMUP (1)  WINDOW (5)
 #   SERVERS (all: a space-separated subset of the names below)

@@ -54,7 +54,8 @@ type config struct {
 	json      bool
 	serverPID int
 	perf      bool
-	http      httpMode // -http: the HTTP/1.1 workload (engine_http.go)
+	http      httpMode    // -http: the HTTP/1.1 workload (engine_http.go)
+	resp      respOptions // -engine resp: engine_resp.go
 }
 
 func main() {
@@ -81,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	eng, err := engineByName(cfg.engine)
+	eng, err := engineFor(cfg)
 	if err == nil && cfg.http.Path != "" {
 		eng, err = httpEngineFor(cfg.engine, cfg.http)
 	}
@@ -132,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		cfg.http.Body, cfg.http.IsSet = v, true
 		return nil
 	})
+	addRespFlags(fs, &cfg.resp)
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

@@ -1,6 +1,7 @@
-// Package resp is the Redis serialization protocol (RESP2) for percore
-// servers and proxies: a split function for client commands, a parser of
-// their arguments, and appenders for replies.
+// Package resp is the Redis serialization protocol for percore servers
+// and proxies: a split function for client commands, a parser of their
+// arguments, appenders for replies, and a split function for replies of
+// RESP2 and RESP3 (what a server sends after HELLO 3).
 //
 // A command is an array of bulk strings ("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n")
 // or an inline command (a line of words, "GET k\r\n"). ScanCommand is a
@@ -17,8 +18,8 @@
 //
 // Parse reads one command in place instead, for a frame.View handler
 // (docs/decisions/0018-input-buffering.md compares the two). ScanReply is
-// the split function for a server's replies, of every RESP2 type, nested
-// up to a limit: a proxy reads one reply from a pooled connection with it
+// the split function for a server's replies, of every RESP2 and RESP3 type,
+// nested up to a limit: a proxy reads one reply from a pooled connection with it
 // and upstream.Exchange.
 //
 // # Limits and errors

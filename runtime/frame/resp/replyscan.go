@@ -49,11 +49,16 @@ func (l ReplyLimits) withDefaults() ReplyLimits {
 	return l
 }
 
-// ScanReply returns a split function whose tokens are whole RESP2 replies,
-// raw: a simple string, an error, an integer, a bulk string (or null) or an
-// array of any of them (or null), nested at most lim.MaxDepth deep. It is
-// what upstream.Exchange needs to read one reply from a Redis server. An
-// error is a *ProtocolError.
+// ScanReply returns a split function whose tokens are whole replies, raw,
+// of RESP2 and RESP3 (what a server sends after HELLO 3): a simple string,
+// an error, an integer, a bulk string (or null) or an array of any of them
+// (or null); and RESP3's null ("_"), boolean ("#t", "#f"), double (","),
+// big number ("("), blob error ("!"), verbatim string ("="), map ("%", n
+// pairs), set ("~"), push (">") and attribute ("|", n pairs and then the
+// value they describe). Aggregates nest at most lim.MaxDepth deep; a map
+// or an attribute of n pairs counts as n elements for MaxElements. It is
+// what upstream.Exchange and a proxy need to read replies from a Redis
+// server. An error is a *ProtocolError.
 func ScanReply(lim ReplyLimits) bufio.SplitFunc {
 	lim = lim.withDefaults()
 	return func(data []byte, atEOF bool) (int, []byte, error) {
@@ -81,8 +86,8 @@ func scanReply(data []byte, lim *ReplyLimits) (int, error) {
 		if i >= len(data) {
 			return 0, nil
 		}
-		switch data[i] {
-		case '+', '-':
+		switch t := data[i]; t {
+		case '+', '-', ',', '(', '_', '#':
 			w := data[i:min(len(data), i+1+lim.MaxLine+2)] // type, line, "\r\n"
 			j := bytes.IndexByte(w, '\n')
 			if j < 0 {
@@ -94,6 +99,12 @@ func scanReply(data []byte, lim *ReplyLimits) (int, error) {
 			if data[i+j-1] != '\r' {
 				return 0, &ProtocolError{"expected '\\r\\n' after a reply line"}
 			}
+			switch line := data[i+1 : i+j-1]; {
+			case t == '_' && len(line) != 0:
+				return 0, &ProtocolError{"invalid null reply"}
+			case t == '#' && (len(line) != 1 || line[0] != 't' && line[0] != 'f'):
+				return 0, &ProtocolError{"invalid boolean reply"}
+			}
 			i += j + 1
 		case ':':
 			_, next, st := header(data, i)
@@ -104,12 +115,12 @@ func scanReply(data []byte, lim *ReplyLimits) (int, error) {
 				return 0, &ProtocolError{"invalid integer reply"}
 			}
 			i = next
-		case '$':
+		case '$', '!', '=':
 			size, next, st := header(data, i)
 			switch {
 			case st == incomplete:
 				return 0, nil
-			case st == malformed || size < -1 || size > int64(lim.MaxBulk):
+			case st == malformed || size < -1 || size == -1 && t != '$' || size > int64(lim.MaxBulk):
 				return 0, errBulkLen
 			case size == -1:
 				i = next
@@ -123,15 +134,21 @@ func scanReply(data []byte, lim *ReplyLimits) (int, error) {
 				return 0, errBulkEnd
 			}
 			i = end + 2
-		case '*':
+		case '*', '%', '~', '>', '|':
 			count, next, st := header(data, i)
 			switch {
 			case st == incomplete:
 				return 0, nil
-			case st == malformed || count < -1 || count > int64(lim.MaxElements):
+			case st == malformed || count < -1 || count == -1 && t != '*' || count > int64(lim.MaxElements):
 				return 0, errMultibulkLen
 			}
 			i = next
+			if t == '%' || t == '|' {
+				count *= 2
+			}
+			if t == '|' {
+				left[depth]++ // the value the attribute describes
+			}
 			if count <= 0 {
 				continue
 			}

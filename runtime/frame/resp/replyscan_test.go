@@ -34,7 +34,23 @@ func TestScanReply(t *testing.T) {
 		{name: "bulk too long", lim: flat, in: "$6\r\n", err: "invalid bulk length"},
 		{name: "line too long", lim: flat, in: "+123456789", err: "too big reply line"},
 		{name: "bad integer", in: ":1x\r\n", err: "invalid integer reply"},
-		{name: "bad type", in: "!oops\r\n", err: "expected a reply type, got '!'"},
+		{name: "bad type", in: "?oops\r\n", err: "expected a reply type, got '?'"},
+		{name: "resp3 null", in: "_\r\n", n: 3},
+		{name: "resp3 null with text", in: "_x\r\n", err: "invalid null reply"},
+		{name: "resp3 booleans", in: "*2\r\n#t\r\n#f\r\n", n: 12},
+		{name: "resp3 bad boolean", in: "#x\r\n", err: "invalid boolean reply"},
+		{name: "resp3 double and big number", in: "*2\r\n,3.14\r\n(12345678901234567890\r\n", n: 34},
+		{name: "resp3 blob error", in: "!5\r\nERR x\r\n", n: 11},
+		{name: "resp3 verbatim", in: "=7\r\ntxt:abc\r\n", n: 13},
+		{name: "resp3 null blob error", in: "!-1\r\n", err: "invalid bulk length"},
+		{name: "resp3 map", in: "%2\r\n+a\r\n:1\r\n+b\r\n_\r\n", n: 19},
+		{name: "resp3 incomplete map", in: "%2\r\n+a\r\n:1\r\n+b\r\n", n: 0},
+		{name: "resp3 set and push", in: "~1\r\n>2\r\n+m\r\n:1\r\n", n: 16},
+		{name: "resp3 null map", in: "%-1\r\n", err: "invalid multibulk length"},
+		{name: "resp3 attribute then its value", in: "|1\r\n+ttl\r\n:3\r\n$1\r\nv\r\n", n: 21},
+		{name: "resp3 attribute without its value", in: "|1\r\n+ttl\r\n:3\r\n", n: 0},
+		{name: "resp3 map over the element limit", lim: flat, in: "%4\r\n", err: "invalid multibulk length"},
+		{name: "resp3 map too deep", lim: flat, in: "%1\r\n+k\r\n~1\r\n:1\r\n", err: "arrays nested deeper than 1"},
 		{name: "line without CR", in: "+OK\n", err: "expected '\\r\\n' after a reply line"},
 		{name: "bulk without CRLF", in: "$1\r\nab\r\n", err: "expected '\\r\\n' after a bulk string"},
 	}
@@ -69,7 +85,7 @@ func refReply(p []byte, lim ReplyLimits, depth int) (n int, failed bool) {
 		return string(p[1:i]), i + 2, true
 	}
 	switch p[0] {
-	case '+', '-':
+	case '+', '-', ',', '(', '_', '#':
 		i := bytes.IndexByte(p, '\n')
 		switch {
 		case i < 0:
@@ -78,9 +94,13 @@ func refReply(p []byte, lim ReplyLimits, depth int) (n int, failed bool) {
 			return 0, true
 		case p[i-1] != '\r':
 			return 0, true
+		case p[0] == '_' && i != 2:
+			return 0, true
+		case p[0] == '#' && (i != 3 || p[1] != 't' && p[1] != 'f'):
+			return 0, true
 		}
 		return i + 1, false
-	case ':', '$', '*':
+	case ':', '$', '*', '!', '=', '%', '~', '>', '|':
 		text, n, done := line()
 		if !done {
 			_, _, st := refHeader(p)
@@ -93,8 +113,8 @@ func refReply(p []byte, lim ReplyLimits, depth int) (n int, failed bool) {
 		switch p[0] {
 		case ':':
 			return n, false
-		case '$':
-			if v < -1 || v > int64(lim.MaxBulk) {
+		case '$', '!', '=':
+			if v < -1 || v == -1 && p[0] != '$' || v > int64(lim.MaxBulk) {
 				return 0, true
 			}
 			if v == -1 {
@@ -108,17 +128,24 @@ func refReply(p []byte, lim ReplyLimits, depth int) (n int, failed bool) {
 			}
 			return n + int(v) + 2, false
 		}
-		if v < -1 || v > int64(lim.MaxElements) {
+		if v < -1 || v == -1 && p[0] != '*' || v > int64(lim.MaxElements) {
 			return 0, true
 		}
-		if v <= 0 {
-			return n, false
+		if p[0] == '%' || p[0] == '|' {
+			v *= 2
 		}
-		if depth+1 > lim.MaxDepth {
+		if v > 0 && depth+1 > lim.MaxDepth {
 			return 0, true
 		}
-		for range v {
+		for range max(v, 0) {
 			k, failed := refReply(p[n:], lim, depth+1)
+			if failed || k == 0 {
+				return 0, failed
+			}
+			n += k
+		}
+		if p[0] == '|' { // then the value the attribute describes, at this depth
+			k, failed := refReply(p[n:], lim, depth)
 			if failed || k == 0 {
 				return 0, failed
 			}
@@ -134,6 +161,8 @@ func FuzzScanReply(f *testing.F) {
 	f.Add([]byte("*1\r\n*1\r\n*1\r\n:1\r\n"), uint8(2), uint8(0), uint8(0))
 	f.Add([]byte("$-1\r\n*-1\r\n-ERR x\r\n"), uint8(0), uint8(3), uint8(4))
 	f.Add([]byte("+"+strings.Repeat("x", 30)+"\r\n"), uint8(0), uint8(0), uint8(20))
+	f.Add([]byte("|1\r\n+a\r\n%1\r\n#t\r\n~2\r\n_\r\n!3\r\nERR\r\n"), uint8(3), uint8(4), uint8(0))
+	f.Add([]byte(">2\r\n=5\r\ntxt:a\r\n,1.5\r\n(1\r\n"), uint8(0), uint8(0), uint8(0))
 	f.Fuzz(func(t *testing.T, stream []byte, depth, elems, line uint8) {
 		lim := ReplyLimits{MaxDepth: int(depth % 8), MaxElements: int(elems), MaxBulk: int(elems) * 4, MaxLine: int(line)}.withDefaults()
 		want, wantFail := refReply(stream, lim, 0)

@@ -1,6 +1,6 @@
 //go:build linux
 
-// Command handkept is examples/resp written the way the trial wrote it,
+// Command handkept is examples/kv written the way the trial wrote it,
 // before percore had input buffering, per-loop state and cross-loop calls:
 // a hand-kept tail of unparsed bytes per connection, a RESP parser of its
 // own, one loop (with two, a GET finds nil when the SET landed on the
@@ -9,7 +9,7 @@
 // under testdata, out of the build, for the line count in
 // docs/performance.md; it compiles with
 //
-//	go build -o /dev/null ./examples/resp/testdata/handkept
+//	go build -o /dev/null ./examples/kv/testdata/handkept
 package main
 
 import (

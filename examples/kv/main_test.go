@@ -36,12 +36,21 @@ func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 	for i := range loops {
 		use = append(use, cores[i%len(cores)])
 	}
-	s := newServer(1 << 20)
+	return serveWith(t, b, use, config{maxRequest: 1 << 20, policy: "noeviction"})
+}
+
+// serveWith starts a server of cfg on the CPUs use, one loop each.
+func serveWith(t *testing.T, b percore.Backend, use []int, cfg config) *percore.Runtime {
+	t.Helper()
+	s, err := newServer(cfg, len(use))
+	if err != nil {
+		t.Fatal(err)
+	}
 	return pctest.Start(t, percore.Config{Backend: b, Cores: use, LoopSetup: s.setup}, s.handler())
 }
 
 // cmd is one command, as a client sends it.
-func cmd(args ...string) []byte { return resp.AppendCommand(nil, args...) }
+func wire(args ...string) []byte { return resp.AppendCommand(nil, args...) }
 
 // exchange sends req and reads exactly len(want) bytes back.
 func exchange(t *testing.T, c net.Conn, req []byte, want string) {
@@ -70,8 +79,8 @@ func TestSetThenGetElsewhere(t *testing.T) {
 		}
 		for i := range 40 {
 			key, val := "key:"+strconv.Itoa(i), "value "+strconv.Itoa(i)
-			exchange(t, conns[i%len(conns)], cmd("SET", key, val), "+OK\r\n")
-			exchange(t, conns[(i+1)%len(conns)], cmd("GET", key), string(resp.AppendBulkString(nil, val)))
+			exchange(t, conns[i%len(conns)], wire("SET", key, val), "+OK\r\n")
+			exchange(t, conns[(i+1)%len(conns)], wire("GET", key), string(resp.AppendBulkString(nil, val)))
 		}
 		if st := rt.Stats(); st.CallsMade == 0 {
 			t.Fatalf("no cross-loop call in 40 keys over 2 loops: %+v", st)
@@ -109,12 +118,28 @@ func (m model) reply(args []string) string {
 		return ":" + strconv.Itoa(n) + "\r\n"
 	case "PING":
 		return "+PONG\r\n"
+	case "INCRBY":
+		n, _ := strconv.ParseInt(m[args[1]], 10, 64)
+		d, _ := strconv.ParseInt(args[2], 10, 64)
+		m[args[1]] = strconv.FormatInt(n+d, 10)
+		return ":" + m[args[1]] + "\r\n"
+	case "MSET":
+		for i := 1; i+1 < len(args); i += 2 {
+			m[args[i]] = args[i+1]
+		}
+		return "+OK\r\n"
+	case "MGET":
+		out := "*" + strconv.Itoa(len(args)-1) + "\r\n"
+		for _, k := range args[1:] {
+			out += m.reply([]string{"GET", k})
+		}
+		return out
 	}
 	return ""
 }
 
-// TestPipelineInOrder: one write of SET/GET pairs (and INCR, multi-key
-// DEL and EXISTS, PING) over keys of every loop gets exactly the replies a
+// TestPipelineInOrder: one write of SET/GET pairs (and INCR, INCRBY,
+// multi-key DEL, EXISTS, MSET and MGET, PING) over keys of every loop gets exactly the replies a
 // single-threaded server gives, in order.
 func TestPipelineInOrder(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
@@ -123,7 +148,7 @@ func TestPipelineInOrder(t *testing.T) {
 		var req []byte
 		var want strings.Builder
 		add := func(args ...string) {
-			req = append(req, cmd(args...)...)
+			req = append(req, wire(args...)...)
 			want.WriteString(m.reply(args))
 		}
 		for i := range 200 {
@@ -133,6 +158,12 @@ func TestPipelineInOrder(t *testing.T) {
 			if i%5 == 0 {
 				add("INCR", "n"+strconv.Itoa(i%7))
 				add("PING")
+			}
+			if i%3 == 0 {
+				k2, k3 := "k"+strconv.Itoa((i+5)%37), "k"+strconv.Itoa((i+9)%37)
+				add("MSET", k2, "m"+strconv.Itoa(i), k3, "x", k, "y"+strconv.Itoa(i))
+				add("MGET", k, "nope", k2, k3, "n1")
+				add("INCRBY", "n"+strconv.Itoa(i%5), strconv.Itoa(i-100))
 			}
 			if i%11 == 0 {
 				add("DEL", k, "k"+strconv.Itoa((i+1)%37), "nope")
@@ -180,9 +211,9 @@ func TestErrors(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, 2)
 		c := pctest.Dial(t, rt.Addr().String())
-		exchange(t, c, cmd("FOO", "a", "b"), "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n")
-		exchange(t, c, cmd("GET"), "-ERR wrong number of arguments for 'get' command\r\n")
-		exchange(t, c, append(cmd("SET", "s", "x"), cmd("INCR", "s")...), "+OK\r\n-ERR value is not an integer or out of range\r\n")
+		exchange(t, c, wire("FOO", "a", "b"), "-ERR unknown command 'FOO', with args beginning with: 'a' 'b' \r\n")
+		exchange(t, c, wire("GET"), "-ERR wrong number of arguments for 'get' command\r\n")
+		exchange(t, c, append(wire("SET", "s", "x"), wire("INCR", "s")...), "+OK\r\n-ERR value is not an integer or out of range\r\n")
 		exchange(t, c, []byte("PING\r\n*1\r\n*1\r\n"), "+PONG\r\n-ERR Protocol error: expected '$', got '*'\r\n")
 		if n, err := c.Read(make([]byte, 1)); err != io.EOF {
 			t.Fatalf("after a protocol error: read %d, %v; want the server's close", n, err)
@@ -200,8 +231,8 @@ func TestEndOfStreamAnswersFirst(t *testing.T) {
 		var want string
 		for i := range 50 {
 			k := "eof" + strconv.Itoa(i)
-			req = append(req, cmd("SET", k, k)...)
-			req = append(req, cmd("GET", k)...)
+			req = append(req, wire("SET", k, k)...)
+			req = append(req, wire("GET", k)...)
 			want += "+OK\r\n" + string(resp.AppendBulkString(nil, k))
 		}
 		c := pctest.Dial(t, rt.Addr().String())
@@ -221,11 +252,11 @@ func TestEndOfStreamAnswersFirst(t *testing.T) {
 func TestGetAllocatesNothing(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, 1)
-		exchange(t, pctest.Dial(t, rt.Addr().String()), cmd("SET", "k", "thirteen char"), "+OK\r\n")
+		exchange(t, pctest.Dial(t, rt.Addr().String()), wire("SET", "k", "thirteen char"), "+OK\r\n")
 		c := rawconn.Dial(t, rt.Addr())
 		// A 20-byte GET of a 13-byte value has a 20-byte reply:
 		// RoundTrip reads as much as it sends.
-		get := cmd("GET", "k")
+		get := wire("GET", "k")
 		if len(get) != len(resp.AppendBulkString(nil, "thirteen char")) {
 			t.Fatalf("request %d bytes, reply %d: RoundTrip needs them equal", len(get), len(resp.AppendBulkString(nil, "thirteen char")))
 		}
@@ -327,12 +358,12 @@ func TestLikeRedisServer(t *testing.T) {
 	ours := pctest.Dial(t, rt.Addr().String())
 	rr, or := bufio.NewReader(redis), bufio.NewReader(ours)
 	for _, req := range [][]byte{
-		cmd("PING"), cmd("PING", "hi"), cmd("ECHO", "a\r\nb"), cmd("GET", "missing"),
-		cmd("SET", "k", "v"), cmd("GET", "k"), cmd("SET", "k", "v", "XX", "NX", "bogus"),
-		cmd("INCR", "k"), cmd("INCR", "n"), cmd("INCR", "n"), cmd("SET", "big", "9223372036854775807"), cmd("INCR", "big"),
-		cmd("EXISTS", "k", "n", "none"), cmd("DEL", "k", "none"), cmd("GET"), cmd("PING", "a", "b"),
-		cmd("FOO"), cmd("FOO", strings.Repeat("x", 200), "y"), cmd("unknowncmd", "a\r\nb", "c"),
-		[]byte("SET inline v\r\n"), []byte("GET inline\r\n"), cmd("CONFIG", "GET", "appendonly"),
+		wire("PING"), wire("PING", "hi"), wire("ECHO", "a\r\nb"), wire("GET", "missing"),
+		wire("SET", "k", "v"), wire("GET", "k"), wire("SET", "k", "v", "XX", "NX", "bogus"),
+		wire("INCR", "k"), wire("INCR", "n"), wire("INCR", "n"), wire("SET", "big", "9223372036854775807"), wire("INCR", "big"),
+		wire("EXISTS", "k", "n", "none"), wire("DEL", "k", "none"), wire("GET"), wire("PING", "a", "b"),
+		wire("FOO"), wire("FOO", strings.Repeat("x", 200), "y"), wire("unknowncmd", "a\r\nb", "c"),
+		[]byte("SET inline v\r\n"), []byte("GET inline\r\n"), wire("CONFIG", "GET", "appendonly"),
 	} {
 		redis.SetDeadline(time.Now().Add(10 * time.Second))
 		redis.Write(req)
@@ -378,7 +409,7 @@ func readReply(r *bufio.Reader) (string, error) {
 // pause, not synchronisation: the test passes however they arrive), on
 // both backends: the replies are the same at every cut.
 func TestEveryBoundaryOverTCP(t *testing.T) {
-	req := append(append(cmd("SET", "cut", "a\r\nb"), "GET cut\r\n"...), cmd("EXISTS", "cut", "nope")...)
+	req := append(append(wire("SET", "cut", "a\r\nb"), "GET cut\r\n"...), wire("EXISTS", "cut", "nope")...)
 	want := "+OK\r\n$4\r\na\r\nb\r\n:1\r\n"
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, 2)
@@ -393,3 +424,5 @@ func TestEveryBoundaryOverTCP(t *testing.T) {
 		}
 	})
 }
+
+func newReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

@@ -1,0 +1,113 @@
+//go:build linux
+
+package main
+
+import (
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/internal/pctest"
+	percore "github.com/percore/percore/runtime"
+)
+
+// startRedis starts a real redis-server on a free loopback port, without
+// persistence, in a temporary directory, and returns its port; it skips
+// t when redis-server is not installed.
+func startRedis(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/ensure-tools.sh installs it)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	srv := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	pctest.WaitFor(t, "redis-server to listen", func() bool {
+		c, err := net.Dial("tcp", "127.0.0.1:"+port)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return port
+}
+
+// conformance is the table: each command, as redis-cli reads it from its
+// input, in order, from an empty keyspace. Keys are spread so that both
+// loops own some; every reply must be the same from redis-server and from
+// kv, as redis-cli prints it.
+var conformance = []string{
+	"PING", "PING hello", `ECHO "a b"`, "GET missing", "SET k v", "GET k", "SET k v2 XX", "GET k",
+	"SET k v3 NX", "GET k", "SET fresh v NX", "SET nokey v XX", "GET nokey",
+	"SET k v NX XX", "SET k v EX", "SET k v EX 0", "SET k v EX -5", "SET k v EX abc", "SET k v PX 100 EX 100",
+	"SET k v KEEPTTL EX 10", "SET k v BOGUS", "SET k v GET", "SET newk v GET", "SET k v4 NX GET",
+	"SET e v EX 100", "TTL e", "SET e v2 KEEPTTL", "TTL e", "SET e v3", "TTL e", "PTTL missing", "TTL k",
+	"SET p v PX 100000", "TTL p",
+	"EXPIRE k 100", "TTL k", "EXPIRE k 200 NX", "EXPIRE k 200 XX", "TTL k", "EXPIRE k 50 GT", "EXPIRE k 50 LT", "TTL k",
+	"EXPIRE k 10 NX XX", "EXPIRE k 10 GT LT", "EXPIRE k 10 FOO", "EXPIRE k abc", "EXPIRE missing 10",
+	"EXPIRE k -1", "EXISTS k", "GET k",
+	"INCR n", "INCR n", "INCRBY n 10", "INCRBY n -3", "DECR n", "DECRBY n 5", "GET n", "INCRBY n abc",
+	"INCR s", "SET s abc", "INCR s", "SET s 007", "INCR s", "SET s ' 1'", "INCR s",
+	"SET big 9223372036854775807", "INCR big", "SET small -9223372036854775808", "DECR small",
+	"DECRBY n -9223372036854775808",
+	"MSET a 1 b 2 c 3 d 4 e 5 f 6", "MGET a b c d e f nothere", "MGET nothere", "MSET a", "MSET a 1 b",
+	"DEL a b nothere", "EXISTS a b c c", "DEL", "EXISTS", "MGET",
+	"DBSIZE", "FLUSHALL", "DBSIZE", "MGET a c", "FLUSHALL BOGUS",
+	"GET", "GET a b", "SET a", "INCR", "TTL", "ECHO", "PING a b", "DBSIZE x",
+	"FOO", "FOO bar baz", "SELECT 0", "HELLO 4", "HELLO abc",
+	"CLIENT SETNAME conformance", "CONFIG GET appendonly",
+}
+
+// runCLI feeds lines to one redis-cli against port, as redis-cli would
+// read a script, and returns its output lines.
+func runCLI(t *testing.T, cli, port string, lines []string) []string {
+	t.Helper()
+	cmd := exec.Command(cli, "-h", "127.0.0.1", "-p", port, "--no-raw")
+	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli against port %s: %v\n%s", port, err, out)
+	}
+	return strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+}
+
+// TestConformance runs the table with real redis-cli against a real
+// redis-server and against kv with two loops, on both backends, and
+// compares the output, reply for reply.
+func TestConformance(t *testing.T) {
+	cli := redisCLI(t)
+	redisPort := startRedis(t)
+	want := runCLI(t, cli, redisPort, conformance)
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		_, port, _ := net.SplitHostPort(rt.Addr().String())
+		got := runCLI(t, cli, port, conformance)
+		if len(got) != len(want) {
+			t.Fatalf("%d lines of output from kv, %d from redis-server:\nkv:\n%s\nredis-server:\n%s",
+				len(got), len(want), strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		// Output lines follow commands; a multi-line reply (MGET) takes
+		// several, in both.
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("output line %d: kv %q, redis-server %q", i+1, got[i], want[i])
+			}
+		}
+		if st := rt.Stats(); st.CallsMade == 0 {
+			t.Error("the table made no cross-loop call: the keys all landed on one loop")
+		}
+	})
+}
