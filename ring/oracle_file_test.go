@@ -21,12 +21,21 @@ func fileOracleCases() []oracleCase {
 	iov := make([]unix.Iovec, 3)
 	iovp := uintptr(unsafe.Pointer(&iov[0]))
 	st := new(unix.Statx_t)
+	how := &unix.OpenHow{Flags: unix.O_RDONLY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_BENEATH}
 	flags := unix.O_RDWR | unix.O_CREAT | unix.O_CLOEXEC
 	return []oracleCase{
 		{"openat", "PrepareOpenat", []any{unix.AT_FDCWD, &path[0], flags, uint32(0o644), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareOpenat(unix.AT_FDCWD, path, flags, 0o644)
 			// giouring stores the address of the slice header; the
 			// kernel (and liburing) want the name's.
+			e.Addr = uint64(pathp)
+		}},
+		{"openat2 beneath", "PrepareOpenat2", []any{fd, &path[0], how, ud}, func(e *giouring.SubmissionQueueEntry) {
+			e.PrepareOpenat2(fd, path, how)
+			// giouring prepares OPENAT for openat2, and stores the
+			// slice header's address: liburing uses OPENAT2 and the
+			// name's address.
+			e.OpCode = uint8(OpOpenat2)
 			e.Addr = uint64(pathp)
 		}},
 		{"readv at offset", "PrepareReadv", []any{fd, iov, uint64(1 << 33), ud}, func(e *giouring.SubmissionQueueEntry) {

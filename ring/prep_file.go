@@ -24,12 +24,13 @@ const (
 	OpFallocate Op = 17
 	OpOpenat    Op = 18
 	OpStatx     Op = 21
+	OpOpenat2   Op = 28
 	OpSplice    Op = 30
 )
 
 var fileOpNames = map[Op]string{
 	OpReadv: "READV", OpWritev: "WRITEV", OpFsync: "FSYNC", OpFallocate: "FALLOCATE",
-	OpOpenat: "OPENAT", OpStatx: "STATX", OpSplice: "SPLICE",
+	OpOpenat: "OPENAT", OpOpenat2: "OPENAT2", OpStatx: "STATX", OpSplice: "SPLICE",
 }
 
 // FsyncDataSync is IORING_FSYNC_DATASYNC: PrepareFsync then syncs as
@@ -50,6 +51,19 @@ func (r *Ring) PrepareOpenat(dirfd int, path *byte, flags int, mode uint32, user
 	}
 	e.rw(OpOpenat, dirfd, uintptr(unsafe.Pointer(path)), mode, 0)
 	e.opFlags = uint32(flags)
+	e.userData = userData
+	return nil
+}
+
+// PrepareOpenat2 queues an openat2(2) of path relative to dirfd, with how
+// (its resolve flags: unix.RESOLVE_BENEATH keeps the name inside dirfd);
+// path and how must stay referenced until the completion.
+func (r *Ring) PrepareOpenat2(dirfd int, path *byte, how *unix.OpenHow, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.rw(OpOpenat2, dirfd, uintptr(unsafe.Pointer(path)), unix.SizeofOpenHow, uint64(uintptr(unsafe.Pointer(how))))
 	e.userData = userData
 	return nil
 }

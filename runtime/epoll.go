@@ -245,6 +245,9 @@ func (d *epollDriver) waitWritable(c *Conn) {
 // writeOut sends queued bytes while the socket takes them; called when it
 // is writable.
 func (d *epollDriver) writeOut(c *Conn) {
+	if c.sf != nil && d.fileWritable(c) {
+		return
+	}
 	for {
 		p := c.out.pending()
 		if len(p) == 0 {
