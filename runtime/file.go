@@ -420,6 +420,15 @@ func (l *Loop) OpenFile(name string, flag int, perm os.FileMode, done func(*File
 	l.openAt(nil, name, flag, perm, false, done)
 }
 
+// NewFile makes the descriptor fd a File of the loop, named name, which
+// then owns it (closes it at Close, or when the loop stops): for a
+// descriptor opened before the loop ran, such as a server's root
+// directory opened at start. It must be called on the loop's thread.
+func (l *Loop) NewFile(fd int, name string) *File {
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	return l.addFile(fd, name, err == nil && flags&unix.O_DIRECT != 0)
+}
+
 // OpenFileAt opens name relative to the directory dir (a File opened with
 // os.O_RDONLY|syscall.O_DIRECTORY), as openat(2) does; dir nil is the
 // working directory.

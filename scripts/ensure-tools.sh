@@ -2,11 +2,13 @@
 # ensure-tools.sh: installs, with apt-get, the tools `make test` uses that this machine lacks:
 # for lint, shellcheck; for the tune-nic.sh tests, ethtool and ip; for the benchmark smoke run
 # and tune-nic.sh, taskset and flock; for examples/resp's tests and scripts/bench-resp.sh,
-# redis-cli, redis-benchmark (redis-tools) and redis-server. Without root or apt-get, or when
+# redis-cli, redis-benchmark (redis-tools) and redis-server; for examples/file_server's tests,
+# curl. Without root or apt-get, or when
 # apt-get fails (no network, say), it only names what is missing and exits 0, and the step that
 # needs a missing tool says so: lint fails on a missing shellcheck, the benchmark smoke run fails
 # without taskset, the tune-nic.sh apply and restore tests fail without flock, and the namespace
-# test that needs ethtool and ip and the examples/resp tests that need redis skip with a reason.
+# test that needs ethtool and ip, the examples/resp tests that need redis and the file_server
+# test that needs curl skip with a reason.
 set -euo pipefail
 
 need=()
@@ -23,6 +25,7 @@ command -v flock >/dev/null || add util-linux
 command -v redis-cli >/dev/null || add redis-tools
 command -v redis-benchmark >/dev/null || add redis-tools
 command -v redis-server >/dev/null || add redis-server
+command -v curl >/dev/null || add curl
 if ((${#need[@]} == 0)); then exit 0; fi
 
 if ((EUID != 0)) || ! command -v apt-get >/dev/null; then
