@@ -22,7 +22,7 @@ func TestEnsureToolsNeverStopsMakeTest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const missing = "shellcheck ethtool iproute2 util-linux redis-tools redis-server"
+	const missing = "shellcheck ethtool iproute2 util-linux redis-tools redis-server curl"
 	tests := []struct {
 		name     string
 		aptCode  int
