@@ -46,10 +46,10 @@ type fileSend struct {
 	dead     bool // the connection closed; waiting for the kernel
 
 	// io_uring: the pipe it holds while the pipe holds bytes, how many,
-	// and the kind of its operation in flight (0: none).
+	// and its ring operations in flight (a fill, or a poll).
 	pipe   *pipePair
 	inPipe int
-	op     uint8
+	ops    int
 }
 
 // errSendUnsupported is a driver's report that the kernel cannot splice or
@@ -187,7 +187,7 @@ func (l *Loop) abortFileSend(c *Conn, err error) {
 	sf.after.next = nil
 	sf.dead = true
 	l.notify(note{kind: noteFileSent, c: c, err: err, sf: sf})
-	if sf.op == 0 && !sf.reading {
+	if sf.ops == 0 && !sf.reading {
 		l.files.pipes.release(sf)
 		c.sf = nil
 	}
@@ -272,7 +272,7 @@ const maxIdlePipes = 16
 
 // pipeSize is what a pipe is asked to hold (F_SETPIPE_SZ; the kernel may
 // keep its default of 64 KiB).
-const pipeSize = 256 << 10
+const pipeSize = 1 << 20
 
 func (p *pipePool) get() (*pipePair, error) {
 	if n := len(p.idle); n > 0 {
@@ -325,11 +325,6 @@ func (p *pipePool) closeAll() {
 	p.idle = nil
 }
 
-// sfOp returns the kind of c's file-send operation in flight, for the
-// io_uring release to cancel.
-func (c *Conn) sfOp() uint8 {
-	if c.sf == nil {
-		return 0
-	}
-	return c.sf.op
-}
+// sendingFile reports whether the kernel holds operations of c's file
+// send, for the io_uring release to cancel.
+func (c *Conn) sendingFile() bool { return c.sf != nil && c.sf.ops > 0 }

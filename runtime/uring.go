@@ -70,9 +70,10 @@ type uringDriver struct {
 	// The file operations (uring_file.go): fr is r's file half, fileOps
 	// says the ring runs them (else the file workers do), splice that
 	// file sends splice.
-	fr      uringFileRing
-	fileOps bool
-	splice  bool
+	fr        uringFileRing
+	fileOps   bool
+	splice    bool
+	fileCalls uint64 // system calls of file sends made outside the ring (drains)
 
 	dirty []*Conn // connections with output to submit this turn
 	rearm []*Conn // connections to start receiving again after this batch
@@ -419,7 +420,8 @@ func (d *uringDriver) release(c *Conn) {
 	if !d.cancelRecv(c) ||
 		!d.cancelOnce(c, c.out.inFlight(), ufSendCancel, kindSend) ||
 		!d.cancelOnce(c, c.state&stConnecting != 0, 0, kindConnect) ||
-		!d.cancelOnce(c, c.sf != nil && c.sf.op != 0, 0, c.sfOp()) ||
+		!d.cancelOnce(c, c.sendingFile(), 0, kindSplice) ||
+		!d.cancelOnce(c, c.sendingFile(), 0, kindSplicePoll) ||
 		!d.closeFd(c) {
 		if u.flags&ufReleasing == 0 {
 			u.flags |= ufReleasing
@@ -922,7 +924,7 @@ func (d *uringDriver) wakeFrom(src driver) {
 // through the eventfd, to compare it with MSG_RING (docs/performance.md).
 var eventfdWakeOnly atomic.Bool
 
-func (d *uringDriver) syscalls() uint64 { return d.r.Enters() }
+func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 
 func (d *uringDriver) waits() uint64 { return d.waitsN }
 

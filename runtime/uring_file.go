@@ -15,10 +15,11 @@ import (
 // a write) with the operation's slot and generation in the loop's file
 // table. Their kinds sit apart from the connection kinds of uring.go.
 const (
-	kindFile       uint8 = 0x40 + iota // a file operation
-	kindFileSync                       // the fdatasync linked to a write
-	kindSplice                         // a file send's splice (sendfile.go)
-	kindSplicePoll                     // a file send waiting for its socket to take more
+	kindFile        uint8 = 0x40 + iota // a file operation
+	kindFileSync                        // the fdatasync linked to a write
+	kindSplice                          // a file send's splice of the file into its pipe (sendfile.go)
+	kindSpliceDrain                     // a file send's splice of its pipe into the socket
+	kindSplicePoll                      // a file send waiting for its socket to take more
 )
 
 // uringFileOps are the opcodes of the file operations. A kernel without
@@ -93,9 +94,15 @@ func (d *uringDriver) fileCompleted(kind uint8, slot, gen uint32, res int32) {
 	d.l.fileResult(op, res, kind == kindFileSync)
 }
 
-// sendFile moves the next chunk of c's file: a splice from the file into
-// a pipe of the loop's, then from the pipe into the socket, each a ring
-// operation of c (counted in c.ur.ops, cancelled by release).
+// sendFile moves the next chunk of c's file: a splice of the file into a
+// pipe of the loop's, on the ring (it may wait for the disk), then the
+// pipe's bytes into the socket with splice(2) made by the loop itself
+// (drain), and a poll on the ring for writability when the socket is full.
+// io_uring runs every SPLICE on its worker threads (the kernel forces it
+// async): a drain there costs two context switches per chunk, where the
+// loop's own splice of a full pipe into a non-blocking socket cannot block
+// (docs/decisions/0023-sending-files.md). The ring operations count in
+// c.ur.ops, and release cancels them.
 func (d *uringDriver) sendFile(c *Conn) {
 	sf := c.sf
 	if !d.splice {
@@ -111,72 +118,85 @@ func (d *uringDriver) sendFile(c *Conn) {
 		sf.pipe = pp
 	}
 	if sf.inPipe > 0 {
-		d.spliceOut(c)
+		d.drain(c)
 		return
 	}
 	n := uint32(min(sf.left, pipeSize))
-	d.prepSplice(c, d.fr.PrepareSplice(sf.f.fd, sf.off, sf.pipe.w, -1, n, unix.SPLICE_F_MOVE, userData(kindSplice, c.slot, c.gen)), kindSplice)
+	d.prepSplice(c, d.fr.PrepareSplice(sf.f.fd, sf.off, sf.pipe.w, -1, n, unix.SPLICE_F_MOVE, userData(kindSplice, c.slot, c.gen)))
 }
 
-// spliceOut moves the pipe's bytes into the socket.
-func (d *uringDriver) spliceOut(c *Conn) {
-	sf := c.sf
-	d.prepSplice(c, d.fr.PrepareSplice(sf.pipe.r, -1, c.fd, -1, uint32(sf.inPipe), unix.SPLICE_F_MOVE, userData(kindSplice, c.slot, c.gen)), kindSplice)
-}
-
-func (d *uringDriver) prepSplice(c *Conn, err error, kind uint8) {
+func (d *uringDriver) prepSplice(c *Conn, err error) {
 	if err != nil {
+		d.l.files.pipes.release(c.sf)
 		d.l.fileSent(c, 0, err)
 		return
 	}
-	c.sf.op = kind
+	c.sf.ops++
 	c.ur.ops++
 }
 
-// spliced handles a completion of c's file send: the fill of the pipe, its
-// drain into the socket (which phase is known from the bytes in the pipe),
-// or the poll that waited for the socket to take more.
+// drain moves the pipe's bytes into the socket while it takes them.
+func (d *uringDriver) drain(c *Conn) {
+	sf := c.sf
+	l := d.l
+	for sf.inPipe > 0 {
+		d.fileCalls++
+		n, err := unix.Splice(sf.pipe.r, nil, c.fd, nil, sf.inPipe, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			// The socket is full: wait on the ring until it takes more.
+			d.prepSplice(c, d.fr.PreparePollOut(c.fd, userData(kindSplicePoll, c.slot, c.gen)))
+			return
+		case err != nil:
+			l.files.pipes.release(sf)
+			l.fileSent(c, 0, errnoErr("splice", err.(unix.Errno)))
+			return
+		}
+		sf.inPipe -= int(n)
+		if sf.inPipe == 0 {
+			l.files.pipes.release(sf)
+		}
+		if !l.fileSent(c, int(n), nil) {
+			return
+		}
+	}
+	d.sendFile(c)
+}
+
+// spliced handles a completion of c's file send: the fill of its pipe, or
+// the poll that waited for the socket to take more.
 func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
 	sf := c.sf
 	if sf == nil {
 		return
 	}
-	sf.op = 0
+	sf.ops--
 	l := d.l
+	if kind == kindSplice && res > 0 {
+		sf.inPipe += int(res)
+	}
 	if sf.dead || c.closed() {
 		l.files.pipes.release(sf)
 		c.sf = nil
 		return
 	}
-	filling := sf.inPipe == 0
 	switch {
 	case kind == kindSplicePoll && res < 0:
+		l.files.pipes.release(sf)
 		l.fileSent(c, 0, errnoErr("poll", unix.Errno(-res)))
-	case kind == kindSplicePoll:
-		d.spliceOut(c)
-	case res == -int32(unix.EAGAIN) && !filling:
-		// The socket is full: wait until it takes more.
-		d.prepSplice(c, d.fr.PreparePollOut(c.fd, userData(kindSplicePoll, c.slot, c.gen)), kindSplicePoll)
-	case res == -int32(unix.EINVAL) && filling && sf.sent == 0:
-		l.files.pipes.release(sf)
-		l.fileSent(c, 0, errSendUnsupported)
-	case res < 0:
-		l.files.pipes.release(sf)
-		l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: unix.Errno(-res)})
-	case res == 0 && filling:
+	case kind == kindSplicePoll, res > 0:
+		d.drain(c)
+	case res == 0:
 		l.files.pipes.release(sf)
 		l.fileSent(c, 0, sf.fileShort())
-	case filling:
-		sf.inPipe = int(res)
-		d.spliceOut(c)
+	case res == -int32(unix.EINVAL) && sf.sent == 0:
+		l.files.pipes.release(sf)
+		l.fileSent(c, 0, errSendUnsupported)
 	default:
-		sf.inPipe -= int(res)
-		if sf.inPipe == 0 {
-			l.files.pipes.release(sf)
-		}
-		if l.fileSent(c, int(res), nil) {
-			d.sendFile(c)
-		}
+		l.files.pipes.release(sf)
+		l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: unix.Errno(-res)})
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 
 type options struct {
 	addr, root, cores, backend string
+	small                      int
 }
 
 func main() {
@@ -40,6 +41,7 @@ func main() {
 	flag.StringVar(&o.root, "root", ".", "the directory to serve")
 	flag.StringVar(&o.cores, "cpus", "", "CPUs to run loops on (\"0\", \"0-3\"); empty: every CPU allowed")
 	flag.StringVar(&o.backend, "backend", "auto", "auto, uring or epoll")
+	flag.IntVar(&o.small, "small", 16<<10, "files up to this size are answered from one read and one write; larger ones with Conn.SendFile (0: all with SendFile)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -66,7 +68,7 @@ func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr))
 	if fi, err := os.Stat(o.root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("root %s is not a directory (%v)", o.root, err)
 	}
-	s := &fileServer{}
+	s := &fileServer{small: o.small}
 	rt, err := percore.New(percore.Config{
 		Addr: o.addr, Cores: cores, Backend: backend, Logger: log,
 		LoopSetup: func(l *percore.Loop) error {

@@ -71,7 +71,9 @@ func tree(t *testing.T) (root string, big []byte) {
 }
 
 // serve runs the server on root with one loop and the backend, and shuts
-// it down at cleanup.
+// it down at cleanup: small files answered from one read (the default)
+// or, in eachMode's "sendfile" subtests, every file through
+// Conn.SendFile.
 func serve(t *testing.T, b percore.Backend, root string) string {
 	t.Helper()
 	cores, err := cpu.Cores()
@@ -81,7 +83,10 @@ func serve(t *testing.T, b percore.Backend, root string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	o := options{addr: "127.0.0.1:0", root: root, cores: cpu.FormatList(cores[:1]), backend: b.String()}
+	o := options{addr: "127.0.0.1:0", root: root, cores: cpu.FormatList(cores[:1]), backend: b.String(), small: 16 << 10}
+	if strings.Contains(t.Name(), "/sendfile/") {
+		o.small = 0
+	}
 	go func() { done <- run(ctx, o, pctest.QuietLogger(t), func(a net.Addr) { ready <- a }) }()
 	var addr string
 	select {
@@ -126,8 +131,17 @@ func body(t *testing.T, r *http.Response) string {
 	return string(b)
 }
 
+// eachMode runs f once per backend and way of sending small files.
+func eachMode(t *testing.T, f func(t *testing.T, b percore.Backend)) {
+	for _, mode := range []string{"read", "sendfile"} {
+		t.Run(mode, func(t *testing.T) {
+			pctest.EachBackend(t, f)
+		})
+	}
+}
+
 func TestStatuses(t *testing.T) {
-	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+	eachMode(t, func(t *testing.T, b percore.Backend) {
 		root, big := tree(t)
 		addr := serve(t, b, root)
 		c := pctest.Dial(t, addr)
@@ -228,7 +242,7 @@ func TestPathEscapes(t *testing.T) {
 // Connection: close closes after its response, and that a malformed
 // request gets 400 and a close.
 func TestKeepAlive(t *testing.T) {
-	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+	eachMode(t, func(t *testing.T, b percore.Backend) {
 		root, big := tree(t)
 		addr := serve(t, b, root)
 		c := pctest.Dial(t, addr)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"mime"
 	"os"
@@ -28,6 +29,9 @@ import (
 // requests wait in the connection's input.
 type fileServer struct {
 	roots percore.PerLoop[*percore.File]
+	// small is the largest file answered from one read and one write
+	// (0: every file goes through Conn.SendFile).
+	small int
 }
 
 var (
@@ -163,20 +167,62 @@ func (s *fileServer) serve(c *percore.Conn, r *request) {
 			f.Close(nil)
 			return
 		}
-		f.Stat(func(fi fs.FileInfo, err error) {
-			switch {
-			case c.Closed():
-				f.Close(nil)
-			case err != nil:
-				f.Close(nil)
-				s.fail(c, r, 500)
-			case !fi.Mode().IsRegular():
-				f.Close(nil)
-				s.fail(c, r, 403)
-			default:
-				s.send(c, r, f, fi)
-			}
-		})
+		if !r.head && len(r.rng) == 0 && s.small > 0 {
+			s.readSmall(c, r, f)
+			return
+		}
+		s.statAndSend(c, r, f)
+	})
+}
+
+// readSmall reads up to s.small bytes of the file: a file that fits (the
+// read ends at its end) is answered from them with one write, without a
+// stat or a second operation; a larger one is stated and sent.
+func (s *fileServer) readSmall(c *percore.Conn, r *request, f *percore.File) {
+	f.ReadAt(0, s.small, func(data []byte, err error) {
+		switch {
+		case c.Closed():
+			f.Close(nil)
+		case err == nil:
+			s.statAndSend(c, r, f) // it filled the buffer: more may follow
+		case err != io.EOF:
+			f.Close(nil)
+			s.fail(c, r, readStatus(err))
+		default:
+			f.Close(nil)
+			b := http1.AppendStatusLine(r.out[:0], 200)
+			b = append(b, "Accept-Ranges: bytes\r\n"...)
+			r.out = s.contentType(b, f.Name())
+			s.finishHead(c, r, int64(len(data)), data)
+			s.done(c, r)
+		}
+	})
+}
+
+// readStatus is the status of a file that could not be read: a directory
+// is forbidden, anything else is the server's error.
+func readStatus(err error) int {
+	if errors.Is(err, syscall.EISDIR) {
+		return 403
+	}
+	return 500
+}
+
+// statAndSend states the file and sends it.
+func (s *fileServer) statAndSend(c *percore.Conn, r *request, f *percore.File) {
+	f.Stat(func(fi fs.FileInfo, err error) {
+		switch {
+		case c.Closed():
+			f.Close(nil)
+		case err != nil:
+			f.Close(nil)
+			s.fail(c, r, 500)
+		case !fi.Mode().IsRegular():
+			f.Close(nil)
+			s.fail(c, r, 403)
+		default:
+			s.send(c, r, f, fi)
+		}
 	})
 }
 
@@ -204,7 +250,7 @@ func (s *fileServer) send(c *percore.Conn, r *request, f *percore.File, fi fs.Fi
 			b = strconv.AppendInt(b, size, 10)
 			b = append(b, "\r\n"...)
 			r.out = b
-			s.finishHead(c, r, 0)
+			s.finishHead(c, r, 0, nil)
 			s.done(c, r)
 			return
 		}
@@ -222,14 +268,9 @@ func (s *fileServer) send(c *percore.Conn, r *request, f *percore.File, fi fs.Fi
 		b = strconv.AppendInt(b, size, 10)
 		b = append(b, "\r\n"...)
 	}
-	b = append(b, "Accept-Ranges: bytes\r\nLast-Modified: "...)
-	b = fi.ModTime().UTC().AppendFormat(b, "Mon, 02 Jan 2006 15:04:05 GMT")
-	b = append(b, "\r\n"...)
-	if ct := mime.TypeByExtension(filepath.Ext(fi.Name())); ct != "" {
-		b = http1.AppendHeader(b, "Content-Type", []byte(ct))
-	}
-	r.out = b
-	s.finishHead(c, r, n)
+	b = append(b, "Accept-Ranges: bytes\r\n"...)
+	r.out = s.contentType(b, fi.Name())
+	s.finishHead(c, r, n, nil)
 	if r.head || n == 0 {
 		f.Close(nil)
 		s.done(c, r)
@@ -246,8 +287,17 @@ func (s *fileServer) send(c *percore.Conn, r *request, f *percore.File, fi fs.Fi
 	}
 }
 
-// finishHead adds the framing to the head in r.out and writes it.
-func (s *fileServer) finishHead(c *percore.Conn, r *request, n int64) {
+// contentType adds the Content-Type of name's extension, if it has one.
+func (s *fileServer) contentType(b []byte, name string) []byte {
+	if ct := mime.TypeByExtension(filepath.Ext(name)); ct != "" {
+		b = http1.AppendHeader(b, "Content-Type", []byte(ct))
+	}
+	return b
+}
+
+// finishHead adds the framing to the head in r.out and writes it, with
+// body (which may be nil) in the same write.
+func (s *fileServer) finishHead(c *percore.Conn, r *request, n int64, body []byte) {
 	b := http1.AppendHeader(r.out, "Date", r.date.Get(c.Loop().Now()))
 	b = http1.AppendContentLength(b, n)
 	if r.close {
@@ -255,7 +305,7 @@ func (s *fileServer) finishHead(c *percore.Conn, r *request, n int64) {
 	}
 	b = append(b, "\r\n"...)
 	r.out = b
-	c.Write(b)
+	c.Writev(b, body)
 }
 
 // fail answers with an error status.
