@@ -30,6 +30,7 @@
 # Environment (defaults in parentheses):
 #   REPEATS (3)  SERVER_CPU (0)  CLIENT_CPU (1)  CONNS (50)  DURATION (5)
 #   SIZES ("4k 256k 16m")  BASE_PORT (27400)
+#   FILE_SERVER_FLAGS (extra flags for examples/file_server, e.g. "-small 0")
 #   SERVERS ("percore-uring percore-epoll nginx nethttp")
 #   OUT (docs/results/HOST-DATE-files)
 set -euo pipefail
@@ -152,6 +153,7 @@ start_server() {
   local name=$1 port=$2 cmd
   case "$name" in
     percore-uring | percore-epoll)
+      # shellcheck disable=SC2206 # FILE_SERVER_FLAGS is a list of flags
       cmd=(env GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/file_server" -addr "127.0.0.1:$port"
         -root "$tmp/www" -backend "${name#percore-}" -cpus "$SERVER_CPU" ${FILE_SERVER_FLAGS:-})
       ;;
@@ -227,7 +229,9 @@ if [ "$DRY_RUN" = 1 ]; then exit 0; fi
 awk -F'\t' '
   NR == 1 { next }
   { k = $1 SUBSEP $2; rps[k] = rps[k] " " $4; cpu[k] = cpu[k] " " $7; busy[k] = busy[k] " " $8
-    lo[k] = (k in lo && lo[k] < $4) ? lo[k] : $4; hi[k] = (k in hi && hi[k] > $4) ? hi[k] : $4; keys[k] = 1 }
+    if (!(k in keys) || $4 + 0 < lo[k]) lo[k] = $4 + 0
+    if (!(k in keys) || $4 + 0 > hi[k]) hi[k] = $4 + 0
+    keys[k] = 1 }
   function median(list,   n, a, i, j, t) {
     n = split(list, a, " ")
     for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
@@ -242,7 +246,7 @@ awk -F'\t' '
     for (i = 1; i <= n; i++) {
       k = order[i]; split(k, f, SUBSEP); ng = "nginx" SUBSEP f[2]; nh = "nethttp" SUBSEP f[2]
       printf "| %s | %s | %.0f (%.0f-%.0f) | %.2f | %.2f%s | %.2f | %.2f |\n", f[1], f[2], m[k], lo[k], hi[k], c[k] / 1000,
-        b[k], b[k] >= 0.85 ? " S" : "", (ng in c && c[ng] > 0) ? c[k] / c[ng] : 0, (nh in m && m[nh] > 0) ? m[k] / m[nh] : 0
+        b[k], (b[k] >= 0.85 ? " S" : ""), (ng in c && c[ng] > 0) ? c[k] / c[ng] : 0, (nh in m && m[nh] > 0) ? m[k] / m[nh] : 0
     }
   }' "$OUT/files-runs.tsv" >"$OUT/files-summary.md"
 cat "$OUT/files-summary.md"

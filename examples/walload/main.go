@@ -7,7 +7,7 @@
 // round trip), for -duration after -warmup. It prints records
 // acknowledged per second and the latency percentiles over the window:
 //
-//	clients=256 records=123456 rate=61728/s p50=3.9ms p99=6.1ms errors=0
+//	clients=256 records=123456 rate=61728/s p50=3900us p99=6100us errors=0
 package main
 
 import (
@@ -84,7 +84,6 @@ func main() {
 	for i := range hs {
 		h.Merge(&hs[i])
 	}
-	fmt.Printf("clients=%d records=%d rate=%.0f/s p50=%v p99=%v errors=%d\n", *clients, h.Count(),
-		float64(h.Count())/elapsed.Seconds(), time.Duration(h.Quantile(0.5)).Round(time.Microsecond),
-		time.Duration(h.Quantile(0.99)).Round(time.Microsecond), errs.Load())
+	fmt.Printf("clients=%d records=%d rate=%.0f/s p50=%dus p99=%dus errors=%d\n", *clients, h.Count(),
+		float64(h.Count())/elapsed.Seconds(), h.Quantile(0.5)/1000, h.Quantile(0.99)/1000, errs.Load())
 }
