@@ -145,7 +145,10 @@ type fileTable struct {
 
 	workers   *fileWorkers // started with the first operation offloaded
 	doneBatch []*fileOp    // the workers' results being run
-	pipes     pipePool     // io_uring's, for file sends
+	// Operations completed on the loop's thread (epoll's RWF_NOWAIT
+	// reads and writes, RESOLVE_CACHED opens), run next turn.
+	inline, inlineRun []*fileOp
+	pipes             pipePool // io_uring's, for file sends
 }
 
 // newOp takes a slot for an operation of kind on f.
@@ -463,8 +466,10 @@ func (l *Loop) openAt(dir *File, name string, flag int, perm os.FileMode, beneat
 		return
 	}
 	if beneath {
-		op.how = unix.OpenHow{Flags: uint64(op.flag), Mode: uint64(op.perm),
-			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+		op.how = unix.OpenHow{Flags: uint64(op.flag), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+		if op.flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+			op.how.Mode = uint64(op.perm) // openat2 refuses a mode otherwise
+		}
 	}
 	op.path = append(append(op.path[:0], name...), 0)
 	l.startOp(op)

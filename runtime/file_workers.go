@@ -196,3 +196,24 @@ func result(n int, err error) int32 {
 	}
 	return int32(n)
 }
+
+// inlineDone queues the result of an operation the driver completed on
+// the loop's thread: it runs from a timer of the next turn, so that no
+// callback runs inside the call that started its operation.
+func (l *Loop) inlineDone(op *fileOp) {
+	t := &l.files
+	t.inline = append(t.inline, op)
+	if len(t.inline) == 1 {
+		l.AfterFunc(0, l.runInline)
+	}
+}
+
+func (l *Loop) runInline() {
+	t := &l.files
+	t.inlineRun, t.inline = t.inline, t.inlineRun[:0]
+	for i, op := range t.inlineRun {
+		t.inlineRun[i] = nil
+		op.pending = 0
+		l.fileDone(op)
+	}
+}
