@@ -65,7 +65,7 @@ func oracleCases(a *oracleArgs) []oracleCase {
 	bufp := uintptr(unsafe.Pointer(unsafe.SliceData(a.buf)))
 	n := uint32(len(a.buf))
 	accept := unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
-	return []oracleCase{
+	return append([]oracleCase{
 		{"multishot accept", "PrepareAcceptMultishot", []any{fd, ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareMultishotAccept(fd, 0, 0, accept)
 		}},
@@ -142,7 +142,7 @@ func oracleCases(a *oracleArgs) []oracleCase {
 		{"write at offset", "PrepareWrite", []any{fd, a.buf, uint64(4099), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareWrite(fd, bufp, n, 4099)
 		}},
-	}
+	}, fileOracleCases()...)
 }
 
 // memRing returns a Ring whose queues live in Go memory, set up by the same

@@ -90,6 +90,9 @@ func (o Op) String() string {
 	if s, ok := opNames[o]; ok {
 		return s
 	}
+	if s, ok := fileOpNames[o]; ok {
+		return s
+	}
 	return fmt.Sprintf("OP(%d)", uint8(o))
 }
 

@@ -218,6 +218,12 @@ type Config struct {
 	// it Go fails with ErrLoopBusy. Zero means DefaultMaxGo; negative
 	// means no bound.
 	MaxGo int
+	// FileWorkers bounds the worker threads each epoll loop runs its
+	// file operations on (regular files cannot be polled, so a File's
+	// reads, writes and syncs are blocking system calls there); they
+	// start with the first operation. io_uring loops need none. Zero
+	// means DefaultFileWorkers.
+	FileWorkers int
 	// LoopSetup, when set, runs on each loop's thread once its backend is
 	// set up and before its listener accepts: the place to build the
 	// loop's own state (PerLoop.Set). An error stops New, which returns
@@ -254,6 +260,7 @@ const (
 	DefaultTurnBudget   = 64 << 10
 	DefaultMaxPosted    = 1 << 16
 	DefaultMaxGo        = 1024
+	DefaultFileWorkers  = 4
 )
 
 const (
@@ -299,6 +306,9 @@ func (c Config) withDefaults() Config {
 	c.MaxGo = limit.OrDefault(c.MaxGo, DefaultMaxGo)
 	c.WriteTimeout = limit.OrDefault(c.WriteTimeout, DefaultWriteTimeout)
 	c.Linger = limit.OrDefault(c.Linger, DefaultLinger)
+	if c.FileWorkers <= 0 {
+		c.FileWorkers = DefaultFileWorkers
+	}
 	return c
 }
 

@@ -36,6 +36,7 @@ type Conn struct {
 	out outQueue
 
 	dial  *dialState
+	sf    *fileSend // a file send in progress (sendfile.go)
 	laddr net.Addr
 	raddr net.Addr
 
@@ -187,8 +188,17 @@ func (c *Conn) SetValue(v any) { c.value = v }
 // Closed reports whether c is closed or closing.
 func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
 
-// Buffered returns how many written bytes the kernel has not taken yet.
-func (c *Conn) Buffered() int { return c.out.buffered() }
+// Buffered returns how many written bytes the kernel has not taken yet
+// (with those waiting behind a file send, but not the file's).
+func (c *Conn) Buffered() int {
+	if c.sf != nil {
+		return c.out.buffered() + c.sf.after.buffered()
+	}
+	return c.out.buffered()
+}
+
+// idleOut reports whether nothing waits to be sent: no bytes, no file.
+func (c *Conn) idleOut() bool { return c.Buffered() == 0 && c.sf == nil }
 
 // Write queues p to be sent and returns len(p). It copies p, so the caller
 // may reuse it at once (also a slice of the data OnData received). When
@@ -202,6 +212,11 @@ func (c *Conn) Write(p []byte) (int, error) {
 	}
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if c.sf != nil {
+		c.sf.after.add(c.loop, p)
+		c.loop.queued(c)
+		return len(p), nil
 	}
 	if c.out.buffered() == 0 {
 		c.progress = c.loop.now
@@ -226,6 +241,13 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
+	if c.sf != nil {
+		for _, b := range bufs {
+			c.sf.after.add(c.loop, b)
+		}
+		c.loop.queued(c)
+		return n, nil
+	}
 	if c.out.buffered() == 0 {
 		c.progress = c.loop.now
 	}
@@ -243,7 +265,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	c.state |= stClosing
-	if c.Buffered() == 0 || c.state&stWriteClosed != 0 {
+	if c.idleOut() || c.state&stWriteClosed != 0 {
 		c.loop.closeConn(c, nil)
 		return nil
 	}
@@ -280,7 +302,7 @@ func (c *Conn) watchWrite() {
 // moved re-arms the timer for the rest of the period; an empty queue
 // leaves it disarmed until the next write queues bytes.
 func (c *Conn) checkWrite() {
-	if c.state&stClosed != 0 || c.Buffered() == 0 {
+	if c.state&stClosed != 0 || c.idleOut() {
 		return
 	}
 	l := c.loop
@@ -306,7 +328,7 @@ func (c *Conn) CloseWrite() error {
 		return nil
 	}
 	c.state |= stCloseWriteAsked
-	if c.Buffered() == 0 {
+	if c.idleOut() {
 		c.loop.shutWrite(c)
 	}
 	return nil
@@ -458,6 +480,9 @@ func (c *Conn) Reserve(n int) []byte {
 	if !c.writable() || n <= 0 {
 		return nil
 	}
+	if c.sf != nil {
+		return c.sf.after.reserve(c.loop, n)
+	}
 	return c.out.reserve(c.loop, n)
 }
 
@@ -468,11 +493,20 @@ func (c *Conn) Commit(n int) error {
 	if !c.writable() {
 		return c.opError("write", net.ErrClosed)
 	}
-	if n > c.out.reserved {
-		return c.opError("write", fmt.Errorf("commit of %d bytes, %d reserved", n, c.out.reserved))
+	q := &c.out
+	if c.sf != nil {
+		q = &c.sf.after
+	}
+	if n > q.reserved {
+		return c.opError("write", fmt.Errorf("commit of %d bytes, %d reserved", n, q.reserved))
 	}
 	if n <= 0 {
-		c.out.reserved = 0
+		q.reserved = 0
+		return nil
+	}
+	if c.sf != nil {
+		q.commit(n)
+		c.loop.queued(c)
 		return nil
 	}
 	if c.out.buffered() == 0 {

@@ -36,6 +36,8 @@ import "time"
 //	shutdownWrite              shut the write side (the queue is empty)
 //	connect                    start a non-blocking connect of Conn.fd
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
+//	fileStart                  hand a file operation to the kernel (or the file workers)
+//	sendFile                   move the next part of a connection's file send (Conn.sf)
 //	poll, submit               a turn: hand over and wait; hand over without waiting
 //	discardBuffers, idle       memory and exit checks
 //	wake, wakeFrom             from any goroutine, or from another loop: interrupt poll
@@ -49,6 +51,9 @@ import "time"
 //	Loop.readFailed                    a receive failed (not EAGAIN)
 //	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
 //	Loop.connected                     a connect finished
+//	Loop.fileResult                    a file operation (or the sync linked to it) completed
+//	Loop.offload                       run a file operation on the file workers instead
+//	Loop.fileSent                      the kernel took n bytes of a file send, or it failed
 //	Loop.runPosted                     the wake-up fired: run what other goroutines posted
 //	Loop.fail                          a driver operation on c failed: close it
 //	Loop.freeSlot                      the kernel holds nothing of c any more
@@ -95,6 +100,17 @@ type driver interface {
 	// what is in flight, and calls loop.freeSlot(c) once the kernel holds
 	// nothing of c.
 	release(c *Conn)
+	// fileStart hands a file operation (file.go) to the kernel, to be
+	// submitted with the turn's enter: the ring's own opcode, reported
+	// through loop.fileResult; or to the loop's file workers
+	// (loop.offload: epoll always, io_uring where the kernel lacks the
+	// opcodes), which report through the loop's wake-up. op's memory
+	// stays referenced by op until its result is in.
+	fileStart(op *fileOp) error
+	// sendFile moves the next part of c's file send (c.sf, sendfile.go),
+	// reporting progress through loop.fileSent and going on while it
+	// reports more; release cancels what is in flight of it.
+	sendFile(c *Conn)
 	// poll runs one turn: hand everything prepared to the kernel, wait up
 	// to timeout (negative: no limit) for events, call loop.awoke, and
 	// dispatch the events.

@@ -161,7 +161,10 @@ func (d *epollDriver) list(c *Conn) {
 // flushBatch writes the queues of the connections that wrote more than
 // once this turn; the loop's turn ends here (poll, submit).
 func (d *epollDriver) flushBatch() {
-	for i, c := range d.batch {
+	// By index: a write that completes a file send (sendResult) can list
+	// the connection again while the list is flushed.
+	for i := 0; i < len(d.batch); i++ {
+		c := d.batch[i]
 		d.batch[i] = nil
 		c.ep.batched = false
 		if !c.closed() && !c.ep.pollOut {
@@ -245,6 +248,9 @@ func (d *epollDriver) waitWritable(c *Conn) {
 // writeOut sends queued bytes while the socket takes them; called when it
 // is writable.
 func (d *epollDriver) writeOut(c *Conn) {
+	if c.sf != nil && d.fileWritable(c) {
+		return
+	}
 	for {
 		p := c.out.pending()
 		if len(p) == 0 {

@@ -84,3 +84,10 @@ func SetEventfdWake(on bool) (restore func()) {
 	eventfdWakeOnly.Store(on)
 	return func() { eventfdWakeOnly.Store(false) }
 }
+
+// SetSendFallback makes every Conn.SendFile read and send instead of
+// splicing or calling sendfile, and returns a function that restores it.
+func SetSendFallback(on bool) (restore func()) {
+	old := forceSendFallback.Swap(on)
+	return func() { forceSendFallback.Store(old) }
+}

@@ -181,6 +181,12 @@ func (l *Loop) sendResult(c *Conn, n int, err error) (more bool) {
 	if c.closed() {
 		return false
 	}
+	if c.sf != nil {
+		if l.fileSendHook(c) {
+			return false
+		}
+		return c.out.buffered() > 0
+	}
 	if c.Buffered() > 0 {
 		return true
 	}
@@ -217,7 +223,7 @@ func (l *Loop) shutWrite(c *Conn) {
 // closeIfIdle closes c during a graceful shutdown once it has no request
 // in flight and nothing queued.
 func (l *Loop) closeIfIdle(c *Conn) {
-	if c.requests == 0 && c.Buffered() == 0 && c.state&(stClosing|stClosed|stConnecting) == 0 {
+	if c.requests == 0 && c.idleOut() && c.state&(stClosing|stClosed|stConnecting) == 0 {
 		c.Close()
 	}
 }
@@ -255,6 +261,9 @@ func (l *Loop) closeConn(c *Conn, err error) {
 		l.cnt[sCloses]++
 	}
 	c.stopTimers()
+	if c.sf != nil {
+		l.abortFileSend(c, err)
+	}
 	l.d.release(c)
 	c.out.dropNext(l)
 	l.maybeResumeAccept()

@@ -65,6 +65,7 @@ type Loop struct {
 
 	accept acceptState
 	calls  loopCalls
+	files  fileTable // file operations in flight and open files (file.go)
 
 	// depth counts the user callbacks running (handler callbacks, timers,
 	// posted functions); notes are the OnClose and OnDrain calls (and the
@@ -110,7 +111,7 @@ func (l *Loop) run() {
 	defer close(l.done)
 	kernelErrors := 0
 	for {
-		if l.stopping && l.open == 0 && l.d.idle() {
+		if l.stopping && l.open == 0 && l.files.busy == 0 && l.d.idle() {
 			break
 		}
 		if l.now.Sub(l.lastYield) >= yieldInterval {
@@ -158,6 +159,7 @@ func (l *Loop) run() {
 	l.postMu.Unlock()
 	l.runPosted()
 	l.exitCalls()
+	l.closeFiles()
 	l.publish()
 	if err := l.d.close(); err != nil {
 		l.log.Error("percore: close loop backend", "loop", l.id, "err", err)
@@ -207,6 +209,7 @@ const (
 	noteClose      noteKind = iota // the handler's OnClose
 	noteDrain                      // the handler's OnDrain
 	noteDialFailed                 // a failed dial's done function
+	noteFileSent                   // a file send's done function (sendfile.go)
 )
 
 // note is a callback waiting for the callback that caused it to return.
@@ -215,6 +218,7 @@ type note struct {
 	c    *Conn
 	err  error
 	done func(*Conn, error)
+	sf   *fileSend
 }
 
 // notify runs n, at once when no user callback is running, else when the
@@ -250,6 +254,8 @@ func (l *Loop) runNotes() {
 			}
 		case noteDialFailed:
 			l.safely("dial done function", func() { n.done(nil, n.err) })
+		case noteFileSent:
+			l.safely("file send done function", func() { n.sf.done(n.sf.sent, n.err) })
 		}
 	}
 	l.notes = l.notes[:0]

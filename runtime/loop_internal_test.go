@@ -48,6 +48,8 @@ func (d *fakeDriver) wakeFrom(driver)                 {}
 func (d *fakeDriver) syscalls() uint64                { return 0 }
 func (d *fakeDriver) waits() uint64                   { return 0 }
 func (d *fakeDriver) close() error                    { return nil }
+func (d *fakeDriver) fileStart(op *fileOp) error      { d.l.offload(op); return nil }
+func (d *fakeDriver) sendFile(c *Conn)                { d.l.fileSent(c, 0, errSendUnsupported) }
 
 func (d *fakeDriver) write(c *Conn, p []byte) {
 	if d.writeErr != nil {

@@ -76,6 +76,7 @@ func (l *Loop) runPosted() {
 	if l.calls.inbound != nil {
 		l.runCalls()
 	}
+	l.runWorkerResults()
 	l.postMu.Lock()
 	l.running, l.posted = l.posted, l.running[:0]
 	l.postMu.Unlock()

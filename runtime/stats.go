@@ -71,6 +71,17 @@ type Stats struct {
 	// the batches they came in (one per caller per turn, each with one
 	// wake-up).
 	CallsMade, CallsRun, CallBatches uint64
+	// FileOps counts file operations handed to the kernel (a read or
+	// write that goes on after a short result counts again); FilesOpen is
+	// how many files are open now; FileBytesRead and FileBytesWritten
+	// count their bytes; FileSyncs counts the fsyncs and fdatasyncs that
+	// completed (also those linked to a write). FileOffloaded counts the
+	// operations run on the epoll loop's file workers instead of the
+	// ring. FileSendBytes counts bytes Conn.SendFile sent (splice,
+	// sendfile or the read-and-send fallback), FileSendFallbacks the
+	// sends that used the fallback.
+	FileOps, FilesOpen, FileBytesRead, FileBytesWritten, FileSyncs uint64
+	FileOffloaded, FileSendBytes, FileSendFallbacks                uint64
 
 	// Early-warning signals over the last window of about a second (the
 	// maxima when summed over loops): the loop's lag, from the kernel
@@ -119,6 +130,14 @@ const (
 	sCallsMade
 	sCallsRun
 	sCallBatches
+	sFileOps
+	sFilesOpen
+	sFileBytesRead
+	sFileBytesWritten
+	sFileSyncs
+	sFileOffloaded
+	sFileSendBytes
+	sFileSendFallbacks
 	sLagP50
 	sLagP99
 	sLagMax
@@ -168,6 +187,17 @@ var statTable = [numStats]statField{
 	sCallsMade:      {n: func(s *Stats) *uint64 { return &s.CallsMade }},
 	sCallsRun:       {n: func(s *Stats) *uint64 { return &s.CallsRun }},
 	sCallBatches:    {n: func(s *Stats) *uint64 { return &s.CallBatches }},
+
+	// The file counters (file.go).
+	sFileOps:           {n: func(s *Stats) *uint64 { return &s.FileOps }},
+	sFilesOpen:         {n: func(s *Stats) *uint64 { return &s.FilesOpen }},
+	sFileBytesRead:     {n: func(s *Stats) *uint64 { return &s.FileBytesRead }},
+	sFileBytesWritten:  {n: func(s *Stats) *uint64 { return &s.FileBytesWritten }},
+	sFileSyncs:         {n: func(s *Stats) *uint64 { return &s.FileSyncs }},
+	sFileOffloaded:     {n: func(s *Stats) *uint64 { return &s.FileOffloaded }},
+	sFileSendBytes:     {n: func(s *Stats) *uint64 { return &s.FileSendBytes }},
+	sFileSendFallbacks: {n: func(s *Stats) *uint64 { return &s.FileSendFallbacks }},
+
 	sLagP50:         {d: func(s *Stats) *time.Duration { return &s.LagP50 }, max: true},
 	sLagP99:         {d: func(s *Stats) *time.Duration { return &s.LagP99 }, max: true},
 	sLagMax:         {d: func(s *Stats) *time.Duration { return &s.LagMax }, max: true},

@@ -67,6 +67,14 @@ type uringDriver struct {
 	woken   atomic.Bool
 	msgRing bool // the kernel has IORING_OP_MSG_RING: loops wake this one through their rings
 
+	// The file operations (uring_file.go): fr is r's file half, fileOps
+	// says the ring runs them (else the file workers do), splice that
+	// file sends splice.
+	fr        uringFileRing
+	fileOps   bool
+	splice    bool
+	fileCalls uint64 // system calls of file sends made outside the ring (drains)
+
 	dirty []*Conn // connections with output to submit this turn
 	rearm []*Conn // connections to start receiving again after this batch
 	// Closed connections whose cancels or close found the submission
@@ -206,6 +214,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		wakeBuf: make([]byte, 8),
 		msgRing: support.Has(ring.OpMsgRing),
 	}
+	d.probeFiles(support)
 	if err := d.armWake(); err != nil {
 		d.close()
 		return nil, err
@@ -411,6 +420,8 @@ func (d *uringDriver) release(c *Conn) {
 	if !d.cancelRecv(c) ||
 		!d.cancelOnce(c, c.out.inFlight(), ufSendCancel, kindSend) ||
 		!d.cancelOnce(c, c.state&stConnecting != 0, 0, kindConnect) ||
+		!d.cancelOnce(c, c.sendingFile(), 0, kindSplice) ||
+		!d.cancelOnce(c, c.sendingFile(), 0, kindSplicePoll) ||
 		!d.closeFd(c) {
 		if u.flags&ufReleasing == 0 {
 			u.flags |= ufReleasing
@@ -597,6 +608,9 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	case kindAcceptCancel:
 		d.loopOps--
 		return
+	case kindFile, kindFileSync:
+		d.fileCompleted(kind, slot, gen, e.Res)
+		return
 	}
 	c := l.conn(slot, gen)
 	if c == nil {
@@ -621,6 +635,9 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 		l.connected(c, err)
 	case kindShutdown, kindClose, kindCancel:
 		c.ur.ops--
+	case kindSplice, kindSplicePoll:
+		c.ur.ops--
+		d.spliced(c, kind, e.Res)
 	}
 	if c.closed() && c.ur.ops == 0 && c.fd < 0 {
 		l.freeSlot(c)
@@ -907,7 +924,7 @@ func (d *uringDriver) wakeFrom(src driver) {
 // through the eventfd, to compare it with MSG_RING (docs/performance.md).
 var eventfdWakeOnly atomic.Bool
 
-func (d *uringDriver) syscalls() uint64 { return d.r.Enters() }
+func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 
 func (d *uringDriver) waits() uint64 { return d.waitsN }
 

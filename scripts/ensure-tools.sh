@@ -3,9 +3,9 @@
 # for lint, shellcheck; for the tune-nic.sh tests, ethtool and ip; for the benchmark smoke run
 # and tune-nic.sh, taskset and flock; for examples/kv's tests and scripts/bench-resp.sh,
 # redis-cli, redis-benchmark (redis-tools) and redis-server; for scripts/bench-resp.sh's proxy
-# table, nutcracker (twemproxy); for the curl tests of examples/http and examples/http_proxy,
-# curl (scripts/bench-http.sh also needs wrk, nginx-light and h2o, which it names when they are
-# missing). Without root or apt-get, or when
+# table, nutcracker (twemproxy); for the curl tests of examples/http, examples/http_proxy and
+# examples/file_server, curl (scripts/bench-http.sh also needs wrk, nginx-light and h2o, which
+# it names when they are missing). Without root or apt-get, or when
 # apt-get fails (no network, say), it only names what is missing and exits 0, and the step that
 # needs a missing tool says so: lint fails on a missing shellcheck, the benchmark smoke run fails
 # without taskset, the tune-nic.sh apply and restore tests fail without flock, and the namespace

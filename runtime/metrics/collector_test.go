@@ -53,6 +53,15 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_loop_lag_max_seconds":    dto.MetricType_GAUGE,
 	"percore_loop_posted_batch_max":   dto.MetricType_GAUGE,
 	"percore_loop_info":               dto.MetricType_GAUGE,
+
+	"percore_file_ops_total":            dto.MetricType_COUNTER,
+	"percore_files_open":                dto.MetricType_GAUGE,
+	"percore_file_read_bytes_total":     dto.MetricType_COUNTER,
+	"percore_file_written_bytes_total":  dto.MetricType_COUNTER,
+	"percore_file_syncs_total":          dto.MetricType_COUNTER,
+	"percore_file_offloaded_total":      dto.MetricType_COUNTER,
+	"percore_file_send_bytes_total":     dto.MetricType_COUNTER,
+	"percore_file_send_fallbacks_total": dto.MetricType_COUNTER,
 }
 
 func TestCollector(t *testing.T) {

@@ -1,0 +1,121 @@
+//go:build linux
+
+package runtime
+
+import (
+	"io/fs"
+
+	"golang.org/x/sys/unix"
+)
+
+// The epoll driver's file operations. Regular files cannot be polled (epoll
+// refuses them with EPERM, and a read of one blocks on the disk whatever
+// O_NONBLOCK says), so every File operation runs on the loop's file
+// workers (file_workers.go), and a file send is sendfile(2) on the
+// non-blocking socket, resumed at writability.
+
+// fileStart first tries the operation on the loop's thread where the
+// kernel can say it would block instead of blocking: a read or a write
+// with RWF_NOWAIT (served from the page cache, or refused with EAGAIN),
+// an open with RESOLVE_CACHED (the name's lookup found in the dentry
+// cache, or EAGAIN). What succeeds completes in the loop's next turn,
+// without a worker; the rest goes to the file workers.
+func (d *epollDriver) fileStart(op *fileOp) error {
+	if d.inline(op) {
+		d.l.inlineDone(op)
+		return nil
+	}
+	d.l.offload(op)
+	return nil
+}
+
+// resolveCached is RESOLVE_CACHED (Linux 5.12), which x/sys lacks.
+const resolveCached = 0x20
+
+// inline runs op on the loop's thread if it can complete without
+// blocking, and reports whether it did.
+func (d *epollDriver) inline(op *fileOp) bool {
+	var n int
+	var err error
+	switch op.kind {
+	case fRead:
+		d.calls++
+		n, err = unix.Preadv2(op.fd, [][]byte{op.buf[op.done:op.want]}, op.off+int64(op.done), unix.RWF_NOWAIT)
+	case fWrite:
+		off := int64(-1)
+		if op.off >= 0 {
+			off = op.off + int64(op.done)
+		}
+		d.calls++
+		n, err = unix.Pwritev2(op.fd, [][]byte{op.buf[op.done:op.want]}, off, unix.RWF_NOWAIT)
+	case fOpen:
+		if op.flag&(unix.O_CREAT|unix.O_TRUNC) != 0 {
+			return false // may write metadata: not cached-only
+		}
+		how := op.how
+		if !op.beneath {
+			how = unix.OpenHow{Flags: uint64(op.flag)} // no O_CREAT: openat2 wants no mode
+		}
+		how.Resolve |= resolveCached
+		d.calls++
+		n, err = unix.Openat2(op.dirfd, string(op.path[:len(op.path)-1]), &how)
+	default:
+		return false
+	}
+	switch err {
+	case unix.EAGAIN, unix.EOPNOTSUPP, unix.ENOSYS, unix.EINTR:
+		return false // would block, or the kernel cannot say: a worker runs it
+	}
+	op.res, op.syncRes = result(n, err), 0
+	return true
+}
+
+// sendFile sends c's file with sendfile(2) while the socket takes it, and
+// waits for writability when it is full. sendfile reads the file's pages
+// on the loop's thread: cached files cost no wait; a page-cache miss
+// blocks the loop for the read (docs/decisions/0023-sending-files.md).
+func (d *epollDriver) sendFile(c *Conn) {
+	sf := c.sf
+	for {
+		off := sf.off
+		d.calls++
+		n, err := unix.Sendfile(c.fd, sf.f.fd, &off, int(min(sf.left, fileSendChunk)))
+		switch {
+		case err == unix.EAGAIN:
+			d.waitWritable(c)
+			return
+		case err == unix.EINTR:
+			continue
+		case (err == unix.EINVAL || err == unix.ENOSYS) && sf.sent == 0:
+			d.l.fileSent(c, 0, errSendUnsupported)
+			return
+		case err == unix.EPIPE || err == unix.ECONNRESET:
+			d.l.fileSent(c, 0, errnoErr("sendfile", err.(unix.Errno)))
+			return
+		case err != nil:
+			d.l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err})
+			return
+		case n == 0:
+			d.l.fileSent(c, 0, sf.fileShort())
+			return
+		}
+		if !d.l.fileSent(c, n, nil) {
+			return
+		}
+	}
+}
+
+// fileWritable is writeOut's part: a file send waiting for writability
+// goes on. It reports whether it took the event.
+func (d *epollDriver) fileWritable(c *Conn) bool {
+	sf := c.sf
+	if sf == nil || !sf.running || sf.fallback || c.out.buffered() > 0 {
+		return false
+	}
+	if c.ep.pollOut {
+		c.ep.pollOut = false
+		d.update(c)
+	}
+	d.sendFile(c)
+	return true
+}

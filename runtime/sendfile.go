@@ -1,0 +1,330 @@
+//go:build linux
+
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sending a file on a connection. Conn.SendFile moves a range of a File
+// to the socket without copying it through Go memory where the kernel
+// allows: on io_uring, a splice of the file's pages into a pipe of the
+// loop's (pipePool) and a splice from the pipe into the socket, both ring
+// operations; on epoll, sendfile(2) on the non-blocking socket. Where the
+// kernel refuses (a file system without splice, a kernel without the
+// SPLICE opcode) it falls back to reading the file into the loop's
+// buffers (File.ReadAt) and sending them as Write does. The choice is
+// recorded in docs/decisions/0023-sending-files.md.
+//
+// Ordering. Bytes written before SendFile go first: the transfer starts
+// once the connection's queue is empty. Bytes written (Write, Writev,
+// Reserve and Commit) while it runs wait in a queue of their own and
+// follow the file. Backpressure is the socket's: the transfer moves only
+// what the socket takes, waits for writability when it is full, and
+// holds at most one pipe (or one read buffer) per connection; the write
+// timeout covers it as it covers queued bytes.
+
+// fileSend is a connection's file transfer in progress.
+type fileSend struct {
+	f     *File
+	off   int64 // next offset in the file
+	left  int64 // bytes still to send
+	sent  int64
+	done  func(sent int64, err error)
+	after outQueue // writes made meanwhile, sent after the file
+
+	running  bool // started: the connection's queue was empty
+	fallback bool // reading and sending instead of splice or sendfile
+	reading  bool // the fallback's read is in flight
+	dead     bool // the connection closed; waiting for the kernel
+
+	// io_uring: the pipe it holds while the pipe holds bytes, how many,
+	// and its ring operations in flight (a fill, or a poll).
+	pipe   *pipePair
+	inPipe int
+	ops    int
+}
+
+// errSendUnsupported is a driver's report that the kernel cannot splice or
+// sendfile from this file: the transfer falls back to read and send, if
+// it has sent nothing yet.
+var errSendUnsupported = errors.New("zero-copy file send unsupported")
+
+// forceSendFallback makes every file send read and send (for tests).
+var forceSendFallback atomic.Bool
+
+// fileSendChunk bounds one sendfile or one fallback read.
+const fileSendChunk = 256 << 10
+
+// SendFile sends n bytes of f from offset off on c, after what is queued,
+// and calls done with the bytes sent once all of them are (err nil) or the
+// transfer stopped. f must belong to c's loop and stay open until done
+// runs. One file at a time per connection: a second SendFile before done
+// returns an error. A transfer that fails (the file is shorter than off+n,
+// a read error, the peer gone) closes c after done runs, since its peer
+// has a partial message; done then runs with the error, and OnClose after
+// it. done runs after the callback that called SendFile returns, never
+// inside it.
+func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error)) error {
+	switch {
+	case !c.writable():
+		return c.opError("sendfile", net.ErrClosed)
+	case c.sf != nil:
+		return c.opError("sendfile", errors.New("a file send is already in progress"))
+	case f == nil || f.l != c.loop:
+		return c.opError("sendfile", errors.New("the file belongs to another loop"))
+	case f.fd < 0 || f.closing:
+		return c.opError("sendfile", f.closedErr("sendfile"))
+	case off < 0 || n < 0:
+		return c.opError("sendfile", fmt.Errorf("invalid range: offset %d, length %d", off, n))
+	}
+	sf := &fileSend{f: f, off: off, left: n, done: done}
+	c.sf = sf
+	if forceSendFallback.Load() {
+		sf.fallback = true
+	}
+	if c.out.buffered() == 0 {
+		c.progress = c.loop.now
+	}
+	c.watchWrite()
+	if c.out.buffered() == 0 {
+		c.loop.runFileSend(c)
+	}
+	return nil
+}
+
+// runFileSend starts c's transfer: its queue is empty.
+func (l *Loop) runFileSend(c *Conn) {
+	sf := c.sf
+	sf.running = true
+	switch {
+	case sf.left == 0:
+		l.endFileSend(c, nil)
+	case sf.fallback:
+		l.cnt[sFileSendFallbacks]++
+		l.fallbackRead(c)
+	default:
+		l.d.sendFile(c)
+	}
+}
+
+// fileSent is the driver's report that the kernel took n bytes of c's
+// file, or that the transfer failed with err. It reports whether the
+// driver should move more.
+func (l *Loop) fileSent(c *Conn, n int, err error) (more bool) {
+	sf := c.sf
+	if sf == nil || sf.dead || c.closed() {
+		return false
+	}
+	if n > 0 {
+		sf.off += int64(n)
+		sf.left -= int64(n)
+		sf.sent += int64(n)
+		l.cnt[sFileSendBytes] += uint64(n)
+		c.progress = l.now
+	}
+	switch {
+	case errors.Is(err, errSendUnsupported) && sf.sent == 0:
+		sf.fallback = true
+		l.cnt[sFileSendFallbacks]++
+		l.fallbackRead(c)
+		return false
+	case err != nil:
+		l.endFileSend(c, err)
+		return false
+	case sf.left == 0:
+		l.endFileSend(c, nil)
+		return false
+	}
+	return true
+}
+
+// fileShort is the error of a file that ended before the range did.
+func (sf *fileSend) fileShort() error {
+	return &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: io.ErrUnexpectedEOF}
+}
+
+// endFileSend ends c's transfer: done runs once the current callback
+// returns, the writes made meanwhile go out, and an error closes c.
+func (l *Loop) endFileSend(c *Conn, err error) {
+	sf := c.sf
+	c.sf = nil
+	l.notify(note{kind: noteFileSent, c: c, err: err, sf: sf})
+	if err != nil {
+		l.putBuf(sf.after.next)
+		sf.after.next = nil
+		l.fail(c, "sendfile", err)
+		return
+	}
+	if c.closed() {
+		return
+	}
+	if sf.after.buffered() > 0 {
+		c.out.next, c.out.reserved = sf.after.next, sf.after.reserved
+		sf.after.next = nil
+		l.d.committed(c)
+		return
+	}
+	l.drained(c)
+}
+
+// abortFileSend ends the transfer of a connection being closed: done runs
+// with err; what the kernel still holds (a splice in flight) is the
+// driver's to finish.
+func (l *Loop) abortFileSend(c *Conn, err error) {
+	sf := c.sf
+	if err == nil {
+		err = c.opError("sendfile", net.ErrClosed)
+	}
+	l.putBuf(sf.after.next)
+	sf.after.next = nil
+	sf.dead = true
+	l.notify(note{kind: noteFileSent, c: c, err: err, sf: sf})
+	if sf.ops == 0 && !sf.reading {
+		l.files.pipes.release(sf)
+		c.sf = nil
+	}
+}
+
+// fallbackRead reads the next part of c's file; the bytes go out as a
+// write, and the next read starts once the socket has taken them
+// (sendResult calls fallbackSent).
+func (l *Loop) fallbackRead(c *Conn) {
+	sf := c.sf
+	sf.reading = true
+	sf.f.ReadAt(sf.off, int(min(sf.left, fileSendChunk)), func(data []byte, err error) {
+		sf.reading = false
+		if sf.dead {
+			c.sf = nil
+			return
+		}
+		if len(data) == 0 {
+			if err == nil || err == io.EOF {
+				err = sf.fileShort()
+			}
+			l.endFileSend(c, err)
+			return
+		}
+		sf.pendingWrite(c, data)
+	})
+}
+
+// pendingWrite sends a fallback chunk through the connection's own queue.
+func (sf *fileSend) pendingWrite(c *Conn, data []byte) {
+	l := c.loop
+	l.d.write(c, data)
+	if c.closed() {
+		return
+	}
+	if c.out.buffered() == 0 {
+		// Written straight to the socket (epoll): the whole chunk.
+		l.fallbackSent(c, len(data))
+		return
+	}
+	sf.inPipe = len(data) // the fallback's use: bytes of the chunk queued
+}
+
+// fallbackSent counts a fallback chunk the socket took and reads the next.
+func (l *Loop) fallbackSent(c *Conn, n int) {
+	c.sf.inPipe = 0
+	if l.fileSent(c, n, nil) {
+		l.fallbackRead(c)
+	}
+}
+
+// fileSendHook is sendResult's part: once c's queue is empty, a transfer
+// waiting for it starts, and a fallback chunk in it is done. It reports
+// whether it took over.
+func (l *Loop) fileSendHook(c *Conn) bool {
+	sf := c.sf
+	if sf == nil || c.out.buffered() > 0 {
+		return false
+	}
+	switch {
+	case !sf.running:
+		l.runFileSend(c)
+	case sf.fallback && !sf.reading && sf.inPipe > 0:
+		l.fallbackSent(c, sf.inPipe)
+	}
+	return true
+}
+
+// pipePair is a pipe of the loop's, for splicing a file into a socket.
+type pipePair struct{ r, w int }
+
+// pipePool is a loop's idle pipes. A transfer takes one while it moves a
+// chunk and gives it back once the pipe is empty again, so a loop holds
+// as many pipes as it has transfers mid-chunk, and keeps at most
+// maxIdlePipes idle.
+type pipePool struct {
+	idle []*pipePair
+	open int
+}
+
+const maxIdlePipes = 16
+
+// pipeSize is what a pipe is asked to hold (F_SETPIPE_SZ; the kernel may
+// keep its default of 64 KiB).
+const pipeSize = 1 << 20
+
+func (p *pipePool) get() (*pipePair, error) {
+	if n := len(p.idle); n > 0 {
+		pp := p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		return pp, nil
+	}
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("pipe2: %w", err)
+	}
+	_, _ = unix.FcntlInt(uintptr(fds[1]), unix.F_SETPIPE_SZ, pipeSize)
+	p.open++
+	return &pipePair{r: fds[0], w: fds[1]}, nil
+}
+
+// put gives back an empty pipe.
+func (p *pipePool) put(pp *pipePair) {
+	if len(p.idle) < maxIdlePipes {
+		p.idle = append(p.idle, pp)
+		return
+	}
+	p.closePipe(pp)
+}
+
+func (p *pipePool) closePipe(pp *pipePair) {
+	unix.Close(pp.r)
+	unix.Close(pp.w)
+	p.open--
+}
+
+// release gives back the pipe of a transfer that ended: to the pool when
+// it is empty, else closed (its bytes belong to nobody).
+func (p *pipePool) release(sf *fileSend) {
+	if sf.pipe == nil {
+		return
+	}
+	if sf.inPipe == 0 {
+		p.put(sf.pipe)
+	} else {
+		p.closePipe(sf.pipe)
+	}
+	sf.pipe, sf.inPipe = nil, 0
+}
+
+func (p *pipePool) closeAll() {
+	for _, pp := range p.idle {
+		p.closePipe(pp)
+	}
+	p.idle = nil
+}
+
+// sendingFile reports whether the kernel holds operations of c's file
+// send, for the io_uring release to cancel.
+func (c *Conn) sendingFile() bool { return c.sf != nil && c.sf.ops > 0 }

@@ -1,0 +1,163 @@
+package runtime_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/internal/leakcheck"
+	"github.com/percore/percore/internal/pctest"
+	percore "github.com/percore/percore/runtime"
+)
+
+// fileSender answers each request line "off len\n" with "<", the range of
+// its file, and ">" (written after SendFile: it must follow the file), and
+// reports each transfer's result.
+type fileSender struct {
+	f       *percore.File
+	results chan sendResult
+}
+
+type sendResult struct {
+	sent int64
+	err  error
+}
+
+func (h *fileSender) OnData(c *percore.Conn, data []byte) {
+	var off, n int64
+	if _, err := fmt.Sscanf(string(data), "%d %d", &off, &n); err != nil {
+		c.Close()
+		return
+	}
+	c.Write([]byte("<"))
+	if err := c.SendFile(h.f, off, n, func(sent int64, err error) { h.results <- sendResult{sent, err} }); err != nil {
+		h.results <- sendResult{-1, err}
+		return
+	}
+	c.Write([]byte(">"))
+}
+
+// sendFileServer starts a loop that serves content with fileSender.
+func sendFileServer(t *testing.T, b percore.Backend, content []byte) (*percore.Runtime, *fileSender) {
+	t.Helper()
+	name := filepath.Join(t.TempDir(), "content")
+	must(t, os.WriteFile(name, content, 0o644))
+	h := &fileSender{results: make(chan sendResult, 16)}
+	rt := start(t, percore.Config{Backend: b}, h)
+	l := rt.Loops()[0]
+	type ores struct {
+		f   *percore.File
+		err error
+	}
+	r := await(t, l, func(done func(ores)) {
+		l.OpenFile(name, os.O_RDONLY, 0, func(f *percore.File, err error) {
+			h.f = f // on the loop's thread, where OnData reads it
+			done(ores{f, err})
+		})
+	})
+	must(t, r.err)
+	return rt, h
+}
+
+func TestSendFile(t *testing.T) {
+	content := make([]byte, 3<<20+123) // more than a pipe and a chunk
+	for i := range content {
+		content[i] = byte(i*31 + i>>9)
+	}
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			defer percore.SetSendFallback(fallback)()
+			pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+				rt, h := sendFileServer(t, b, content)
+				c := dial(t, rt)
+				ranges := []struct{ off, n int64 }{
+					{0, int64(len(content))},
+					{1000, 10},
+					{int64(len(content)) - 7, 7}, // the end of the file
+					{5, 0},
+				}
+				for _, r := range ranges {
+					fmt.Fprintf(c, "%d %d\n", r.off, r.n)
+					got := make([]byte, r.n+2)
+					if _, err := io.ReadFull(c, got); err != nil {
+						t.Fatalf("range %d+%d: %v", r.off, r.n, err)
+					}
+					want := append(append([]byte("<"), content[r.off:r.off+r.n]...), '>')
+					if !bytes.Equal(got, want) {
+						t.Fatalf("range %d+%d: got %d bytes that differ from the file's (first %q)", r.off, r.n, len(got), got[:min(len(got), 8)])
+					}
+					if res := pctest.Recv(t, h.results, "send result"); res.err != nil || res.sent != r.n {
+						t.Fatalf("range %d+%d: done(%d, %v)", r.off, r.n, res.sent, res.err)
+					}
+				}
+				var total int64
+				for _, r := range ranges {
+					total += r.n
+				}
+				pctest.WaitFor(t, "the send counters", func() bool { return rt.Stats().FileSendBytes == uint64(total) })
+				s := rt.Stats()
+				if s.FileSendBytes != uint64(total) {
+					t.Errorf("FileSendBytes = %d, want %d", s.FileSendBytes, total)
+				}
+				if (s.FileSendFallbacks > 0) != fallback {
+					t.Errorf("FileSendFallbacks = %d with the fallback forced %v", s.FileSendFallbacks, fallback)
+				}
+			})
+		})
+	}
+}
+
+// TestSendFilePastEnd asks for more than the file holds: the peer gets
+// what there is, then the connection closes, and done reports
+// io.ErrUnexpectedEOF.
+func TestSendFilePastEnd(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt, h := sendFileServer(t, b, []byte("0123456789"))
+		c := dial(t, rt)
+		fmt.Fprintf(c, "6 10\n")
+		got, err := io.ReadAll(c)
+		if err != nil || string(got) != "<6789" {
+			t.Errorf("read %q, %v; want %q then the end of the stream", got, err, "<6789")
+		}
+		res := pctest.Recv(t, h.results, "send result")
+		if res.sent != 4 || !errors.Is(res.err, io.ErrUnexpectedEOF) {
+			t.Errorf("done(%d, %v), want 4 and io.ErrUnexpectedEOF", res.sent, res.err)
+		}
+	})
+}
+
+// TestSendFileDisconnect has the client go away in the middle of a large
+// file: done reports an error, the connection closes, and every
+// descriptor (sockets, pipes) is back to the baseline once the runtime
+// stops.
+func TestSendFileDisconnect(t *testing.T) {
+	content := make([]byte, 32<<20)
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		baseline := leakcheck.OpenFDs()
+		func() {
+			rt, h := sendFileServer(t, b, content)
+			for range 3 {
+				c := dial(t, rt)
+				fmt.Fprintf(c, "0 %d\n", len(content))
+				if _, err := io.ReadFull(c, make([]byte, 100<<10)); err != nil {
+					t.Fatal(err)
+				}
+				c.Close()
+				res := pctest.Recv(t, h.results, "send result")
+				if res.err == nil || res.sent >= int64(len(content)) {
+					t.Errorf("done(%d, %v) after the client left", res.sent, res.err)
+				}
+			}
+			pctest.WaitFor(t, "the connections to close", func() bool { return rt.Stats().Open == 0 })
+			rt.Close()
+		}()
+		if err := leakcheck.Check(baseline, 1<<30, 5*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+}

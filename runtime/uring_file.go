@@ -1,0 +1,229 @@
+//go:build linux
+
+package runtime
+
+import (
+	"io/fs"
+
+	"github.com/percore/percore/ring"
+	"golang.org/x/sys/unix"
+)
+
+// The io_uring driver's file operations: each File operation is the ring's
+// own opcode, prepared during the turn and submitted with its one enter.
+// The user data is kindFile (or kindFileSync, for the fdatasync linked to
+// a write) with the operation's slot and generation in the loop's file
+// table. Their kinds sit apart from the connection kinds of uring.go.
+const (
+	kindFile        uint8 = 0x40 + iota // a file operation
+	kindFileSync                        // the fdatasync linked to a write
+	kindSplice                          // a file send's splice of the file into its pipe (sendfile.go)
+	kindSpliceDrain                     // a file send's splice of its pipe into the socket
+	kindSplicePoll                      // a file send waiting for its socket to take more
+)
+
+// uringFileOps are the opcodes of the file operations. A kernel without
+// one of them still runs an io_uring loop: its file operations then go to
+// the file workers, as on epoll.
+var uringFileOps = []ring.Op{
+	ring.OpOpenat, ring.OpOpenat2, ring.OpRead, ring.OpReadv, ring.OpWrite,
+	ring.OpFsync, ring.OpFallocate, ring.OpStatx, ring.OpClose,
+}
+
+// fileStart prepares op for the turn's enter.
+func (d *uringDriver) fileStart(op *fileOp) error {
+	if !d.fileOps {
+		d.l.offload(op)
+		return nil
+	}
+	ud := userData(kindFile, op.slot, op.gen)
+	fd := op.fd
+	switch op.kind {
+	case fOpen:
+		if op.beneath {
+			return d.fr.PrepareOpenat2(op.dirfd, &op.path[0], &op.how, ud)
+		}
+		return d.fr.PrepareOpenat(op.dirfd, &op.path[0], op.flag, op.perm, ud)
+	case fRead:
+		return d.r.PrepareRead(fd, op.buf[op.done:op.want], uint64(op.off)+uint64(op.done), ud)
+	case fReadv:
+		return d.fr.PrepareReadv(fd, op.iov, uint64(op.off), ud)
+	case fWrite:
+		return d.fr.PrepareWrite(fd, op.buf[op.done:op.want], writeOffset(op), ud)
+	case fWriteSync:
+		// One submission, so that the link holds.
+		if err := d.fr.Reserve(2); err != nil {
+			return err
+		}
+		if err := d.fr.PrepareWrite(fd, op.buf[op.done:op.want], writeOffset(op), ud); err != nil {
+			return err
+		}
+		d.fr.Link()
+		return d.fr.PrepareFsync(fd, ring.FsyncDataSync, userData(kindFileSync, op.slot, op.gen))
+	case fSync:
+		var flags uint32
+		if op.dsync {
+			flags = ring.FsyncDataSync
+		}
+		return d.fr.PrepareFsync(fd, flags, ud)
+	case fAlloc:
+		return d.fr.PrepareFallocate(fd, op.mode, uint64(op.off), uint64(op.size), ud)
+	case fStat:
+		return d.fr.PrepareStatx(fd, &op.path[0], unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &op.st, ud)
+	case fClose:
+		return d.r.PrepareClose(fd, ud)
+	}
+	return unix.EINVAL
+}
+
+// writeOffset is where op writes next: the file's end for an append (the
+// ring's -1, the current position, which O_APPEND puts at the end).
+func writeOffset(op *fileOp) uint64 {
+	if op.off < 0 {
+		return ^uint64(0)
+	}
+	return uint64(op.off) + uint64(op.done)
+}
+
+// fileCompleted dispatches a file operation's completion.
+func (d *uringDriver) fileCompleted(kind uint8, slot, gen uint32, res int32) {
+	op := d.l.fileOpAt(slot, gen)
+	if op == nil {
+		return
+	}
+	d.l.fileResult(op, res, kind == kindFileSync)
+}
+
+// sendFile moves the next chunk of c's file: a splice of the file into a
+// pipe of the loop's, on the ring (it may wait for the disk), then the
+// pipe's bytes into the socket with splice(2) made by the loop itself
+// (drain), and a poll on the ring for writability when the socket is full.
+// io_uring runs every SPLICE on its worker threads (the kernel forces it
+// async): a drain there costs two context switches per chunk, where the
+// loop's own splice of a full pipe into a non-blocking socket cannot block
+// (docs/decisions/0023-sending-files.md). The ring operations count in
+// c.ur.ops, and release cancels them.
+func (d *uringDriver) sendFile(c *Conn) {
+	sf := c.sf
+	if !d.splice {
+		d.l.fileSent(c, 0, errSendUnsupported)
+		return
+	}
+	if sf.pipe == nil {
+		pp, err := d.l.files.pipes.get()
+		if err != nil {
+			d.l.fileSent(c, 0, err)
+			return
+		}
+		sf.pipe = pp
+	}
+	if sf.inPipe > 0 {
+		d.drain(c)
+		return
+	}
+	n := uint32(min(sf.left, pipeSize))
+	d.prepSplice(c, d.fr.PrepareSplice(sf.f.fd, sf.off, sf.pipe.w, -1, n, unix.SPLICE_F_MOVE, userData(kindSplice, c.slot, c.gen)))
+}
+
+func (d *uringDriver) prepSplice(c *Conn, err error) {
+	if err != nil {
+		d.l.files.pipes.release(c.sf)
+		d.l.fileSent(c, 0, err)
+		return
+	}
+	c.sf.ops++
+	c.ur.ops++
+}
+
+// drain moves the pipe's bytes into the socket while it takes them.
+func (d *uringDriver) drain(c *Conn) {
+	sf := c.sf
+	l := d.l
+	for sf.inPipe > 0 {
+		d.fileCalls++
+		n, err := unix.Splice(sf.pipe.r, nil, c.fd, nil, sf.inPipe, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			// The socket is full: wait on the ring until it takes more.
+			d.prepSplice(c, d.fr.PreparePollOut(c.fd, userData(kindSplicePoll, c.slot, c.gen)))
+			return
+		case err != nil:
+			l.files.pipes.release(sf)
+			l.fileSent(c, 0, errnoErr("splice", err.(unix.Errno)))
+			return
+		}
+		sf.inPipe -= int(n)
+		if sf.inPipe == 0 {
+			l.files.pipes.release(sf)
+		}
+		if !l.fileSent(c, int(n), nil) {
+			return
+		}
+	}
+	d.sendFile(c)
+}
+
+// spliced handles a completion of c's file send: the fill of its pipe, or
+// the poll that waited for the socket to take more.
+func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
+	sf := c.sf
+	if sf == nil {
+		return
+	}
+	sf.ops--
+	l := d.l
+	if kind == kindSplice && res > 0 {
+		sf.inPipe += int(res)
+	}
+	if sf.dead || c.closed() {
+		l.files.pipes.release(sf)
+		c.sf = nil
+		return
+	}
+	switch {
+	case kind == kindSplicePoll && res < 0:
+		l.files.pipes.release(sf)
+		l.fileSent(c, 0, errnoErr("poll", unix.Errno(-res)))
+	case kind == kindSplicePoll, res > 0:
+		d.drain(c)
+	case res == 0:
+		l.files.pipes.release(sf)
+		l.fileSent(c, 0, sf.fileShort())
+	case res == -int32(unix.EINVAL) && sf.sent == 0:
+		l.files.pipes.release(sf)
+		l.fileSent(c, 0, errSendUnsupported)
+	default:
+		l.files.pipes.release(sf)
+		l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: unix.Errno(-res)})
+	}
+}
+
+// uringFileRing is what the file operations need of a ring beyond
+// uringRing: *ring.Ring has it; the kernel-free tests' stand-in does not,
+// and its loop offloads file operations instead.
+type uringFileRing interface {
+	PrepareOpenat(dirfd int, path *byte, flags int, mode uint32, userData uint64) error
+	PrepareOpenat2(dirfd int, path *byte, how *unix.OpenHow, userData uint64) error
+	PrepareReadv(fd int, iov []unix.Iovec, off uint64, userData uint64) error
+	PrepareWrite(fd int, p []byte, off uint64, userData uint64) error
+	PrepareFsync(fd int, flags uint32, userData uint64) error
+	PrepareFallocate(fd int, mode uint32, off, n uint64, userData uint64) error
+	PrepareStatx(dirfd int, path *byte, flags int, mask uint32, st *unix.Statx_t, userData uint64) error
+	PrepareSplice(fdIn int, offIn int64, fdOut int, offOut int64, n uint32, flags uint32, userData uint64) error
+	PreparePollOut(fd int, userData uint64) error
+	Reserve(n uint32) error
+	Link()
+}
+
+// probeFiles records which file operations the ring can run itself.
+func (d *uringDriver) probeFiles(support *ring.Support) {
+	fr, ok := d.r.(uringFileRing)
+	if !ok {
+		return
+	}
+	d.fr = fr
+	d.fileOps = support.Require(uringFileOps...) == nil
+	d.splice = support.Has(ring.OpSplice) && support.Has(ring.OpPollAdd)
+}
