@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Conn is one TCP connection owned by a loop. Its methods must be called on
+// Conn is one stream connection (TCP or Unix) owned by a loop. Its methods must be called on
 // that loop's thread (from a handler, a timer or a function posted to the
 // loop); none of them blocks. After Close, or once OnClose has run, writes
 // fail with net.ErrClosed.
@@ -36,6 +36,7 @@ type Conn struct {
 	out outQueue
 
 	dial  *dialState
+	ln    *Listener // the listener it was accepted from; nil for a dial
 	laddr net.Addr
 	raddr net.Addr
 
@@ -312,6 +313,10 @@ func (c *Conn) CloseWrite() error {
 	return nil
 }
 
+// Listener returns the listener the connection was accepted from, or nil
+// for a connection the loop dialed.
+func (c *Conn) Listener() *Listener { return c.ln }
+
 // LocalAddr returns the local address (it asks the kernel the first time).
 // Once the connection is closed it returns what an earlier call found, or
 // nil: call it in OnOpen to have it in OnClose.
@@ -501,6 +506,8 @@ func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
 	switch sa := sa.(type) {
 	case *unix.SockaddrInet4:
 		return &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
+	case *unix.SockaddrUnix:
+		return &net.UnixAddr{Name: sa.Name, Net: "unix"}
 	case *unix.SockaddrInet6:
 		a := &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
 		if sa.ZoneId != 0 {

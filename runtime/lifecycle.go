@@ -3,8 +3,6 @@
 package runtime
 
 import (
-	"errors"
-	"fmt"
 	"net"
 
 	"golang.org/x/sys/unix"
@@ -63,10 +61,11 @@ func (l *Loop) freeSlot(c *Conn) {
 	c.dial = nil // the kernel is done with the socket address
 }
 
-// accepted opens a connection on a descriptor the listener gave.
-func (l *Loop) accepted(fd int) {
+// accepted opens a connection on a descriptor the listener ln gave.
+func (l *Loop) accepted(fd int, ln *Listener) {
 	l.cnt[sAccepts]++
 	c := l.newConn(fd, l.h)
+	c.ln = ln
 	if err := l.d.start(c); err != nil {
 		l.closeConn(c, c.opError("read", err))
 		return
@@ -274,6 +273,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 // forceStop begins the loop's shutdown: stop accepting, close every
 // connection with err, exit once the kernel holds nothing of the loop.
 func (l *Loop) forceStop(err error) {
+	l.forced = true
 	if !l.stopping {
 		l.stopping = true
 		l.closeListener()
@@ -305,14 +305,14 @@ func (l *Loop) beginShutdown() {
 	}
 }
 
+// closeListener stops accepting and receiving on every listener of the
+// loop and closes its sockets.
 func (l *Loop) closeListener() {
-	if l.ln == nil {
+	if l.lnClosed {
 		return
 	}
+	l.lnClosed = true
+	l.streams, l.packets = 0, 0
 	l.d.stopListening()
-	if err := l.ln.Close(); err != nil {
-		l.log.Error("percore: close listener", "loop", l.id, "err", err)
-		l.stopErr = errors.Join(l.stopErr, fmt.Errorf("loop %d: close listener: %w", l.id, err))
-	}
-	l.ln = nil
+	l.closeListeners()
 }
