@@ -104,7 +104,9 @@ func (l *Loop) acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome {
 		return acceptHeld
 	}
 	l.acceptOK()
-	l.accepted(fd, l.lns[ln].info)
+	if info := l.lns[ln].info; !info.Shared || !l.handOver(fd, info) {
+		l.accepted(fd, info)
+	}
 	if !l.canAccept() && l.accept.holds&holdCap == 0 {
 		l.cnt[sCapHolds]++
 		l.hold(holdCap)

@@ -73,6 +73,41 @@ func (l *Loop) accepted(fd int, ln *Listener) {
 	l.opened(c)
 }
 
+// handOver spreads the connections of a shared listener (a Unix or an
+// inherited socket, which every loop accepts from) over the loops: the
+// loop whose accept wakes first would otherwise take a whole burst (a
+// multishot accept, or epoll's accept loop, drains the backlog: measured
+// in docs/decisions/0020). Connection i of this loop's accepts goes to
+// loop i mod n, posted to it; it reports false when the connection stays
+// here (its turn, a runtime still starting, a connection cap, which a
+// loop enforces only on what it accepts itself, or a target that
+// stopped).
+func (l *Loop) handOver(fd int, info *Listener) bool {
+	rt := l.rt
+	if rt == nil || l.cfg.MaxConns > 0 || !rt.started.Load() || len(rt.loops) < 2 {
+		return false
+	}
+	to := rt.loops[l.spread%len(rt.loops)]
+	l.spread++
+	if to == l {
+		return false
+	}
+	if to.post(func() { to.adopt(fd, info) }, true) != nil {
+		return false
+	}
+	l.cnt[sHandedOver]++
+	return true
+}
+
+// adopt opens a connection another loop accepted and handed over.
+func (l *Loop) adopt(fd int, info *Listener) {
+	if l.forced {
+		_ = unix.Close(fd)
+		return
+	}
+	l.accepted(fd, info)
+}
+
 // opened runs the handler's OnOpen and starts the connection's timers.
 func (l *Loop) opened(c *Conn) {
 	c.state |= stOpen

@@ -285,6 +285,7 @@ func (l *Loop) startListeners() error {
 				err = l.d.listenPacket(ll.pc)
 			}
 		} else {
+			l.streams++ // before listen: the driver asks the loop whether it accepts
 			err = l.d.listen(i, ll.fd)
 		}
 		if err != nil {
@@ -292,8 +293,6 @@ func (l *Loop) startListeners() error {
 		}
 		if ll.info.Datagram() {
 			l.packets++
-		} else {
-			l.streams++
 		}
 	}
 	return nil

@@ -41,6 +41,7 @@ type Loop struct {
 	packets  int
 	lnClosed bool
 	pk       packetState // the datagram sockets' shared state (packet.go)
+	spread   int         // this loop's accepts on shared listeners, for handOver
 	log      *slog.Logger
 	clock    func() time.Time // time.Now, or a test's clock
 	rt       *Runtime         // nil in the kernel-free tests
@@ -163,6 +164,7 @@ func (l *Loop) run() {
 	l.postMu.Lock()
 	l.postClosed = true
 	l.postMu.Unlock()
+	l.forced = true // what is posted now finds the loop gone (adopt)
 	l.runPosted()
 	l.exitCalls()
 	l.publish()

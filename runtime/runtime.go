@@ -12,6 +12,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/percore/percore/cpu"
@@ -32,6 +33,9 @@ type Runtime struct {
 	sockMu    sync.Mutex
 	sockets   []socketRef
 	sharedErr error // closing the shared sockets (under sockMu)
+	// started is set once every loop runs: loops hand connections of
+	// shared listeners to each other only then.
+	started atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -115,6 +119,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		rt.loops = append(rt.loops, l)
 	}
 	rt.report.Backend = backend
+	rt.started.Store(true)
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "listeners", listenerList(rt.lns))
 	return rt, nil

@@ -81,6 +81,10 @@ type Stats struct {
 	// socket's receive buffer (SO_RXQ_OVFL), as the next datagram
 	// reports it.
 	PacketsIn, PacketsOut, PacketsTruncated, PacketDrops, PacketErrors, PacketsLost uint64
+	// HandedOver counts connections of shared listeners (Unix, inherited)
+	// this loop accepted and handed to another loop, to spread a burst
+	// (the other loop counts them in Accepts).
+	HandedOver uint64
 
 	// Early-warning signals over the last window of about a second (the
 	// maxima when summed over loops): the loop's lag, from the kernel
@@ -135,6 +139,7 @@ const (
 	sPacketDrops
 	sPacketErrors
 	sPacketsLost
+	sHandedOver
 	sLagP50
 	sLagP99
 	sLagMax
@@ -190,6 +195,7 @@ var statTable = [numStats]statField{
 	sPacketDrops:      {n: func(s *Stats) *uint64 { return &s.PacketDrops }},
 	sPacketErrors:     {n: func(s *Stats) *uint64 { return &s.PacketErrors }},
 	sPacketsLost:      {n: func(s *Stats) *uint64 { return &s.PacketsLost }},
+	sHandedOver:       {n: func(s *Stats) *uint64 { return &s.HandedOver }},
 	sLagP50:           {d: func(s *Stats) *time.Duration { return &s.LagP50 }, max: true},
 	sLagP99:           {d: func(s *Stats) *time.Duration { return &s.LagP99 }, max: true},
 	sLagMax:           {d: func(s *Stats) *time.Duration { return &s.LagMax }, max: true},

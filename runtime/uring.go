@@ -677,7 +677,10 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	if e.Res < 0 {
 		fd, errno = -1, unix.Errno(-e.Res)
 	}
-	if errno != unix.ECANCELED && l.acceptResult(fd, errno, i) == acceptIdle {
+	// An accept that fails once the listener is stopped (closed before
+	// the accept was submitted) is nobody's connection.
+	stopped := ln.fd < 0 && errno != 0
+	if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
 	if !more {
