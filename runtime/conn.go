@@ -69,6 +69,7 @@ const (
 	stPaused                                // reading paused for outbound backpressure
 	stOverCap                               // the queue reached the cap and has not drained since
 	stReadHeld                              // reading paused by the handler (PauseRead)
+	stSpoke                                 // the peer has sent something (a graceful shutdown waits for a new connection's first request)
 )
 
 // closed reports whether c is closed (its OnClose has run or is queued).

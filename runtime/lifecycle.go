@@ -144,6 +144,7 @@ func (l *Loop) received(c *Conn, data []byte) {
 	}
 	l.cnt[sBytesIn] += uint64(len(data))
 	c.lastRead = l.now
+	c.state |= stSpoke
 	l.callOnData(c, data)
 	if l.stopping {
 		l.closeIfIdle(c)
@@ -249,8 +250,16 @@ func (l *Loop) shutWrite(c *Conn) {
 }
 
 // closeIfIdle closes c during a graceful shutdown once it has no request
-// in flight and nothing queued.
+// in flight and nothing queued. A connection whose peer has sent nothing
+// yet is not idle: its first request may be on its way (it connected just
+// as the shutdown began, or was in the accept queue), so it is closed
+// after that request, or at the shutdown's deadline, as net/http treats a
+// new connection. A dialed connection the handler opened is idle from the
+// start.
 func (l *Loop) closeIfIdle(c *Conn) {
+	if c.ln != nil && c.state&stSpoke == 0 {
+		return
+	}
 	if c.requests == 0 && c.Buffered() == 0 && c.state&(stClosing|stClosed|stConnecting) == 0 {
 		c.Close()
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/poller"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -90,7 +91,11 @@ type uringDriver struct {
 
 // uringListener is one stream listener of the io_uring driver.
 type uringListener struct {
-	fd        int
+	fd int
+	// drain is a duplicate of a stopped listener's descriptor, kept until
+	// its accept has completed: then what waits in the backlog is
+	// accepted (see drainListener) and drain closed. -1 when none.
+	drain     int
 	acceptOp  uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
 	awaitConn bool  // the descriptor table was full with none waiting: poll first
 }
@@ -232,9 +237,9 @@ func (d *uringDriver) armWake() error {
 
 func (d *uringDriver) listen(i int, fd int) error {
 	for len(d.lns) <= i {
-		d.lns = append(d.lns, uringListener{fd: -1})
+		d.lns = append(d.lns, uringListener{fd: -1, drain: -1})
 	}
-	d.lns[i] = uringListener{fd: fd}
+	d.lns[i] = uringListener{fd: fd, drain: -1}
 	return d.armAccept(i)
 }
 
@@ -283,10 +288,42 @@ func (d *uringDriver) cancelAccept() {
 
 func (d *uringDriver) stopListening() {
 	for i := range d.lns {
-		d.lns[i].fd = -1
+		ln := &d.lns[i]
+		if ln.fd >= 0 && !d.l.forced {
+			if dup, err := unix.FcntlInt(uintptr(ln.fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+				ln.drain = dup
+			}
+		}
+		ln.fd = -1
+		if ln.acceptOp == 0 {
+			d.drainListener(i)
+		}
 	}
 	d.cancelAccept()
 	d.stopPackets()
+}
+
+// drainListener accepts what waits in stopped listener i's backlog, once
+// its accept is no longer armed, and closes its duplicate. io_uring arms
+// accepts with an exclusive wait: a connection whose wake-up went to this
+// loop's accept as it was cancelled wakes nobody else, and would wait in
+// the backlog for the next connection to wake another holder of the socket
+// (a process it was handed to, another loop). Accepted here, it is served
+// like any connection a graceful shutdown finds (Loop.acceptResult).
+func (d *uringDriver) drainListener(i int) {
+	ln := &d.lns[i]
+	if ln.drain < 0 {
+		return
+	}
+	for range 1024 {
+		fd, errno := poller.Accept(ln.drain)
+		if errno != 0 {
+			break
+		}
+		d.l.acceptResult(fd, 0, i)
+	}
+	unix.Close(ln.drain)
+	ln.drain = -1
 }
 
 // pauseAccept cancels multishot accepts; a single accept (with a cap) is
@@ -684,6 +721,9 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 		ln.awaitConn = true
 	}
 	if !more {
+		if ln.fd < 0 {
+			d.drainListener(i)
+		}
 		d.nextAccept(i)
 	}
 }
@@ -697,6 +737,9 @@ func (d *uringDriver) listenerReady(i int, e *ring.Completion) {
 	ln := &d.lns[i]
 	ln.acceptOp = 0
 	d.loopOps--
+	if ln.fd < 0 {
+		d.drainListener(i)
+	}
 	switch {
 	case e.Res == -int32(unix.ECANCELED):
 	case e.Res < 0:
