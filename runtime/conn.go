@@ -70,6 +70,7 @@ const (
 	stOverCap                               // the queue reached the cap and has not drained since
 	stReadHeld                              // reading paused by the handler (PauseRead)
 	stSpoke                                 // the peer has sent something (a graceful shutdown waits for a new connection's first request)
+	stGraceArmed                            // a graceful shutdown's timer waits for its first request
 )
 
 // closed reports whether c is closed (its OnClose has run or is queued).

@@ -321,7 +321,12 @@ func TestListenFilesIgnoresOthers(t *testing.T) {
 	if _, err := percore.ListenFiles(); err == nil {
 		t.Fatal("a malformed LISTEN_FDS is no error")
 	}
-	env := percore.HandoverEnv([]*os.File{os.NewFile(100, "tcp://127.0.0.1:1")})
+	f, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	env := percore.HandoverEnv([]*os.File{f})
 	if !slicesContains(env, "LISTEN_FDS=1") || !slicesContains(env, fmt.Sprintf("PERCORE_LISTEN_PARENT=%d", os.Getpid())) {
 		t.Fatalf("HandoverEnv %v", env)
 	}

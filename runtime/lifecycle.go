@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -249,6 +250,10 @@ func (l *Loop) shutWrite(c *Conn) {
 	l.d.shutdownWrite(c)
 }
 
+// newConnGrace is how long a graceful shutdown waits for the first request
+// of a connection that has sent nothing yet (net/http waits 5 s).
+const newConnGrace = time.Second
+
 // closeIfIdle closes c during a graceful shutdown once it has no request
 // in flight and nothing queued. A connection whose peer has sent nothing
 // yet is not idle: its first request may be on its way (it connected just
@@ -258,7 +263,13 @@ func (l *Loop) shutWrite(c *Conn) {
 // start.
 func (l *Loop) closeIfIdle(c *Conn) {
 	if c.ln != nil && c.state&stSpoke == 0 {
-		return
+		if age := l.now.Sub(c.opened); age < newConnGrace {
+			if c.state&stGraceArmed == 0 {
+				c.state |= stGraceArmed
+				l.AfterFunc(newConnGrace-age, func() { l.closeIfIdle(c) })
+			}
+			return
+		}
 	}
 	if c.requests == 0 && c.Buffered() == 0 && c.state&(stClosing|stClosed|stConnecting) == 0 {
 		c.Close()

@@ -133,7 +133,22 @@ func inheritedSpec(f *os.File, index int) (*listenSpec, error) {
 	if f == nil {
 		return nil, errors.New("nil file")
 	}
-	fd := int(f.Fd()) // f keeps its descriptor; we duplicate it below
+	// Not f.Fd(): it would make the socket blocking, for every process
+	// that shares it.
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var spec *listenSpec
+	var serr error
+	if err := sc.Control(func(fd uintptr) { spec, serr = inheritedFd(int(fd), index) }); err != nil {
+		return nil, err
+	}
+	return spec, serr
+}
+
+// inheritedFd is inheritedSpec on the descriptor, which stays the file's.
+func inheritedFd(fd, index int) (*listenSpec, error) {
 	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	if err != nil {
 		return nil, fmt.Errorf("not a socket: %w", os.NewSyscallError("getsockopt", err))
