@@ -44,7 +44,9 @@ type echo struct{}
 
 func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 
-func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) { _ = p.WriteTo(data, from) }
+func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) {
+	_ = p.WriteTo(data, from)
+}
 
 var (
 	_ percore.Handler       = echo{}

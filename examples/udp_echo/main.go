@@ -33,7 +33,9 @@ import (
 // echo sends every datagram back; WriteTo copies it.
 type echo struct{}
 
-func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) { _ = p.WriteTo(data, from) }
+func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) {
+	_ = p.WriteTo(data, from)
+}
 
 var _ percore.PacketHandler = echo{}
 
