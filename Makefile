@@ -53,7 +53,8 @@ lint:
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
 
 ## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more, BENCH=resp for
-## examples/resp against redis-server (scripts/bench-resp.sh).
+## examples/resp against redis-server (scripts/bench-resp.sh), BENCH=transports for UDP and
+## Unix-socket echo against gnet, std net and a C recvmmsg loop (scripts/bench-transports.sh).
 bench:
 	./scripts/bench.sh
 

@@ -28,7 +28,7 @@
 # Usage: scripts/bench-transports.sh [--dry-run]
 # Environment (defaults in parentheses):
 #   REPEATS (3)  SERVER_CPU (0)  CLIENT_CPU (1)  SIZES ("64 1400")  WINDOW (64)
-#   CONNS (50)  WARMUP (1)  SECONDS (4)  RUN_TIMEOUT (30)  BASE_PORT (27400)
+#   CONNS (50)  WARMUP (1)  MEASURE_S (4)  RUN_TIMEOUT (30)  BASE_PORT (27400)
 #   OUT (docs/results/HOST-DATE-transports)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +48,7 @@ SIZES=${SIZES:-"64 1400"}
 WINDOW=${WINDOW:-64}
 CONNS=${CONNS:-50}
 WARMUP=${WARMUP:-1}
-SECONDS_=${SECONDS:-4}
+SECONDS_=${MEASURE_S:-4}
 RUN_TIMEOUT=${RUN_TIMEOUT:-30}
 BASE_PORT=${BASE_PORT:-27400}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y-%m-%d)-transports}
