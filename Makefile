@@ -55,7 +55,8 @@ lint:
 ## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more, BENCH=resp for
 ## examples/kv against redis-server and examples/redis_proxy against twemproxy (scripts/bench-resp.sh),
 ## BENCH=http for examples/http and examples/http_proxy against nginx, h2o, fasthttp, gnet and
-## net/http (scripts/bench-http.sh).
+## net/http (scripts/bench-http.sh), BENCH=transports for UDP and
+## Unix-socket echo against gnet, std net and a C recvmmsg loop (scripts/bench-transports.sh).
 bench:
 	./scripts/bench.sh
 

@@ -43,6 +43,13 @@ type Config struct {
 	// "tcp"/"udp") dual-stack: it also takes IPv4 traffic, seen as
 	// IPv4-mapped addresses. True limits it to IPv6.
 	V6Only bool
+
+	// UnixMode, when not zero, is the permission bits a Unix socket file
+	// gets (chmod between bind and listen, so that no client connects
+	// before it is set): 0o660 lets the owner and the group connect.
+	// Zero leaves what the umask gave. Ignored for other networks and
+	// for abstract names.
+	UnixMode os.FileMode
 }
 
 // Listener owns one bound socket: a listening stream socket (TCP or Unix)
@@ -60,6 +67,7 @@ type Listener struct {
 	addr        net.Addr      // the bound address, with the resolved port
 	sa          unix.Sockaddr // the same, for binding the rest of a group
 	unlink      string        // the Unix socket file to remove on Close, if any
+	keep        atomic.Bool   // KeepPath was called: do not remove it
 	incomingErr error         // why SO_INCOMING_CPU could not be set
 }
 
@@ -104,7 +112,7 @@ func (l *Listener) Close() error {
 	if fd < 0 {
 		return nil
 	}
-	if l.unlink != "" {
+	if l.unlink != "" && !l.keep.Load() {
 		// Unlink first, as net.UnixListener does, so that a new listener
 		// never finds a file that this one is about to leave behind.
 		_ = unix.Unlink(l.unlink)
@@ -114,6 +122,12 @@ func (l *Listener) Close() error {
 	}
 	return nil
 }
+
+// KeepPath makes Close leave the Unix socket file in place: the socket was
+// handed to another process (a restart), which serves it from the same
+// path after this one closes its descriptor. It does nothing for other
+// listeners.
+func (l *Listener) KeepPath() { l.keep.Store(true) }
 
 // NetListener returns a standard net.Listener (*net.TCPListener or
 // *net.UnixListener) over a duplicate of l's stream socket, for code that

@@ -56,6 +56,11 @@ func listenUnix(path string, cfg Config) (*Listener, error) {
 		unix.Close(fd)
 		return fail(err)
 	}
+	if onDisk && cfg.UnixMode != 0 {
+		if err := unix.Fchmodat(unix.AT_FDCWD, path, uint32(cfg.UnixMode.Perm()), 0); err != nil {
+			return undo(os.NewSyscallError("chmod", err))
+		}
+	}
 	if err := unix.Listen(fd, n); err != nil {
 		return undo(os.NewSyscallError("listen", err))
 	}

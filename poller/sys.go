@@ -63,3 +63,36 @@ func Connect(fd int, sa unsafe.Pointer, n uint32) unix.Errno {
 	_, _, errno := unix.RawSyscall(unix.SYS_CONNECT, uintptr(fd), uintptr(sa), uintptr(n))
 	return errno
 }
+
+// Mmsghdr is the kernel's struct mmsghdr: one message of a Recvmmsg or
+// Sendmmsg batch and, after the call, its length.
+type Mmsghdr struct {
+	Hdr unix.Msghdr
+	Len uint32
+	_   [4]byte
+}
+
+// Recvmmsg receives up to len(msgs) datagrams on fd in one system call
+// (recvmmsg(2)) and returns how many arrived; each one's length is in its
+// Len, and its Hdr's Namelen, Controllen and Flags are the kernel's.
+func Recvmmsg(fd int, msgs []Mmsghdr, flags int) (int, unix.Errno) {
+	r, _, errno := unix.RawSyscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))),
+		uintptr(len(msgs)), uintptr(flags), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), 0
+}
+
+// Sendmmsg sends up to len(msgs) datagrams on fd in one system call
+// (sendmmsg(2)) and returns how many the kernel took. An error on the
+// first is returned as its errno; one on a later datagram ends the batch
+// there, and the next call reports it.
+func Sendmmsg(fd int, msgs []Mmsghdr, flags int) (int, unix.Errno) {
+	r, _, errno := unix.RawSyscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(unsafe.SliceData(msgs))),
+		uintptr(len(msgs)), uintptr(flags), 0, 0)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), 0
+}

@@ -94,6 +94,12 @@ func oracleCases(a *oracleArgs) []oracleCase {
 		{"sendmsg with MSG_NOSIGNAL", "PrepareSendmsg", []any{fd, a.msg, ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareSendMsg(fd, (*syscall.Msghdr)(unsafe.Pointer(a.msg)), unix.MSG_NOSIGNAL)
 		}},
+		{"multishot recvmsg with buffer select", "PrepareRecvmsgMultishot", []any{fd, a.msg, uint32(unix.MSG_TRUNC), a.br, ud},
+			func(e *giouring.SubmissionQueueEntry) {
+				e.PrepareRecvMsgMultishot(fd, (*syscall.Msghdr)(unsafe.Pointer(a.msg)), unix.MSG_TRUNC)
+				e.Flags |= giouring.SqeBufferSelect
+				e.BufIG = a.br.group
+			}},
 		{"connect", "PrepareConnect", []any{fd, unsafe.Pointer(a.sa), uint32(unix.SizeofSockaddrInet6), ud},
 			func(e *giouring.SubmissionQueueEntry) {
 				// giouring takes the sockaddr as a *syscall.Sockaddr
@@ -460,6 +466,7 @@ func TestUAPIMatchesGiouring(t *testing.T) {
 		{"AsyncCancelFd", asyncCancelFd, uint64(giouring.AsyncCancelFd)},
 		{"OpPollAdd", uint64(OpPollAdd), uint64(giouring.OpPollAdd)},
 		{"OpSendmsg", uint64(OpSendmsg), uint64(giouring.OpSendmsg)},
+		{"OpRecvmsg", uint64(OpRecvmsg), uint64(giouring.OpRecvmsg)},
 		{"OpTimeout", uint64(OpTimeout), uint64(giouring.OpTimeout)},
 		{"OpAccept", uint64(OpAccept), uint64(giouring.OpAccept)},
 		{"OpAsyncCancel", uint64(OpAsyncCancel), uint64(giouring.OpAsyncCancel)},

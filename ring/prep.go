@@ -49,6 +49,40 @@ func (r *Ring) PrepareRecvMultishot(fd int, b *BufRing, userData uint64) error {
 	return nil
 }
 
+// PrepareRecvmsgMultishot queues a multishot recvmsg on the datagram socket
+// fd that fills buffers from the provided-buffer ring b (5.20+). The kernel
+// reads only msg's Namelen and Controllen: each completion's buffer starts
+// with an io_uring_recvmsg_out header (see RecvmsgOut), then Namelen bytes
+// for the source address, Controllen bytes of control messages, and the
+// payload. flags are recvmsg's (MSG_TRUNC makes the header's Payloadlen
+// the datagram's full length when it did not fit). msg must stay
+// referenced while the receive is armed.
+func (r *Ring) PrepareRecvmsgMultishot(fd int, msg *unix.Msghdr, flags uint32, b *BufRing, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.rw(OpRecvmsg, fd, uintptr(unsafe.Pointer(msg)), 1, 0)
+	e.opFlags = flags
+	e.ioprio = recvMultishot
+	e.flags = sqeBufferSelect
+	e.bufGroup = b.group
+	e.userData = userData
+	return nil
+}
+
+// RecvmsgOut is the header the kernel writes at the start of a multishot
+// recvmsg's buffer (struct io_uring_recvmsg_out).
+type RecvmsgOut struct {
+	Namelen    uint32 // the source address's full length (may exceed the room)
+	Controllen uint32 // the control messages' length
+	Payloadlen uint32 // the datagram's full length (more than fitted when Flags has MSG_TRUNC)
+	Flags      uint32 // MSG_TRUNC, MSG_CTRUNC
+}
+
+// SizeofRecvmsgOut is the size of RecvmsgOut.
+const SizeofRecvmsgOut = 16
+
 // PrepareMsgRing queues a message to another ring (IORING_OP_MSG_RING,
 // 5.18+): the ring whose descriptor is fd gets a completion with user data
 // data and result res, as if one of its own operations had completed, and

@@ -65,6 +65,7 @@ type Op uint8
 const (
 	OpPollAdd     Op = 6
 	OpSendmsg     Op = 9
+	OpRecvmsg     Op = 10
 	OpTimeout     Op = 11
 	OpAccept      Op = 13
 	OpAsyncCancel Op = 14
@@ -79,7 +80,7 @@ const (
 )
 
 var opNames = map[Op]string{
-	OpRead: "READ", OpWrite: "WRITE", OpSendmsg: "SENDMSG", OpTimeout: "TIMEOUT",
+	OpRead: "READ", OpWrite: "WRITE", OpSendmsg: "SENDMSG", OpRecvmsg: "RECVMSG", OpTimeout: "TIMEOUT",
 	OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL", OpConnect: "CONNECT", OpClose: "CLOSE",
 	OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN", OpPollAdd: "POLL_ADD",
 	OpMsgRing: "MSG_RING",

@@ -38,15 +38,15 @@ const (
 	holdBackoff                        // backing off after a failure
 )
 
-// accepting reports whether the loop takes connections now: it has its
-// listener and nothing holds accepting.
-func (l *Loop) accepting() bool { return l.ln != nil && !l.stopping && l.accept.holds == 0 }
+// accepting reports whether the loop takes connections now: it has stream
+// listeners and nothing holds accepting.
+func (l *Loop) accepting() bool { return l.streams > 0 && !l.stopping && l.accept.holds == 0 }
 
 // hold adds a reason to hold accepting; the driver stops at the first.
 func (l *Loop) hold(why acceptHold) {
 	was := l.accept.holds
 	l.accept.holds |= why
-	if was == 0 && l.ln != nil {
+	if was == 0 && l.streams > 0 {
 		l.d.pauseAccept()
 	}
 }
@@ -58,7 +58,7 @@ func (l *Loop) unhold(why acceptHold) {
 		return
 	}
 	l.accept.holds &^= why
-	if l.accept.holds == 0 && l.ln != nil && !l.stopping {
+	if l.accept.holds == 0 && l.streams > 0 && !l.stopping {
 		l.d.resumeAccept()
 	}
 }
@@ -84,19 +84,29 @@ const (
 	acceptHeld                      // accepting is held (the cap, a back-off, shutdown)
 )
 
-// acceptResult is the driver's report of one accept on the listening socket
-// lnfd: a new descriptor fd, or errno. It opens the connection, or applies
-// the accept-failure policy, and says what the driver does next.
-func (l *Loop) acceptResult(fd int, errno unix.Errno, lnfd int) acceptOutcome {
+// acceptResult is the driver's report of one accept on the loop's stream
+// listener ln (its index in the loop's listeners): a new descriptor fd, or
+// errno. It opens the connection, or applies the accept-failure policy, and
+// says what the driver does next.
+//
+// A connection the kernel accepted for the loop while a graceful shutdown
+// began (a multishot accept's completion that was already on its way) is
+// served like the others, and closed once idle: its client did connect,
+// and after a restart that handed the listener to a new process (see
+// docs/operations.md) nobody else will answer it. Only a forced stop
+// (Close, or Shutdown's deadline) closes it unanswered.
+func (l *Loop) acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome {
 	if errno != 0 {
-		return l.acceptFailed(errnoErr("accept", errno), lnfd)
+		return l.acceptFailed(errnoErr("accept", errno), l.listenerFd(ln))
 	}
-	if l.stopping || l.ln == nil {
-		_ = unix.Close(fd) // accepted as the listener closed
+	if l.forced || ln < 0 || ln >= len(l.lns) || l.lns[ln].info.Datagram() {
+		_ = unix.Close(fd) // accepted as the loop was stopped
 		return acceptHeld
 	}
 	l.acceptOK()
-	l.accepted(fd)
+	if info := l.lns[ln].info; !info.Shared || !l.handOver(fd, info) {
+		l.accepted(fd, info)
+	}
 	if !l.canAccept() && l.accept.holds&holdCap == 0 {
 		l.cnt[sCapHolds]++
 		l.hold(holdCap)

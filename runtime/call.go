@@ -285,10 +285,10 @@ func (l *Loop) exitCalls() {
 			if b.from.calls.exited.Load() {
 				break
 			}
-			b.from.d.wake() // the eventfd: this loop enters its ring no more
+			b.from.wakeIfOpen() // the eventfd: this loop enters its ring no more
 			goruntime.Gosched()
 		}
-		b.from.d.wake()
+		b.from.wakeIfOpen()
 	}
 	c.held = nil
 	l.calls.exited.Store(true)
@@ -297,9 +297,21 @@ func (l *Loop) exitCalls() {
 	}
 	for _, peer := range l.rt.peers {
 		if peer != l && peer.d != nil {
-			peer.d.wake()
+			peer.wakeIfOpen()
 		}
 	}
+}
+
+// wakeIfOpen wakes l from another loop's thread unless l has closed its
+// door: a loop closes its wake-up descriptor after it marks itself closed
+// (under postMu), so a wake-up written after that would land in whatever
+// descriptor took the number (a connection's socket).
+func (l *Loop) wakeIfOpen() {
+	l.postMu.Lock()
+	if !l.postClosed {
+		l.d.wake()
+	}
+	l.postMu.Unlock()
 }
 
 // slicesCompact drops the nil entries of bs.

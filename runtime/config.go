@@ -5,6 +5,7 @@ package runtime
 import (
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
 
@@ -128,6 +129,46 @@ type Config struct {
 	// SO_REUSEPORT socket ("127.0.0.1:7000", "[::]:0"; port 0 picks one
 	// port for all loops). Empty means no listener.
 	Addr string
+	// Listen lists more addresses to serve, each with its network as a
+	// scheme: "tcp://127.0.0.1:7000" (also tcp4://, tcp6://; "[::]:port"
+	// is dual-stack), "udp://0.0.0.0:5353" (udp4://, udp6://),
+	// "unix:///run/app.sock" (a path) or "unix://@app" (an abstract
+	// name); see ParseListenAddr. Each loop has its own SO_REUSEPORT
+	// socket for every TCP and UDP address; a Unix socket is bound once
+	// and every loop accepts from it (docs/decisions/0020). Datagrams go
+	// to PacketHandler, connections to New's handler; Conn.Listener says
+	// which listener a connection came from. Nil means none beyond Addr.
+	Listen []string
+	// Files are listening sockets opened elsewhere to serve as well (a
+	// listening TCP or Unix stream socket, or a bound UDP socket): from
+	// systemd's socket activation or a parent process, see ListenFiles.
+	// New duplicates them, so the caller may close them once New returns;
+	// every loop serves each one. Nil means none.
+	Files []*os.File
+	// UnixMode, when not zero, is the permission bits of the socket files
+	// of Unix listeners (0o660: owner and group may connect), set before
+	// the socket listens. Zero leaves what the umask gave.
+	UnixMode os.FileMode
+	// PacketHandler receives the datagrams of the UDP listeners. It must
+	// be set when any listener is UDP.
+	PacketHandler PacketHandler
+	// PacketBufferSize is the largest datagram a UDP socket receives
+	// whole; a larger one is truncated and counted
+	// (Stats.PacketsTruncated, TruncatedHandler). Zero means
+	// DefaultPacketBufferSize, which takes any UDP datagram.
+	PacketBufferSize int
+	// PacketBufferCount is how many datagram receive buffers each
+	// io_uring loop with UDP sockets provides to the kernel (a power of
+	// two), shared by its UDP sockets; pages that no datagram reached
+	// cost nothing. Zero means DefaultPacketBufferCount.
+	PacketBufferCount int
+	// MaxPacketQueue bounds the datagrams that wait for room in a
+	// socket's send buffer (on io_uring: the loop's sends the kernel
+	// holds; on epoll: each socket's queue). Past it WriteTo drops the
+	// datagram, counts it (Stats.PacketDrops) and returns
+	// ErrPacketQueueFull. Zero means DefaultMaxPacketQueue; negative
+	// means none.
+	MaxPacketQueue int
 	// Backlog is each listener's accept queue length. Zero means the
 	// kernel's net.core.somaxconn.
 	Backlog int
@@ -261,6 +302,11 @@ const (
 	DefaultMaxPosted    = 1 << 16
 	DefaultMaxGo        = 1024
 	DefaultFileWorkers  = 4
+	// DefaultPacketBufferSize takes the largest UDP datagram (65,507
+	// bytes over IPv4, 65,527 over IPv6).
+	DefaultPacketBufferSize  = 64 << 10
+	DefaultPacketBufferCount = 256
+	DefaultMaxPacketQueue    = 1024
 )
 
 const (
@@ -304,6 +350,16 @@ func (c Config) withDefaults() Config {
 	c.TurnBudget = limit.OrDefault(c.TurnBudget, DefaultTurnBudget)
 	c.MaxPosted = limit.OrDefault(c.MaxPosted, DefaultMaxPosted)
 	c.MaxGo = limit.OrDefault(c.MaxGo, DefaultMaxGo)
+	if c.PacketBufferSize == 0 {
+		c.PacketBufferSize = DefaultPacketBufferSize
+	}
+	if c.PacketBufferCount == 0 {
+		c.PacketBufferCount = DefaultPacketBufferCount
+	}
+	c.MaxPacketQueue = limit.OrDefault(c.MaxPacketQueue, DefaultMaxPacketQueue)
+	if c.MaxPacketQueue == 0 {
+		c.MaxPacketQueue = int(^uint(0) >> 1)
+	}
 	c.WriteTimeout = limit.OrDefault(c.WriteTimeout, DefaultWriteTimeout)
 	c.Linger = limit.OrDefault(c.Linger, DefaultLinger)
 	if c.FileWorkers <= 0 {
@@ -324,6 +380,12 @@ func (c Config) validate() error {
 	}
 	if c.OutboundPolicy != PauseReading && c.OutboundPolicy != CloseSlowConsumer {
 		return fmt.Errorf("config: unknown outbound policy %d", int(c.OutboundPolicy))
+	}
+	if c.PacketBufferSize < 0 || c.PacketBufferSize > 1<<20 {
+		return fmt.Errorf("config: packet buffer size %d out of range (0 to 1 MiB)", c.PacketBufferSize)
+	}
+	if n := c.PacketBufferCount; n < 0 || n > 1<<15 || (n != 0 && n&(n-1) != 0) {
+		return fmt.Errorf("config: packet buffer count %d is not a power of two up to 32768", n)
 	}
 	if c.Backlog < 0 {
 		return fmt.Errorf("config: negative backlog %d", c.Backlog)

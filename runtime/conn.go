@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Conn is one TCP connection owned by a loop. Its methods must be called on
+// Conn is one stream connection (TCP or Unix) owned by a loop. Its methods must be called on
 // that loop's thread (from a handler, a timer or a function posted to the
 // loop); none of them blocks. After Close, or once OnClose has run, writes
 // fail with net.ErrClosed.
@@ -37,6 +37,7 @@ type Conn struct {
 
 	dial  *dialState
 	sf    *fileSend // a file send in progress (sendfile.go)
+	ln    *Listener // the listener it was accepted from; nil for a dial
 	laddr net.Addr
 	raddr net.Addr
 
@@ -69,6 +70,8 @@ const (
 	stPaused                                // reading paused for outbound backpressure
 	stOverCap                               // the queue reached the cap and has not drained since
 	stReadHeld                              // reading paused by the handler (PauseRead)
+	stSpoke                                 // the peer has sent something (a graceful shutdown waits for a new connection's first request)
+	stGraceArmed                            // a graceful shutdown's timer waits for its first request
 )
 
 // closed reports whether c is closed (its OnClose has run or is queued).
@@ -334,6 +337,10 @@ func (c *Conn) CloseWrite() error {
 	return nil
 }
 
+// Listener returns the listener the connection was accepted from, or nil
+// for a connection the loop dialed.
+func (c *Conn) Listener() *Listener { return c.ln }
+
 // LocalAddr returns the local address (it asks the kernel the first time).
 // Once the connection is closed it returns what an earlier call found, or
 // nil: call it in OnOpen to have it in OnClose.
@@ -535,6 +542,8 @@ func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
 	switch sa := sa.(type) {
 	case *unix.SockaddrInet4:
 		return &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
+	case *unix.SockaddrUnix:
+		return &net.UnixAddr{Name: sa.Name, Net: "unix"}
 	case *unix.SockaddrInet6:
 		a := &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
 		if sa.ZoneId != 0 {

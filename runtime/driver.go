@@ -2,7 +2,11 @@
 
 package runtime
 
-import "time"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // The contract between a Loop and its backend (its driver), in both
 // directions. A loop runs one driver: uringDriver (uring.go) or epollDriver
@@ -27,7 +31,10 @@ import "time"
 //
 // Loop to driver (the methods below):
 //
-//	listen, stopListening      start and stop accepting on the loop's listener
+//	listen, stopListening      start accepting on one of the loop's stream listeners; stop
+//	                           accepting and receiving on all of them (before the loop closes them)
+//	listenPacket               start receiving datagrams on one of the loop's UDP sockets
+//	writeTo                    a packet handler sent a datagram: send or queue it (packet.go)
 //	pauseAccept, resumeAccept  called when Loop.acceptHolds becomes non-zero, and zero again
 //	start                      a connection opened (accepted, or dialed and connected): receive
 //	pauseRead, resumeRead      Conn.state's stPaused was just set or cleared
@@ -46,7 +53,9 @@ import "time"
 // Driver to loop (each documented where it is defined):
 //
 //	Loop.awoke                         the kernel returned: read the clock (once per poll)
-//	Loop.acceptResult                  an accept completed, or failed
+//	Loop.acceptResult                  an accept on listener i completed, or failed
+//	Loop.packetIn                      a datagram arrived on a UDP socket (packet.go)
+//	Loop.packetSent                    sends of datagrams completed or failed
 //	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
 //	Loop.readFailed                    a receive failed (not EAGAIN)
 //	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
@@ -62,10 +71,21 @@ import "time"
 // callback: the loop queues them as notes that run when the callback
 // returns (Loop.notify), on both backends.
 type driver interface {
-	// listen starts accepting on the listening socket fd.
-	listen(fd int) error
-	// stopListening stops accepting for good; the loop closes the
-	// listener after it.
+	// listen starts accepting on the listening socket fd, the loop's
+	// listener i (Loop.lns[i]); acceptResult reports i back.
+	listen(i int, fd int) error
+	// listenPacket starts receiving datagrams on p's socket; each goes to
+	// Loop.packetIn.
+	listenPacket(p *PacketConn) error
+	// writeTo sends the datagram b to sa (salen bytes of it) on p's
+	// socket, or queues it while the socket's send buffer is full; b may
+	// be reused once writeTo returns. It returns errPacketQueueFull when
+	// Config.MaxPacketQueue datagrams wait already (the send-buffer-full
+	// policy: the new datagram is dropped).
+	writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32) error
+	// stopListening stops accepting and receiving on every listener for
+	// good; the loop closes the sockets after it. Datagrams queued for
+	// sending are dropped.
 	stopListening()
 	// pauseAccept stops taking connections from the listener's backlog;
 	// resumeAccept takes them again. The loop calls them only when the
@@ -144,10 +164,15 @@ type driver interface {
 // generation | slot, never a Go pointer); an epoll event carries the 64-bit
 // data its descriptor was registered with. The epoll tags must not collide:
 // a connection's is generation<<32 | slot, with a 24-bit generation, so its
-// top byte is always zero, while the two below are all ones.
+// top byte is always zero, while the wake-up's is all ones.
+//
+// A listener's tag is epollListenerTag | i, a datagram socket's
+// epollPacketTag | i (i its index in Loop.lns, below 2^32): top bytes 0xfd
+// and 0xfc, which no connection or wake-up tag has.
 const (
-	// epollListenerTag marks the listening socket's epoll events.
-	epollListenerTag = ^uint64(0) - 1
+	epollListenerTag = 0xfd << 56
+	epollPacketTag   = 0xfc << 56
+	epollTagKind     = 0xff << 56
 	// epollWakeTag is poller.WakeData, the wake-up eventfd's events
 	// (checked in epoll.go).
 	epollWakeTag = ^uint64(0)

@@ -19,17 +19,25 @@ import (
 // the turn (what the socket does not take waits for writability). The socket calls are poller's raw
 // system calls on non-blocking descriptors: the kernel never blocks them.
 type epollDriver struct {
-	l            *Loop
-	p            *poller.Poller
-	buf          []byte
-	iov          []unix.Iovec
-	lnfd         int
-	lnRegistered bool // the listener is in the epoll set
-	calls        uint64
+	l   *Loop
+	p   *poller.Poller
+	buf []byte
+	iov []unix.Iovec
+	// lns are the stream listeners, by their index in Loop.lns (fd -1
+	// where that index is not a stream listener, or after stopListening).
+	lns   []epollListener
+	calls uint64
 	// batch lists the connections whose writes wait for the end of the
 	// turn (writes after the first of a turn: a pipelined client's
 	// replies go out in one write, not one each).
 	batch []*Conn
+	pk    epollPackets // the datagram sockets (epoll_packet.go)
+}
+
+// epollListener is one stream listener of the epoll driver.
+type epollListener struct {
+	fd         int
+	registered bool // in the epoll set
 }
 
 // epollConn is the epoll driver's own state of a connection.
@@ -48,45 +56,57 @@ func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &epollDriver{l: l, p: p, buf: make([]byte, cfg.BufferSize), lnfd: -1, iov: make([]unix.Iovec, 0, 64)}, nil
+	return &epollDriver{l: l, p: p, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
 }
 
 func connTag(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }
 
-func (d *epollDriver) listen(fd int) error {
+func (d *epollDriver) listen(i int, fd int) error {
+	for len(d.lns) <= i {
+		d.lns = append(d.lns, epollListener{fd: -1})
+	}
 	d.calls++
-	if err := d.p.Add(fd, poller.In, epollListenerTag); err != nil {
+	if err := d.p.Add(fd, poller.In, epollListenerTag|uint64(i)); err != nil {
 		return err
 	}
-	d.lnfd, d.lnRegistered = fd, true
+	d.lns[i] = epollListener{fd: fd, registered: true}
 	return nil
 }
 
-// register puts the listener in the epoll set.
+// register puts the listeners in the epoll set.
 func (d *epollDriver) register() {
-	if d.lnfd < 0 || d.lnRegistered {
-		return
+	for i := range d.lns {
+		ln := &d.lns[i]
+		if ln.fd < 0 || ln.registered {
+			continue
+		}
+		d.calls++
+		if err := d.p.Add(ln.fd, poller.In, epollListenerTag|uint64(i)); err != nil {
+			d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
+			continue
+		}
+		ln.registered = true
 	}
-	d.calls++
-	if err := d.p.Add(d.lnfd, poller.In, epollListenerTag); err != nil {
-		d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
-		return
-	}
-	d.lnRegistered = true
 }
 
-// unregister takes the listener out of the epoll set.
+// unregister takes the listeners out of the epoll set.
 func (d *epollDriver) unregister() {
-	if d.lnfd >= 0 && d.lnRegistered {
-		d.calls++
-		_ = d.p.Delete(d.lnfd)
-		d.lnRegistered = false
+	for i := range d.lns {
+		ln := &d.lns[i]
+		if ln.fd >= 0 && ln.registered {
+			d.calls++
+			_ = d.p.Delete(ln.fd)
+			ln.registered = false
+		}
 	}
 }
 
 func (d *epollDriver) stopListening() {
 	d.unregister()
-	d.lnfd = -1
+	for i := range d.lns {
+		d.lns[i].fd = -1
+	}
+	d.stopPackets()
 }
 
 func (d *epollDriver) pauseAccept()  { d.unregister() }
@@ -305,6 +325,9 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 	if len(d.batch) > 0 {
 		d.flushBatch()
 	}
+	if len(d.pk.dirty) > 0 {
+		d.flushPackets()
+	}
 	d.calls++
 	evs, err := d.p.Wait(timeout)
 	if err != nil {
@@ -315,13 +338,15 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 	l.cnt[sCompletions] += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
-		switch data := ev.Data(); data {
-		case epollWakeTag:
+		switch data := ev.Data(); {
+		case data == epollWakeTag:
 			d.calls++
 			d.p.Drain()
 			l.runPosted()
-		case epollListenerTag:
-			d.acceptAll()
+		case data&epollTagKind == epollListenerTag:
+			d.acceptAll(int(uint32(data)))
+		case data&epollTagKind == epollPacketTag:
+			d.packetReady(int(uint32(data)), ev.Events())
 		default:
 			c := l.conn(uint32(data), uint32(data>>32))
 			if c == nil || c.closed() {
@@ -329,6 +354,9 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 			}
 			d.ready(c, ev.Events())
 		}
+	}
+	if len(d.pk.dirty) > 0 {
+		d.flushPackets() // the replies to this turn's datagrams, in batches
 	}
 	return nil
 }
@@ -388,14 +416,18 @@ func (d *epollDriver) read(c *Conn) {
 	}
 }
 
-func (d *epollDriver) acceptAll() {
+func (d *epollDriver) acceptAll(i int) {
 	l := d.l
+	if i >= len(d.lns) {
+		return
+	}
 	for range 64 {
-		if d.lnfd < 0 || !l.accepting() {
+		lnfd := d.lns[i].fd
+		if lnfd < 0 || !l.accepting() {
 			return
 		}
 		d.calls++
-		fd, errno := poller.Accept(d.lnfd)
+		fd, errno := poller.Accept(lnfd)
 		if errno == unix.EAGAIN {
 			return
 		}
@@ -403,7 +435,7 @@ func (d *epollDriver) acceptAll() {
 		// accepting for a back-off (connections wait in the kernel's
 		// backlog); with none waiting, the listener's next readiness
 		// says when to try again.
-		if l.acceptResult(fd, errno, d.lnfd) != acceptNext {
+		if l.acceptResult(fd, errno, i) != acceptNext {
 			return
 		}
 	}
@@ -413,6 +445,9 @@ func (d *epollDriver) acceptAll() {
 func (d *epollDriver) submit() {
 	if len(d.batch) > 0 {
 		d.flushBatch()
+	}
+	if len(d.pk.dirty) > 0 {
+		d.flushPackets()
 	}
 }
 
@@ -435,4 +470,7 @@ func (d *epollDriver) syscalls() uint64 { return d.calls }
 
 func (d *epollDriver) waits() uint64 { return d.p.Waits() }
 
-func (d *epollDriver) close() error { return d.p.Close() }
+func (d *epollDriver) close() error {
+	d.pk.release()
+	return d.p.Close()
+}

@@ -3,9 +3,8 @@
 package runtime
 
 import (
-	"errors"
-	"fmt"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -63,15 +62,51 @@ func (l *Loop) freeSlot(c *Conn) {
 	c.dial = nil // the kernel is done with the socket address
 }
 
-// accepted opens a connection on a descriptor the listener gave.
-func (l *Loop) accepted(fd int) {
+// accepted opens a connection on a descriptor the listener ln gave.
+func (l *Loop) accepted(fd int, ln *Listener) {
 	l.cnt[sAccepts]++
 	c := l.newConn(fd, l.h)
+	c.ln = ln
 	if err := l.d.start(c); err != nil {
 		l.closeConn(c, c.opError("read", err))
 		return
 	}
 	l.opened(c)
+}
+
+// handOver spreads the connections of a shared listener (a Unix or an
+// inherited socket, which every loop accepts from) over the loops: the
+// loop whose accept wakes first would otherwise take a whole burst (a
+// multishot accept, or epoll's accept loop, drains the backlog: measured
+// in docs/decisions/0020). Connection i of this loop's accepts goes to
+// loop i mod n, posted to it; it reports false when the connection stays
+// here (its turn, a runtime still starting, a connection cap, which a
+// loop enforces only on what it accepts itself, or a target that
+// stopped).
+func (l *Loop) handOver(fd int, info *Listener) bool {
+	rt := l.rt
+	if rt == nil || l.cfg.MaxConns > 0 || !rt.started.Load() || len(rt.loops) < 2 {
+		return false
+	}
+	to := rt.loops[l.spread%len(rt.loops)]
+	l.spread++
+	if to == l {
+		return false
+	}
+	if to.post(func() { to.adopt(fd, info) }, true) != nil {
+		return false
+	}
+	l.cnt[sHandedOver]++
+	return true
+}
+
+// adopt opens a connection another loop accepted and handed over.
+func (l *Loop) adopt(fd int, info *Listener) {
+	if l.forced {
+		_ = unix.Close(fd)
+		return
+	}
+	l.accepted(fd, info)
 }
 
 // opened runs the handler's OnOpen and starts the connection's timers.
@@ -110,6 +145,7 @@ func (l *Loop) received(c *Conn, data []byte) {
 	}
 	l.cnt[sBytesIn] += uint64(len(data))
 	c.lastRead = l.now
+	c.state |= stSpoke
 	l.callOnData(c, data)
 	if l.stopping {
 		l.closeIfIdle(c)
@@ -220,9 +256,27 @@ func (l *Loop) shutWrite(c *Conn) {
 	l.d.shutdownWrite(c)
 }
 
+// newConnGrace is how long a graceful shutdown waits for the first request
+// of a connection that has sent nothing yet (net/http waits 5 s).
+const newConnGrace = time.Second
+
 // closeIfIdle closes c during a graceful shutdown once it has no request
-// in flight and nothing queued.
+// in flight and nothing queued. A connection whose peer has sent nothing
+// yet is not idle: its first request may be on its way (it connected just
+// as the shutdown began, or was in the accept queue), so it is closed
+// after that request, or at the shutdown's deadline, as net/http treats a
+// new connection. A dialed connection the handler opened is idle from the
+// start.
 func (l *Loop) closeIfIdle(c *Conn) {
+	if c.ln != nil && c.state&stSpoke == 0 {
+		if age := l.now.Sub(c.opened); age < newConnGrace {
+			if c.state&stGraceArmed == 0 {
+				c.state |= stGraceArmed
+				l.AfterFunc(newConnGrace-age, func() { l.closeIfIdle(c) })
+			}
+			return
+		}
+	}
 	if c.requests == 0 && c.idleOut() && c.state&(stClosing|stClosed|stConnecting) == 0 {
 		c.Close()
 	}
@@ -283,6 +337,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 // forceStop begins the loop's shutdown: stop accepting, close every
 // connection with err, exit once the kernel holds nothing of the loop.
 func (l *Loop) forceStop(err error) {
+	l.forced = true
 	if !l.stopping {
 		l.stopping = true
 		l.closeListener()
@@ -314,14 +369,14 @@ func (l *Loop) beginShutdown() {
 	}
 }
 
+// closeListener stops accepting and receiving on every listener of the
+// loop and closes its sockets.
 func (l *Loop) closeListener() {
-	if l.ln == nil {
+	if l.lnClosed {
 		return
 	}
+	l.lnClosed = true
+	l.streams, l.packets = 0, 0
 	l.d.stopListening()
-	if err := l.ln.Close(); err != nil {
-		l.log.Error("percore: close listener", "loop", l.id, "err", err)
-		l.stopErr = errors.Join(l.stopErr, fmt.Errorf("loop %d: close listener: %w", l.id, err))
-	}
-	l.ln = nil
+	l.closeListeners()
 }

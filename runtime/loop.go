@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/percore/percore/internal/hist"
-	"github.com/percore/percore/listener"
 )
 
 // Loop is one thread-per-core event loop: a goroutine locked to an OS
@@ -34,10 +33,18 @@ type Loop struct {
 	backend Backend
 	d       driver
 	h       Handler
-	ln      *listener.Listener
-	log     *slog.Logger
-	clock   func() time.Time // time.Now, or a test's clock
-	rt      *Runtime         // nil in the kernel-free tests
+	// lns are the loop's listeners (listen.go), in Runtime.Listeners
+	// order; streams and packets count those it serves, until
+	// closeListener (lnClosed) stops them all.
+	lns      []*loopListener
+	streams  int
+	packets  int
+	lnClosed bool
+	pk       packetState // the datagram sockets' shared state (packet.go)
+	spread   int         // this loop's accepts on shared listeners, for handOver
+	log      *slog.Logger
+	clock    func() time.Time // time.Now, or a test's clock
+	rt       *Runtime         // nil in the kernel-free tests
 
 	conns []*Conn  // by slot; nil when free
 	gens  []uint32 // by slot: the generation of its last connection
@@ -61,6 +68,7 @@ type Loop struct {
 	cnt      [numStats]uint64 // the loop's own counters
 	pub      published        // what Stats reads
 	stopping bool
+	forced   bool // stopping by Close or a deadline: nothing more is served
 	done     chan struct{}
 
 	accept acceptState
@@ -157,6 +165,7 @@ func (l *Loop) run() {
 	l.postMu.Lock()
 	l.postClosed = true
 	l.postMu.Unlock()
+	l.forced = true // what is posted now finds the loop gone (adopt)
 	l.runPosted()
 	l.exitCalls()
 	l.closeFiles()

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/listener"
 	"golang.org/x/sys/unix"
 )
 
@@ -29,7 +28,11 @@ type fakeDriver struct {
 
 func (d *fakeDriver) log(s string) { d.calls = append(d.calls, s) }
 
-func (d *fakeDriver) listen(int) error                { return nil }
+func (d *fakeDriver) listen(int, int) error          { return nil }
+func (d *fakeDriver) listenPacket(*PacketConn) error { return nil }
+func (d *fakeDriver) writeTo(*PacketConn, []byte, *unix.RawSockaddrInet6, uint32) error {
+	return nil
+}
 func (d *fakeDriver) stopListening()                  { d.log("stopListening") }
 func (d *fakeDriver) pauseAccept()                    { d.log("pauseAccept") }
 func (d *fakeDriver) resumeAccept()                   { d.log("resumeAccept") }
@@ -101,7 +104,9 @@ func newTestLoop(t *testing.T, cfg Config, h Handler) (*Loop, *fakeDriver, *fake
 	d := &fakeDriver{l: l}
 	l.d = d
 	l.now = clock.now
-	l.ln = &listener.Listener{} // never used but as "listening"
+	// One stream listener, never used but as "listening" (descriptor 3).
+	l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: 3}}
+	l.streams = 1
 	t.Cleanup(l.bufs.releaseAll)
 	return l, d, clock
 }
@@ -147,7 +152,7 @@ func TestAcceptBackoffEpisode(t *testing.T) {
 
 	// Out of descriptors with a connection waiting: hold accepting for
 	// 10 ms, then 20 ms.
-	if got := l.acceptResult(-1, unix.EMFILE, 3); got != acceptHeld {
+	if got := l.acceptResult(-1, unix.EMFILE, 0); got != acceptHeld {
 		t.Fatalf("outcome %v, want held", got)
 	}
 	if !slices.Equal(d.calls, []string{"pauseAccept"}) || l.accepting() {
@@ -161,7 +166,7 @@ func TestAcceptBackoffEpisode(t *testing.T) {
 	if !l.accepting() || d.calls[len(d.calls)-1] != "resumeAccept" {
 		t.Fatalf("not resumed after the back-off: %v", d.calls)
 	}
-	l.acceptResult(-1, unix.EMFILE, 3)
+	l.acceptResult(-1, unix.EMFILE, 0)
 	if l.accept.backoff != 20*time.Millisecond || l.cnt[sAcceptErrors] != 2 {
 		t.Fatalf("back-off %v, errors %d; want 20ms and 2", l.accept.backoff, l.cnt[sAcceptErrors])
 	}
@@ -169,17 +174,17 @@ func TestAcceptBackoffEpisode(t *testing.T) {
 	// With nobody waiting, a full descriptor table is no failure.
 	tick(l, clock, 20*time.Millisecond)
 	waiting = false
-	if got := l.acceptResult(-1, unix.EMFILE, 3); got != acceptIdle || l.cnt[sAcceptErrors] != 2 {
+	if got := l.acceptResult(-1, unix.EMFILE, 0); got != acceptIdle || l.cnt[sAcceptErrors] != 2 {
 		t.Fatalf("outcome %v, errors %d; want idle and no new error", got, l.cnt[sAcceptErrors])
 	}
 	// One connection's own error is skipped.
-	if got := l.acceptResult(-1, unix.ECONNABORTED, 3); got != acceptNext {
+	if got := l.acceptResult(-1, unix.ECONNABORTED, 0); got != acceptNext {
 		t.Fatalf("ECONNABORTED: outcome %v", got)
 	}
 
 	// A success restarts the back-off; the episode ends after a quiet
 	// second.
-	if got := l.acceptResult(fakeFd, 0, 3); got != acceptNext || l.accept.backoff != 0 {
+	if got := l.acceptResult(fakeFd, 0, 0); got != acceptNext || l.accept.backoff != 0 {
 		t.Fatalf("success: outcome %v, back-off %v", got, l.accept.backoff)
 	}
 	tick(l, clock, acceptQuiet)
@@ -190,8 +195,8 @@ func TestAcceptBackoffEpisode(t *testing.T) {
 
 func TestAcceptHoldsAtTheCap(t *testing.T) {
 	l, d, _ := newTestLoop(t, Config{MaxConns: 2}, HandlerFunc(func(*Conn, []byte) {}))
-	l.acceptResult(fakeFd, 0, 3)
-	if got := l.acceptResult(fakeFd+1, 0, 3); got != acceptHeld {
+	l.acceptResult(fakeFd, 0, 0)
+	if got := l.acceptResult(fakeFd+1, 0, 0); got != acceptHeld {
 		t.Fatalf("at the cap: outcome %v, want held", got)
 	}
 	if !slices.Equal(d.calls, []string{"pauseAccept"}) || l.cnt[sCapHolds] != 1 {
@@ -246,7 +251,7 @@ func TestCallbacksRunAfterTheirCause(t *testing.T) {
 			var got []string
 			l, d, _ := newTestLoop(t, tc.cfg, nil)
 			l.h = order{log: &got, onData: tc.onData(d)}
-			l.acceptResult(fakeFd, 0, 3)
+			l.acceptResult(fakeFd, 0, 0)
 			l.received(l.conns[0], []byte("request"))
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("callbacks %v, want %v", got, tc.want)
@@ -257,7 +262,7 @@ func TestCallbacksRunAfterTheirCause(t *testing.T) {
 
 func TestQueueDrainsInOrderWithoutMovingBytes(t *testing.T) {
 	l, _, _ := newTestLoop(t, Config{MaxOutbound: -1}, HandlerFunc(func(*Conn, []byte) {}))
-	l.acceptResult(fakeFd, 0, 3)
+	l.acceptResult(fakeFd, 0, 0)
 	c := l.conns[0]
 	var want []byte
 	for i := range 100 {
@@ -302,7 +307,7 @@ func TestStatsSnapshotIsConsistent(t *testing.T) {
 		}
 	}()
 	for range 20000 {
-		l.acceptResult(fakeFd, 0, 3)
+		l.acceptResult(fakeFd, 0, 0)
 		l.publish()
 		l.closeConn(l.conns[0], nil)
 		l.publish()

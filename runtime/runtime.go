@@ -8,17 +8,15 @@ import (
 	"fmt"
 	"hash/maphash"
 	"net"
-	"os"
 	goruntime "runtime"
 	"runtime/pprof"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/percore/percore/cpu"
-	"github.com/percore/percore/listener"
 	"github.com/percore/percore/ring"
-	"golang.org/x/sys/unix"
 )
 
 // Runtime is a set of loops, one per configured CPU. Its methods are safe
@@ -28,6 +26,16 @@ type Runtime struct {
 	loops  []*Loop
 	addr   net.Addr
 	report Report
+	// specs are the listeners; lns their descriptions, by index.
+	specs []*listenSpec
+	lns   []*Listener
+	// sockets are every loop's own listening sockets, for Files.
+	sockMu    sync.Mutex
+	sockets   []socketRef
+	sharedErr error // closing the shared sockets (under sockMu)
+	// started is set once every loop runs: loops hand connections of
+	// shared listeners to each other only then.
+	started atomic.Bool
 
 	closeOnce sync.Once
 	closeErr  error
@@ -44,25 +52,43 @@ type Runtime struct {
 // SO_REUSEPORT listener (when Config.Addr is set), so that everything a
 // loop owns is created on the thread that uses it. Loops start one after
 // the other; if one cannot start, New stops those already running and
-// returns that error. h handles accepted connections; it may be nil for a
-// runtime without a listener.
+// returns the error. h handles accepted connections; it may be nil for a
+// runtime without a stream listener. Datagrams go to Config.PacketHandler.
+//
+// The listeners are Config.Addr, Config.Listen and Config.Files (see
+// Listener): each loop binds its own SO_REUSEPORT socket for every TCP and
+// UDP address, and serves a duplicate of each Unix socket (bound once,
+// here) and each inherited socket.
 func New(cfg Config, h Handler) (*Runtime, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if cfg.Addr != "" && h == nil {
-		return nil, errors.New("percore: a runtime with a listener needs a handler")
-	}
 	cores, err := loopCores(cfg)
 	if err != nil {
 		return nil, err
 	}
-	rt := &Runtime{cfg: cfg}
+	specs, err := listenSpecs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range specs {
+		if s.info.Datagram() && cfg.PacketHandler == nil {
+			closeSpecs(specs)
+			return nil, fmt.Errorf("percore: listener %s receives datagrams: Config.PacketHandler is nil", s.info)
+		}
+		if !s.info.Datagram() && h == nil {
+			closeSpecs(specs)
+			return nil, fmt.Errorf("percore: a runtime with a stream listener (%s) needs a handler", s.info)
+		}
+	}
+	rt := &Runtime{cfg: cfg, specs: specs}
+	for _, s := range specs {
+		rt.lns = append(rt.lns, s.info)
+	}
 	rt.report.CPUs = append([]int(nil), cores...)
 	rt.report.Kernel = kernelRelease()
 	backend := cfg.Backend
-	addr := cfg.Addr
 	// Every loop exists before any starts, so that each can reach the
 	// others (cross-loop calls) from its first turn.
 	rt.seed = maphash.MakeSeed()
@@ -77,7 +103,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	}
 	for i, l := range rt.peers {
 		core := l.cpu
-		chosen, err := rt.start(l, backend, addr)
+		chosen, err := rt.start(l, backend)
 		if err != nil {
 			rt.Close()
 			return nil, fmt.Errorf("percore: start loop %d on cpu %d: %w", i, core, err)
@@ -86,16 +112,16 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 			// Later loops use what the first one resolved: the backend
 			// Auto chose, and the port when Addr asked for port 0.
 			backend = chosen
-			if l.ln != nil {
-				rt.addr = l.ln.Addr()
-				addr = rt.addr.String()
+			if len(specs) > 0 {
+				rt.addr = specs[0].info.Addr
 			}
 		}
 		rt.loops = append(rt.loops, l)
 	}
 	rt.report.Backend = backend
+	rt.started.Store(true)
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
-		"cpus", cpu.FormatList(cores), "addr", addr)
+		"cpus", cpu.FormatList(cores), "listeners", listenerList(rt.lns))
 	return rt, nil
 }
 
@@ -129,7 +155,7 @@ func loopCores(cfg Config) ([]int, error) {
 
 // start runs a loop's goroutine and waits until it is serving or has
 // failed. It returns the backend the loop chose.
-func (rt *Runtime) start(l *Loop, backend Backend, addr string) (Backend, error) {
+func (rt *Runtime) start(l *Loop, backend Backend) (Backend, error) {
 	type result struct {
 		backend Backend
 		err     error
@@ -149,7 +175,7 @@ func (rt *Runtime) start(l *Loop, backend Backend, addr string) (Backend, error)
 			ready <- result{err: err}
 			return
 		}
-		chosen, err := rt.setup(l, backend, addr)
+		chosen, err := rt.setup(l, backend)
 		if err != nil {
 			close(l.done)
 			ready <- result{err: err}
@@ -163,7 +189,7 @@ func (rt *Runtime) start(l *Loop, backend Backend, addr string) (Backend, error)
 }
 
 // setup creates the loop's backend and listener on the loop's thread.
-func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error) {
+func (rt *Runtime) setup(l *Loop, backend Backend) (Backend, error) {
 	cfg := rt.cfg
 	switch backend {
 	case IOURing, Auto:
@@ -204,29 +230,26 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 			return 0, fmt.Errorf("loop setup: %w", err)
 		}
 	}
-	if addr != "" {
-		ln, err := listener.Listen("tcp", addr, listener.Config{
-			Backlog: cfg.Backlog, IncomingCPU: cfg.IncomingCPU, CPU: l.cpu,
-		})
-		if err != nil {
+	if len(rt.specs) > 0 {
+		if err := l.openListeners(rt.specs); err != nil {
+			l.closeListeners()
 			l.d.close()
 			return 0, err
 		}
-		// Accepted sockets inherit TCP_NODELAY from the listener: one
-		// setsockopt here instead of one per connection. Like Go's net,
-		// percore turns Nagle's algorithm off.
-		if err := unix.SetsockoptInt(ln.Fd(), unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
-			ln.Close()
-			l.d.close()
-			return 0, os.NewSyscallError("setsockopt", err)
-		}
-		l.ln = ln // before listen: the driver asks the loop whether it accepts
-		if err := l.d.listen(ln.Fd()); err != nil {
-			l.ln = nil
-			ln.Close()
+		if err := l.startListeners(); err != nil {
+			l.streams, l.packets = 0, 0
+			l.d.stopListening()
+			l.closeListeners()
 			l.d.close()
 			return 0, err
 		}
+		rt.sockMu.Lock()
+		for _, ll := range l.lns {
+			if ll.ln != nil {
+				rt.sockets = append(rt.sockets, socketRef{info: ll.info, ln: ll.ln})
+			}
+		}
+		rt.sockMu.Unlock()
 	}
 	return l.backend, nil
 }
@@ -234,9 +257,12 @@ func (rt *Runtime) setup(l *Loop, backend Backend, addr string) (Backend, error)
 // Loops returns the runtime's loops, in CPU order.
 func (rt *Runtime) Loops() []*Loop { return rt.loops }
 
-// Addr returns the address the loops listen on (with the port resolved),
-// or nil without a listener.
+// Addr returns the address of the first listener (Config.Addr's, when it
+// is set), with the port resolved, or nil without a listener.
 func (rt *Runtime) Addr() net.Addr { return rt.addr }
+
+// Listeners returns the runtime's listeners, by index (see Listener).
+func (rt *Runtime) Listeners() []*Listener { return rt.lns }
 
 // Report returns what the runtime found at start: backend, reason, ring
 // flags and opcodes, kernel, CPUs.
@@ -265,6 +291,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 	for _, l := range rt.loops {
 		_ = l.post(func() { l.beginShutdown() }, true)
 	}
+	rt.closeShared()
 	var err error
 	if !rt.awaitLoops(ctx.Done(), func(l *Loop, waited time.Duration) {
 		st := l.Stats()
@@ -289,6 +316,7 @@ func (rt *Runtime) Close() error {
 		for _, l := range rt.loops {
 			_ = l.post(func() { l.forceStop(ErrShutdown) }, true)
 		}
+		rt.closeShared()
 		rt.awaitLoops(nil, func(l *Loop, waited time.Duration) {
 			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
 				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
@@ -296,6 +324,9 @@ func (rt *Runtime) Close() error {
 		for _, l := range rt.loops {
 			rt.closeErr = errors.Join(rt.closeErr, l.stopErr)
 		}
+		rt.sockMu.Lock()
+		rt.closeErr = errors.Join(rt.closeErr, rt.sharedErr)
+		rt.sockMu.Unlock()
 		if len(rt.loops) > 0 { // not after a start that failed at the first loop
 			rt.cfg.Logger.Info("percore: stopped", "loops", len(rt.loops))
 		}

@@ -82,6 +82,20 @@ type Stats struct {
 	// sends that used the fallback.
 	FileOps, FilesOpen, FileBytesRead, FileBytesWritten, FileSyncs uint64
 	FileOffloaded, FileSendBytes, FileSendFallbacks                uint64
+	// Datagrams: PacketsIn and PacketsOut count those received and sent
+	// (their bytes are in BytesIn and BytesOut); PacketsTruncated, those
+	// larger than Config.PacketBufferSize; PacketDrops, those WriteTo
+	// dropped with the send queue full (Config.MaxPacketQueue);
+	// PacketErrors, sends and receives the kernel failed (an ICMP error,
+	// an unreachable destination) without stopping the socket;
+	// PacketsLost, those the kernel dropped for want of room in a
+	// socket's receive buffer (SO_RXQ_OVFL), as the next datagram
+	// reports it.
+	PacketsIn, PacketsOut, PacketsTruncated, PacketDrops, PacketErrors, PacketsLost uint64
+	// HandedOver counts connections of shared listeners (Unix, inherited)
+	// this loop accepted and handed to another loop, to spread a burst
+	// (the other loop counts them in Accepts).
+	HandedOver uint64
 
 	// Early-warning signals over the last window of about a second (the
 	// maxima when summed over loops): the loop's lag, from the kernel
@@ -138,6 +152,13 @@ const (
 	sFileOffloaded
 	sFileSendBytes
 	sFileSendFallbacks
+	sPacketsIn
+	sPacketsOut
+	sPacketsTruncated
+	sPacketDrops
+	sPacketErrors
+	sPacketsLost
+	sHandedOver
 	sLagP50
 	sLagP99
 	sLagMax
@@ -154,39 +175,46 @@ type statField struct {
 }
 
 var statTable = [numStats]statField{
-	sAccepts:        {n: func(s *Stats) *uint64 { return &s.Accepts }},
-	sDials:          {n: func(s *Stats) *uint64 { return &s.Dials }},
-	sCloses:         {n: func(s *Stats) *uint64 { return &s.Closes }},
-	sOpen:           {n: func(s *Stats) *uint64 { return &s.Open }},
-	sAcceptErrors:   {n: func(s *Stats) *uint64 { return &s.AcceptErrors }},
-	sBytesIn:        {n: func(s *Stats) *uint64 { return &s.BytesIn }},
-	sBytesOut:       {n: func(s *Stats) *uint64 { return &s.BytesOut }},
-	sTurns:          {n: func(s *Stats) *uint64 { return &s.Turns }},
-	sCompletions:    {n: func(s *Stats) *uint64 { return &s.Completions }},
-	sSyscalls:       {n: func(s *Stats) *uint64 { return &s.Syscalls }},
-	sWaits:          {n: func(s *Stats) *uint64 { return &s.Waits }},
-	sPosted:         {n: func(s *Stats) *uint64 { return &s.Posted }},
-	sTimers:         {n: func(s *Stats) *uint64 { return &s.Timers }},
-	sCapHolds:       {n: func(s *Stats) *uint64 { return &s.CapHolds }},
-	sIdleTimeouts:   {n: func(s *Stats) *uint64 { return &s.IdleTimeouts }},
-	sLifetimeCloses: {n: func(s *Stats) *uint64 { return &s.LifetimeCloses }},
-	sSlowConsumers:  {n: func(s *Stats) *uint64 { return &s.SlowConsumers }},
-	sPauses:         {n: func(s *Stats) *uint64 { return &s.Pauses }},
-	sDeferrals:      {n: func(s *Stats) *uint64 { return &s.Deferrals }},
-	sPanics:         {n: func(s *Stats) *uint64 { return &s.Panics }},
-	sWriteTimeouts:  {n: func(s *Stats) *uint64 { return &s.WriteTimeouts }},
-	sLingerTimeouts: {n: func(s *Stats) *uint64 { return &s.LingerTimeouts }},
-	sPaused:         {n: func(s *Stats) *uint64 { return &s.Paused }},
-	sPostRejects:    {n: func(s *Stats) *uint64 { return &s.PostRejects }},
-	sGoRejects:      {n: func(s *Stats) *uint64 { return &s.GoRejects }},
-	sGoDropped:      {n: func(s *Stats) *uint64 { return &s.GoDropped }},
-	sGoRunning:      {n: func(s *Stats) *uint64 { return &s.GoRunning }},
-	sPooledBytes:    {n: func(s *Stats) *uint64 { return &s.PooledBytes }},
-	sMappedBytes:    {n: func(s *Stats) *uint64 { return &s.MappedBytes }},
-	sCQOverflows:    {n: func(s *Stats) *uint64 { return &s.CQOverflows }},
-	sCallsMade:      {n: func(s *Stats) *uint64 { return &s.CallsMade }},
-	sCallsRun:       {n: func(s *Stats) *uint64 { return &s.CallsRun }},
-	sCallBatches:    {n: func(s *Stats) *uint64 { return &s.CallBatches }},
+	sAccepts:          {n: func(s *Stats) *uint64 { return &s.Accepts }},
+	sDials:            {n: func(s *Stats) *uint64 { return &s.Dials }},
+	sCloses:           {n: func(s *Stats) *uint64 { return &s.Closes }},
+	sOpen:             {n: func(s *Stats) *uint64 { return &s.Open }},
+	sAcceptErrors:     {n: func(s *Stats) *uint64 { return &s.AcceptErrors }},
+	sBytesIn:          {n: func(s *Stats) *uint64 { return &s.BytesIn }},
+	sBytesOut:         {n: func(s *Stats) *uint64 { return &s.BytesOut }},
+	sTurns:            {n: func(s *Stats) *uint64 { return &s.Turns }},
+	sCompletions:      {n: func(s *Stats) *uint64 { return &s.Completions }},
+	sSyscalls:         {n: func(s *Stats) *uint64 { return &s.Syscalls }},
+	sWaits:            {n: func(s *Stats) *uint64 { return &s.Waits }},
+	sPosted:           {n: func(s *Stats) *uint64 { return &s.Posted }},
+	sTimers:           {n: func(s *Stats) *uint64 { return &s.Timers }},
+	sCapHolds:         {n: func(s *Stats) *uint64 { return &s.CapHolds }},
+	sIdleTimeouts:     {n: func(s *Stats) *uint64 { return &s.IdleTimeouts }},
+	sLifetimeCloses:   {n: func(s *Stats) *uint64 { return &s.LifetimeCloses }},
+	sSlowConsumers:    {n: func(s *Stats) *uint64 { return &s.SlowConsumers }},
+	sPauses:           {n: func(s *Stats) *uint64 { return &s.Pauses }},
+	sDeferrals:        {n: func(s *Stats) *uint64 { return &s.Deferrals }},
+	sPanics:           {n: func(s *Stats) *uint64 { return &s.Panics }},
+	sWriteTimeouts:    {n: func(s *Stats) *uint64 { return &s.WriteTimeouts }},
+	sLingerTimeouts:   {n: func(s *Stats) *uint64 { return &s.LingerTimeouts }},
+	sPaused:           {n: func(s *Stats) *uint64 { return &s.Paused }},
+	sPostRejects:      {n: func(s *Stats) *uint64 { return &s.PostRejects }},
+	sGoRejects:        {n: func(s *Stats) *uint64 { return &s.GoRejects }},
+	sGoDropped:        {n: func(s *Stats) *uint64 { return &s.GoDropped }},
+	sGoRunning:        {n: func(s *Stats) *uint64 { return &s.GoRunning }},
+	sPooledBytes:      {n: func(s *Stats) *uint64 { return &s.PooledBytes }},
+	sMappedBytes:      {n: func(s *Stats) *uint64 { return &s.MappedBytes }},
+	sCQOverflows:      {n: func(s *Stats) *uint64 { return &s.CQOverflows }},
+	sCallsMade:        {n: func(s *Stats) *uint64 { return &s.CallsMade }},
+	sCallsRun:         {n: func(s *Stats) *uint64 { return &s.CallsRun }},
+	sCallBatches:      {n: func(s *Stats) *uint64 { return &s.CallBatches }},
+	sPacketsIn:        {n: func(s *Stats) *uint64 { return &s.PacketsIn }},
+	sPacketsOut:       {n: func(s *Stats) *uint64 { return &s.PacketsOut }},
+	sPacketsTruncated: {n: func(s *Stats) *uint64 { return &s.PacketsTruncated }},
+	sPacketDrops:      {n: func(s *Stats) *uint64 { return &s.PacketDrops }},
+	sPacketErrors:     {n: func(s *Stats) *uint64 { return &s.PacketErrors }},
+	sPacketsLost:      {n: func(s *Stats) *uint64 { return &s.PacketsLost }},
+	sHandedOver:       {n: func(s *Stats) *uint64 { return &s.HandedOver }},
 
 	// The file counters (file.go).
 	sFileOps:           {n: func(s *Stats) *uint64 { return &s.FileOps }},

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/poller"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -28,8 +29,11 @@ const (
 	kindShutdown
 	kindConnect
 	kindWake
-	kindMsgWake // another loop's MSG_RING: a wake-up without the eventfd
-	kindMsgSent // this loop's MSG_RING was posted (or failed)
+	kindMsgWake      // another loop's MSG_RING: a wake-up without the eventfd
+	kindMsgSent      // this loop's MSG_RING was posted (or failed)
+	kindPacketRecv   // a datagram socket's multishot recvmsg (slot: its listener index)
+	kindPacketSend   // a sendmsg of a datagram (slot: its send slot)
+	kindPacketCancel // the cancel of a datagram socket's receive
 )
 
 func userData(kind uint8, slot, gen uint32) uint64 {
@@ -56,11 +60,12 @@ type uringDriver struct {
 
 	cqes []ring.Completion
 
-	lnfd      int
-	acceptOp  uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
-	awaitConn bool  // the descriptor table was full with none waiting: poll first
-	loopOps   int   // listener and cancel operations in flight
-	waitsN    uint64
+	// lns are the stream listeners, by their index in Loop.lns (fd -1
+	// where that index is not a stream listener, or after stopListening).
+	lns     []uringListener
+	loopOps int // listener and cancel operations in flight
+	waitsN  uint64
+	pk      uringPackets // the datagram sockets (uring_packet.go)
 
 	wakefd  int
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
@@ -92,6 +97,17 @@ type uringDriver struct {
 	bufsTouched bool
 }
 
+// uringListener is one stream listener of the io_uring driver.
+type uringListener struct {
+	fd int
+	// drain is a duplicate of a stopped listener's descriptor, kept until
+	// its accept has completed: then what waits in the backlog is
+	// accepted (see drainListener) and drain closed. -1 when none.
+	drain     int
+	acceptOp  uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
+	awaitConn bool  // the descriptor table was full with none waiting: poll first
+}
+
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
 // of the kernel-free tests (uring_internal_test.go).
 type uringRing interface {
@@ -105,6 +121,8 @@ type uringRing interface {
 	PrepareRead(fd int, p []byte, off uint64, userData uint64) error
 	PrepareRecvMultishot(fd int, b *ring.BufRing, userData uint64) error
 	PrepareRecvSelect(fd int, b *ring.BufRing, userData uint64) error
+	PrepareRecvmsgMultishot(fd int, msg *unix.Msghdr, flags uint32, b *ring.BufRing, userData uint64) error
+	PrepareSendmsg(fd int, msg *unix.Msghdr, userData uint64) error
 	PrepareSend(fd int, p []byte, userData uint64) error
 	PrepareShutdown(fd, how int, userData uint64) error
 	Submit() error
@@ -209,7 +227,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		return nil, os.NewSyscallError("eventfd", err)
 	}
 	d := &uringDriver{
-		l: l, r: r, br: br, bufs: br, lnfd: -1, wakefd: wakefd,
+		l: l, r: r, br: br, bufs: br, wakefd: wakefd,
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
 		msgRing: support.Has(ring.OpMsgRing),
@@ -226,9 +244,12 @@ func (d *uringDriver) armWake() error {
 	return d.r.PrepareRead(d.wakefd, d.wakeBuf, 0, userData(kindWake, 0, 0))
 }
 
-func (d *uringDriver) listen(fd int) error {
-	d.lnfd = fd
-	return d.armAccept()
+func (d *uringDriver) listen(i int, fd int) error {
+	for len(d.lns) <= i {
+		d.lns = append(d.lns, uringListener{fd: -1, drain: -1})
+	}
+	d.lns[i] = uringListener{fd: fd, drain: -1}
+	return d.armAccept(i)
 }
 
 // armAccept arms an accept on the listener: multishot without a
@@ -238,43 +259,83 @@ func (d *uringDriver) listen(fd int) error {
 // waiting, it arms a poll for the next connection instead: the kernel
 // fails an accept at once while the descriptor table is full, so an accept
 // armed then would fail again with nobody to refuse.
-func (d *uringDriver) armAccept() error {
-	if d.lnfd < 0 || d.acceptOp != 0 || !d.l.accepting() {
+func (d *uringDriver) armAccept(i int) error {
+	ln := &d.lns[i]
+	if ln.fd < 0 || ln.acceptOp != 0 || !d.l.accepting() {
 		return nil
 	}
 	var err error
 	op := kindAccept
+	slot := uint32(i)
 	switch {
-	case d.awaitConn:
+	case ln.awaitConn:
 		op = kindAcceptPoll
-		err = d.r.PreparePollIn(d.lnfd, userData(op, 0, 0))
+		err = d.r.PreparePollIn(ln.fd, userData(op, slot, 0))
 	case d.multishotAccept():
-		err = d.r.PrepareAcceptMultishot(d.lnfd, userData(op, 0, 0))
+		err = d.r.PrepareAcceptMultishot(ln.fd, userData(op, slot, 0))
 	default:
-		err = d.r.PrepareAccept(d.lnfd, userData(op, 0, 0))
+		err = d.r.PrepareAccept(ln.fd, userData(op, slot, 0))
 	}
 	if err != nil {
 		return fmt.Errorf("arm accept: %w", err)
 	}
-	d.acceptOp = op
+	ln.acceptOp = op
 	d.loopOps++
 	return nil
 }
 
+// cancelAccept cancels what is armed on every listener.
 func (d *uringDriver) cancelAccept() {
-	if d.acceptOp != 0 {
-		if d.r.PrepareCancel(userData(d.acceptOp, 0, 0), userData(kindAcceptCancel, 0, 0)) == nil {
-			d.loopOps++
+	for i := range d.lns {
+		if op := d.lns[i].acceptOp; op != 0 {
+			if d.r.PrepareCancel(userData(op, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
+				d.loopOps++
+			}
 		}
 	}
 }
 
 func (d *uringDriver) stopListening() {
-	d.lnfd = -1
+	for i := range d.lns {
+		ln := &d.lns[i]
+		if ln.fd >= 0 && !d.l.forced {
+			if dup, err := unix.FcntlInt(uintptr(ln.fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+				ln.drain = dup
+			}
+		}
+		ln.fd = -1
+		if ln.acceptOp == 0 {
+			d.drainListener(i)
+		}
+	}
 	d.cancelAccept()
+	d.stopPackets()
 }
 
-// pauseAccept cancels a multishot accept; a single accept (with a cap) is
+// drainListener accepts what waits in stopped listener i's backlog, once
+// its accept is no longer armed, and closes its duplicate. io_uring arms
+// accepts with an exclusive wait: a connection whose wake-up went to this
+// loop's accept as it was cancelled wakes nobody else, and would wait in
+// the backlog for the next connection to wake another holder of the socket
+// (a process it was handed to, another loop). Accepted here, it is served
+// like any connection a graceful shutdown finds (Loop.acceptResult).
+func (d *uringDriver) drainListener(i int) {
+	ln := &d.lns[i]
+	if ln.drain < 0 {
+		return
+	}
+	for range 1024 {
+		fd, errno := poller.Accept(ln.drain)
+		if errno != 0 {
+			break
+		}
+		d.l.acceptResult(fd, 0, i)
+	}
+	unix.Close(ln.drain)
+	ln.drain = -1
+}
+
+// pauseAccept cancels multishot accepts; a single accept (with a cap) is
 // left to complete, and nextAccept arms none while accepting is held.
 func (d *uringDriver) pauseAccept() {
 	if d.multishotAccept() {
@@ -286,7 +347,11 @@ func (d *uringDriver) pauseAccept() {
 // connection cap.
 func (d *uringDriver) multishotAccept() bool { return d.l.cfg.MaxConns == 0 }
 
-func (d *uringDriver) resumeAccept() { d.rearmAccept() }
+func (d *uringDriver) resumeAccept() {
+	for i := range d.lns {
+		d.rearmAccept(i)
+	}
+}
 
 func (d *uringDriver) pauseRead(c *Conn) { d.cancelRecv(c) }
 
@@ -568,6 +633,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	if len(d.retry) > 0 {
 		d.retryReleases()
 	}
+	d.packetTurn()
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
 		if c.wantsInput() && c.state&stClosing == 0 && c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
@@ -600,16 +666,25 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	case kindMsgSent:
 		return // a failure means the target is gone: its callers learn that from it
 	case kindAccept:
-		d.accepted(e)
+		d.accepted(int(slot), e)
 		return
 	case kindAcceptPoll:
-		d.listenerReady(e)
+		d.listenerReady(int(slot), e)
 		return
 	case kindAcceptCancel:
 		d.loopOps--
 		return
 	case kindFile, kindFileSync:
 		d.fileCompleted(kind, slot, gen, e.Res)
+		return
+	case kindPacketRecv:
+		d.packetReceived(int(slot), e)
+		return
+	case kindPacketSend:
+		d.packetSent(slot, e.Res)
+		return
+	case kindPacketCancel:
+		d.loopOps--
 		return
 	}
 	c := l.conn(slot, gen)
@@ -644,22 +719,29 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	}
 }
 
-func (d *uringDriver) accepted(e *ring.Completion) {
+func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	l := d.l
+	ln := &d.lns[i]
 	more := e.More()
 	if !more {
-		d.acceptOp = 0
+		ln.acceptOp = 0
 		d.loopOps--
 	}
 	fd, errno := int(e.Res), unix.Errno(0)
 	if e.Res < 0 {
 		fd, errno = -1, unix.Errno(-e.Res)
 	}
-	if errno != unix.ECANCELED && l.acceptResult(fd, errno, d.lnfd) == acceptIdle {
-		d.awaitConn = true
+	// An accept that fails once the listener is stopped (closed before
+	// the accept was submitted) is nobody's connection.
+	stopped := ln.fd < 0 && errno != 0
+	if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
+		ln.awaitConn = true
 	}
 	if !more {
-		d.nextAccept()
+		if ln.fd < 0 {
+			d.drainListener(i)
+		}
+		d.nextAccept(i)
 	}
 }
 
@@ -668,35 +750,39 @@ func (d *uringDriver) accepted(e *ring.Completion) {
 // and back off, if the table is still full). Cancelled (to pause or stop),
 // it arms what is due next. Should the poll itself fail, accepting is
 // retried after the longest back-off rather than at once.
-func (d *uringDriver) listenerReady(e *ring.Completion) {
-	d.acceptOp = 0
+func (d *uringDriver) listenerReady(i int, e *ring.Completion) {
+	ln := &d.lns[i]
+	ln.acceptOp = 0
 	d.loopOps--
+	if ln.fd < 0 {
+		d.drainListener(i)
+	}
 	switch {
 	case e.Res == -int32(unix.ECANCELED):
 	case e.Res < 0:
-		if d.lnfd < 0 {
+		if ln.fd < 0 {
 			return
 		}
-		d.awaitConn = false
+		ln.awaitConn = false
 		d.l.log.Error("percore: poll listener", "loop", d.l.id, "err", errnoErr("poll", unix.Errno(-e.Res)))
-		d.l.AfterFunc(acceptBackoffMax, d.nextAccept)
+		d.l.AfterFunc(acceptBackoffMax, func() { d.nextAccept(i) })
 		return
 	default:
-		d.awaitConn = false
+		ln.awaitConn = false
 	}
-	d.nextAccept()
+	d.nextAccept(i)
 }
 
-// nextAccept arms the listener's next operation, unless the listener is
+// nextAccept arms listener i's next operation, unless the listener is
 // gone or accepting is held (armAccept checks).
-func (d *uringDriver) nextAccept() {
-	if d.lnfd >= 0 {
-		d.rearmAccept()
+func (d *uringDriver) nextAccept(i int) {
+	if d.lns[i].fd >= 0 {
+		d.rearmAccept(i)
 	}
 }
 
-func (d *uringDriver) rearmAccept() {
-	if err := d.armAccept(); err != nil {
+func (d *uringDriver) rearmAccept(i int) {
+	if err := d.armAccept(i); err != nil {
 		d.l.log.Error("percore: re-arm accept", "loop", d.l.id, "err", err)
 	}
 }
@@ -929,7 +1015,7 @@ func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 func (d *uringDriver) waits() uint64 { return d.waitsN }
 
 func (d *uringDriver) close() error {
-	err := errors.Join(d.bufs.Close(), d.r.Close())
+	err := errors.Join(d.bufs.Close(), d.pk.close(), d.r.Close())
 	if cerr := unix.Close(d.wakefd); cerr != nil {
 		err = errors.Join(err, os.NewSyscallError("close", cerr))
 	}

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/percore/percore/ring"
+	"golang.org/x/sys/unix"
 )
 
 // The io_uring driver's accounting of deferred receives (the turn budget,
@@ -32,16 +33,20 @@ func (f *fakeRing) PrepareRead(_ int, _ []byte, _ uint64, ud uint64) error      
 func (f *fakeRing) PrepareRecvMultishot(_ int, _ *ring.BufRing, ud uint64) error { return f.prep(ud) }
 func (f *fakeRing) PrepareRecvSelect(_ int, _ *ring.BufRing, ud uint64) error    { return f.prep(ud) }
 func (f *fakeRing) PrepareSend(_ int, _ []byte, ud uint64) error                 { return f.prep(ud) }
-func (f *fakeRing) PrepareShutdown(_, _ int, ud uint64) error                    { return f.prep(ud) }
-func (f *fakeRing) Submit() error                                                { return nil }
-func (f *fakeRing) SubmitAndWait(time.Duration) error                            { return nil }
-func (f *fakeRing) Reap([]ring.Completion) int                                   { return 0 }
-func (f *fakeRing) Ready() int                                                   { return 0 }
-func (f *fakeRing) Pending() uint32                                              { return 0 }
-func (f *fakeRing) Overflowed() bool                                             { return false }
-func (f *fakeRing) Enters() uint64                                               { return 0 }
-func (f *fakeRing) Fd() int                                                      { return -1 }
-func (f *fakeRing) Close() error                                                 { return nil }
+func (f *fakeRing) PrepareSendmsg(_ int, _ *unix.Msghdr, ud uint64) error        { return f.prep(ud) }
+func (f *fakeRing) PrepareRecvmsgMultishot(_ int, _ *unix.Msghdr, _ uint32, _ *ring.BufRing, ud uint64) error {
+	return f.prep(ud)
+}
+func (f *fakeRing) PrepareShutdown(_, _ int, ud uint64) error { return f.prep(ud) }
+func (f *fakeRing) Submit() error                             { return nil }
+func (f *fakeRing) SubmitAndWait(time.Duration) error         { return nil }
+func (f *fakeRing) Reap([]ring.Completion) int                { return 0 }
+func (f *fakeRing) Ready() int                                { return 0 }
+func (f *fakeRing) Pending() uint32                           { return 0 }
+func (f *fakeRing) Overflowed() bool                          { return false }
+func (f *fakeRing) Enters() uint64                            { return 0 }
+func (f *fakeRing) Fd() int                                   { return -1 }
+func (f *fakeRing) Close() error                              { return nil }
 
 // prepared returns how many entries of kind were prepared.
 func (f *fakeRing) count(kind uint8) int {
@@ -83,9 +88,9 @@ func uringTestLoop(t *testing.T) (*Loop, *uringDriver, *fakeRing, *fakeBufs, *Co
 	for range 8 {
 		fb.mem = append(fb.mem, make([]byte, 16))
 	}
-	d := &uringDriver{l: l, r: fr, bufs: fb, lnfd: -1, wakefd: -1, cqes: make([]ring.Completion, 8)}
+	d := &uringDriver{l: l, r: fr, bufs: fb, wakefd: -1, cqes: make([]ring.Completion, 8)}
 	l.d = d
-	l.acceptResult(fakeFd, 0, 3)
+	l.acceptResult(fakeFd, 0, 0)
 	c := l.conns[0]
 	if c.ur.flags&ufRecvArmed == 0 || fr.count(kindRecv) != 1 {
 		t.Fatalf("the connection's receive is not armed: flags %#x", c.ur.flags)

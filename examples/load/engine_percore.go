@@ -28,9 +28,12 @@ type percoreEngine struct {
 // Run implements Engine. It resolves wl.Addr once, here: a loop dials only
 // literal addresses (it never blocks on a name lookup).
 func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
-	addr, err := resolve(wl.Addr)
-	if err != nil {
-		return fmt.Errorf("percore engine: %w", err)
+	var addr netip.AddrPort
+	var err error
+	if !isUnix(wl.Addr) {
+		if addr, err = resolve(wl.Addr); err != nil {
+			return fmt.Errorf("percore engine: %w", err)
+		}
 	}
 	rt, err := percore.New(percore.Config{
 		Backend: e.backend,
@@ -162,7 +165,7 @@ func (pc *percoreConn) dial() {
 	pc.dialing = true
 	pc.dialAt = time.Now()
 	lc.open++
-	err := lc.loop.DialAddrPort(lc.addr, pc, func(c *percore.Conn, err error) {
+	err := dialTo(lc, pc, func(c *percore.Conn, err error) {
 		pc.dialing = false
 		if err != nil {
 			lc.open--

@@ -35,9 +35,11 @@ import (
 func main() {
 	addr := flag.String("addr", "127.0.0.1:7000", "address to listen on")
 	loops := flag.Int("loops", runtime.GOMAXPROCS(0), "number of event loops")
+	protoFlag := flag.String("proto", "tcp", "tcp, udp or unix (-addr is a path); gnet serves all three")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	proto = *protoFlag
 	err := serve(ctx, *addr, *loops, func(a net.Addr) { fmt.Printf("listening on %s\n", a) })
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "gnet: %v\n", err)
@@ -100,6 +102,9 @@ func boundAddr(eng gnet.Engine, addr string) net.Addr {
 	return fallback
 }
 
+// proto is the scheme serve hands gnet: tcp, udp or unix.
+var proto = "tcp"
+
 // serve runs the engine on addr until ctx is done, calling ready with the
 // bound address once it accepts connections.
 func serve(ctx context.Context, addr string, loops int, ready func(net.Addr)) error {
@@ -109,7 +114,7 @@ func serve(ctx context.Context, addr string, loops int, ready func(net.Addr)) er
 	s := &echoServer{addr: addr, ready: ready, booted: make(chan gnet.Engine, 1)}
 	ran := make(chan error, 1)
 	go func() {
-		ran <- gnet.Run(s, "tcp://"+addr,
+		ran <- gnet.Run(s, proto+"://"+addr,
 			gnet.WithMulticore(true),
 			gnet.WithReusePort(true),
 			gnet.WithLockOSThread(true),

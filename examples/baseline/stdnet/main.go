@@ -32,6 +32,7 @@ func main() {
 	addr := flag.String("addr", "127.0.0.1:7000", "address to listen on")
 	loops := flag.Int("loops", runtime.GOMAXPROCS(0), "GOMAXPROCS (there are no event loops)")
 	bufSize := flag.Int("buf", 16<<10, "per-connection buffer size in bytes")
+	network := flag.String("net", "tcp", "tcp, unix (-addr is a path) or udp")
 	flag.Parse()
 	if *loops < 1 {
 		fmt.Fprintln(os.Stderr, "stdnet: -loops must be at least 1")
@@ -40,18 +41,60 @@ func main() {
 	runtime.GOMAXPROCS(*loops)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := serve(ctx, *addr, *bufSize, func(a net.Addr) { fmt.Printf("listening on %s\n", a) })
+	ready := func(a net.Addr) { fmt.Printf("listening on %s\n", a) }
+	var err error
+	switch *network {
+	case "udp":
+		err = serveUDP(ctx, *addr, *loops, ready)
+	default:
+		listenNet = *network
+		err = serve(ctx, *addr, *bufSize, ready)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "stdnet: %v\n", err)
 		os.Exit(1)
 	}
 }
 
+// listenNet is serve's network: "tcp", or "unix" with -net unix.
+var listenNet = "tcp"
+
+// serveUDP echoes datagrams on addr as the standard library's users would:
+// a net.UDPConn and one goroutine per CPU reading with ReadFromUDPAddrPort
+// (no allocation) and replying with WriteToUDPAddrPort, until ctx is done.
+func serveUDP(ctx context.Context, addr string, readers int, ready func(net.Addr)) error {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	c := pc.(*net.UDPConn)
+	ready(c.LocalAddr())
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 64<<10)
+			for {
+				n, from, err := c.ReadFromUDPAddrPort(buf)
+				if err != nil {
+					return
+				}
+				_, _ = c.WriteToUDPAddrPort(buf[:n], from)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
 // serve echoes on addr until ctx is done, calling ready with the bound
 // address once it accepts connections. It returns after closing the listener
 // and every connection.
 func serve(ctx context.Context, addr string, bufSize int, ready func(net.Addr)) error {
-	ln, err := net.Listen("tcp", addr)
+	ln, err := net.Listen(listenNet, addr)
 	if err != nil {
 		return err
 	}

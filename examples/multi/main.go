@@ -1,0 +1,198 @@
+//go:build linux
+
+// Command multi is one percore server on TCP, UDP and a Unix socket at
+// once, echoing on each, that restarts without dropping a connection: on
+// SIGHUP it starts a new copy of itself, hands it every listening socket
+// (Runtime.Files, HandoverEnv), waits until the copy serves, and shuts
+// down gracefully. Clients see every request answered and no connect
+// refused in between (docs/operations.md#zero-downtime-restart).
+//
+//	go run ./examples/multi -tcp 127.0.0.1:7000 -udp 127.0.0.1:7001 -unix /tmp/multi.sock
+//	kill -HUP <pid>      # a new process takes over; the old one exits
+//
+// Started by systemd with socket activation (LISTEN_FDS), it serves the
+// sockets it was given and ignores its address flags.
+//
+// It prints one line per process once it serves:
+//
+//	ready pid=1234 tcp://127.0.0.1:7000 udp://127.0.0.1:7001 unix:///tmp/multi.sock
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/percore/percore/cpu"
+	percore "github.com/percore/percore/runtime"
+)
+
+// echo answers on every transport.
+type echo struct{}
+
+func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
+
+func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) {
+	_ = p.WriteTo(data, from)
+}
+
+var (
+	_ percore.Handler       = echo{}
+	_ percore.PacketHandler = echo{}
+)
+
+// readyEnv names the descriptor a parent passes its new copy: the copy
+// writes one line to it once it serves.
+const readyEnv = "MULTI_READY_FD"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fl := flag.NewFlagSet("multi", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	tcp := fl.String("tcp", "127.0.0.1:7000", "TCP address (empty: none)")
+	udp := fl.String("udp", "127.0.0.1:7001", "UDP address (empty: none)")
+	unixPath := fl.String("unix", "/tmp/percore-multi.sock", "Unix socket path or @name (empty: none)")
+	cores := fl.String("cores", "", "CPU list for the loops (default: the affinity mask, at most GOMAXPROCS of it)")
+	backend := fl.String("backend", "auto", "auto, uring or epoll")
+	grace := fl.Duration("grace", 10*time.Second, "how long a graceful shutdown waits for connections")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg := percore.Config{PacketHandler: echo{}, Logger: log}
+	var err error
+	if cfg.Backend, err = percore.ParseBackend(*backend); err != nil {
+		fmt.Fprintln(stderr, "multi:", err)
+		return 2
+	}
+	if *cores != "" {
+		if cfg.Cores, err = cpu.ParseList(*cores); err != nil {
+			fmt.Fprintln(stderr, "multi:", err)
+			return 2
+		}
+	}
+	// A ready descriptor from a parent comes after the sockets: read its
+	// number before ListenFiles clears the environment.
+	readyFd, _ := strconv.Atoi(os.Getenv(readyEnv))
+	os.Unsetenv(readyEnv)
+	files, err := percore.ListenFiles()
+	if err != nil {
+		fmt.Fprintln(stderr, "multi:", err)
+		return 1
+	}
+	if len(files) > 0 {
+		cfg.Files = files
+	} else {
+		for _, a := range []struct{ scheme, addr string }{{"tcp", *tcp}, {"udp", *udp}, {"unix", *unixPath}} {
+			if a.addr != "" {
+				cfg.Listen = append(cfg.Listen, a.scheme+"://"+a.addr)
+			}
+		}
+	}
+	rt, err := percore.New(cfg, echo{})
+	for _, f := range files {
+		f.Close()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "multi:", err)
+		return 1
+	}
+	var names []string
+	for _, ln := range rt.Listeners() {
+		names = append(names, ln.String())
+	}
+	fmt.Fprintf(stdout, "ready pid=%d %s\n", os.Getpid(), strings.Join(names, " "))
+	if readyFd > 0 {
+		f := os.NewFile(uintptr(readyFd), "ready")
+		fmt.Fprintln(f, "ready")
+		f.Close()
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			if err := handOver(rt, args, stderr); err != nil {
+				log.Error("multi: restart failed; still serving", "err", err)
+				continue
+			}
+			log.Info("multi: a new process serves; shutting down")
+		}
+		break
+	}
+	signal.Stop(sigs)
+	ctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if err := rt.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		fmt.Fprintln(stderr, "multi:", err)
+		return 1
+	}
+	return 0
+}
+
+// handOver starts a new copy of this program with every listening socket
+// and waits until it serves.
+func handOver(rt *percore.Runtime, args []string, stderr io.Writer) error {
+	files, err := rt.Files()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Stdout, cmd.Stderr = os.Stdout, stderr
+	cmd.ExtraFiles = append(append([]*os.File(nil), files...), w)
+	cmd.Env = append(os.Environ(), percore.HandoverEnv(files)...)
+	cmd.Env = append(cmd.Env, readyEnv+"="+strconv.Itoa(3+len(files)))
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return err
+	}
+	// The new process outlives this one; reap it should it exit first.
+	go func() { _ = cmd.Wait() }()
+	line := make(chan error, 1)
+	go func() {
+		s, err := bufio.NewReader(r).ReadString('\n')
+		if err == nil && s != "ready\n" {
+			err = fmt.Errorf("new process said %q", s)
+		}
+		line <- err
+	}()
+	select {
+	case err := <-line:
+		if err != nil {
+			return fmt.Errorf("new process %d did not start: %w", cmd.Process.Pid, err)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		return fmt.Errorf("new process %d not ready within 10s", cmd.Process.Pid)
+	}
+}

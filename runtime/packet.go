@@ -1,0 +1,259 @@
+//go:build linux
+
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"runtime/debug"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// PacketHandler receives datagrams. Its methods run on the loop that owns
+// the socket, one at a time, and must not block (as Handler's).
+type PacketHandler interface {
+	// OnPacket is called with one datagram and its source. data is valid
+	// only during the call (it is the loop's receive buffer); WriteTo
+	// copies what it sends, so a handler may reply with data itself.
+	OnPacket(p *PacketConn, data []byte, from netip.AddrPort)
+}
+
+// TruncatedHandler is implemented by packet handlers that want the
+// datagrams too large for Config.PacketBufferSize: OnTruncated gets the
+// part that fitted and the datagram's full size. Without it a truncated
+// datagram is dropped. Either way it is counted (Stats.PacketsTruncated):
+// a datagram is never cut silently.
+type TruncatedHandler interface {
+	OnTruncated(p *PacketConn, data []byte, size int, from netip.AddrPort)
+}
+
+// PacketHandlerFunc adapts a function to PacketHandler.
+type PacketHandlerFunc func(p *PacketConn, data []byte, from netip.AddrPort)
+
+// OnPacket calls f(p, data, from).
+func (f PacketHandlerFunc) OnPacket(p *PacketConn, data []byte, from netip.AddrPort) {
+	f(p, data, from)
+}
+
+// PacketConn is one loop's datagram socket of a UDP listener: with
+// SO_REUSEPORT each loop has its own, and the kernel spreads the sources
+// over them. Its methods must be called on its loop's thread.
+type PacketConn struct {
+	loop   *Loop
+	fd     int
+	ln     *Listener
+	idx    int // its index in the loop's listeners (user data, epoll tag)
+	h      PacketHandler
+	family int // AF_INET or AF_INET6
+
+	// The drop counter the kernel last reported (SO_RXQ_OVFL).
+	ovfl uint32
+
+	ur uringPacket
+	ep epollPacket
+}
+
+// Loop returns the loop that owns the socket.
+func (p *PacketConn) Loop() *Loop { return p.loop }
+
+// Listener returns the listener the socket belongs to.
+func (p *PacketConn) Listener() *Listener { return p.ln }
+
+// LocalAddr returns the bound address (a *net.UDPAddr).
+func (p *PacketConn) LocalAddr() net.Addr { return p.ln.Addr }
+
+// ErrPacketQueueFull is what PacketConn.WriteTo returns when the datagram
+// was dropped because Config.MaxPacketQueue datagrams already wait for
+// room in the socket's send buffer (Stats.PacketDrops counts them).
+var ErrPacketQueueFull = errors.New("percore: datagram send queue full: datagram dropped")
+
+// errPacketQueueFull is the driver's report of it.
+var errPacketQueueFull = ErrPacketQueueFull
+
+// maxDatagram is the largest UDP payload (over IPv6; 65507 over IPv4,
+// which the kernel checks).
+const maxDatagram = 65527
+
+// WriteTo sends the datagram b to the address to, inline on the loop: on
+// io_uring a sendmsg prepared now and submitted with the turn's enter, on
+// epoll one sendmmsg for the turn's datagrams at its end. b may be reused
+// once WriteTo returns. When the socket's send buffer is full the datagram
+// waits (on io_uring in the kernel, on epoll in the loop) behind at most
+// Config.MaxPacketQueue others; beyond that it is dropped, counted, and
+// WriteTo returns ErrPacketQueueFull. A failure the kernel reports later
+// (an ICMP error, a send refused) is counted in Stats.PacketErrors and
+// does not stop the socket. IPv4 addresses work on a dual-stack socket.
+func (p *PacketConn) WriteTo(b []byte, to netip.AddrPort) error {
+	l := p.loop
+	if p.fd < 0 || l.lnClosed {
+		return p.opError(to, net.ErrClosed)
+	}
+	if len(b) > maxDatagram {
+		return p.opError(to, os.NewSyscallError("sendmsg", unix.EMSGSIZE))
+	}
+	sa := &l.pk.sa
+	salen, err := putSockaddr(sa, p.family, to)
+	if err != nil {
+		return p.opError(to, err)
+	}
+	if err := l.d.writeTo(p, b, sa, salen); err != nil {
+		if err == errPacketQueueFull {
+			l.cnt[sPacketDrops]++
+			return err
+		}
+		return p.opError(to, err)
+	}
+	return nil
+}
+
+func (p *PacketConn) opError(to netip.AddrPort, err error) error {
+	return &net.OpError{Op: "write", Net: p.ln.Network, Source: p.ln.Addr, Addr: net.UDPAddrFromAddrPort(to), Err: err}
+}
+
+// packetState is a loop's scratch for datagrams.
+type packetState struct {
+	sa unix.RawSockaddrInet6 // WriteTo's destination, before the driver copies it
+}
+
+// putSockaddr writes to as a socket address of family into sa and returns
+// its length. An IPv4 address on an IPv6 socket becomes IPv4-mapped.
+func putSockaddr(sa *unix.RawSockaddrInet6, family int, to netip.AddrPort) (uint32, error) {
+	addr := to.Addr()
+	if !addr.IsValid() {
+		return 0, errors.New("invalid address")
+	}
+	*sa = unix.RawSockaddrInet6{}
+	if family == unix.AF_INET {
+		addr = addr.Unmap()
+		if !addr.Is4() {
+			return 0, fmt.Errorf("an IPv6 destination on an IPv4 socket: %w", unix.EAFNOSUPPORT)
+		}
+		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		s4.Family = unix.AF_INET
+		s4.Addr = addr.As4()
+		putPort(&s4.Port, to.Port())
+		return unix.SizeofSockaddrInet4, nil
+	}
+	sa.Family = unix.AF_INET6
+	sa.Addr = addr.As16()
+	putPort(&sa.Port, to.Port())
+	return unix.SizeofSockaddrInet6, nil
+}
+
+// addrPortFrom reads a source address the kernel wrote (a sockaddr_in or
+// sockaddr_in6 at the start of name). An IPv4-mapped source is returned as
+// IPv4; the zone of a link-local source is not kept.
+func addrPortFrom(name []byte) netip.AddrPort {
+	if len(name) < 2 {
+		return netip.AddrPort{}
+	}
+	port := binary.BigEndian.Uint16(name[2:4])
+	switch binary.NativeEndian.Uint16(name[0:2]) {
+	case unix.AF_INET:
+		if len(name) >= unix.SizeofSockaddrInet4 {
+			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[4:8])), port)
+		}
+	case unix.AF_INET6:
+		if len(name) >= unix.SizeofSockaddrInet6 {
+			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(name[8:24])).Unmap(), port)
+		}
+	}
+	return netip.AddrPort{}
+}
+
+// packetControlLen is the room for the one control message a datagram
+// carries: SO_RXQ_OVFL's 32-bit drop counter (CMSG_SPACE(4)).
+const packetControlLen = unix.SizeofCmsghdr + 8
+
+// rxqOverflow reads the SO_RXQ_OVFL counter from a datagram's control
+// messages; ok is false when there is none.
+func rxqOverflow(control []byte) (n uint32, ok bool) {
+	if len(control) < unix.SizeofCmsghdr+4 {
+		return 0, false
+	}
+	h := (*unix.Cmsghdr)(unsafe.Pointer(&control[0]))
+	if h.Level != unix.SOL_SOCKET || h.Type != unix.SO_RXQ_OVFL {
+		return 0, false
+	}
+	return binary.NativeEndian.Uint32(control[unix.SizeofCmsghdr:]), true
+}
+
+// packetIn is the driver's report of one datagram on p: data is the part
+// that fitted in the buffer, size the datagram's full length, truncated
+// whether the kernel cut it (MSG_TRUNC), control its control messages.
+func (l *Loop) packetIn(p *PacketConn, data []byte, size int, truncated bool, from netip.AddrPort, control []byte) {
+	if n, ok := rxqOverflow(control); ok && n != p.ovfl {
+		l.cnt[sPacketsLost] += uint64(n - p.ovfl)
+		p.ovfl = n
+	}
+	if l.lnClosed {
+		return
+	}
+	l.cnt[sPacketsIn]++
+	l.cnt[sBytesIn] += uint64(len(data))
+	if truncated {
+		l.cnt[sPacketsTruncated]++
+		if th, ok := p.h.(TruncatedHandler); ok {
+			l.callOnPacket(p, th, data, size, from)
+		}
+		return
+	}
+	l.callOnPacket(p, nil, data, size, from)
+}
+
+// callOnPacket runs the packet handler (OnTruncated when th is set),
+// containing a panic: it is logged and counted, and the socket goes on.
+func (l *Loop) callOnPacket(p *PacketConn, th TruncatedHandler, data []byte, size int, from netip.AddrPort) {
+	l.depth++
+	defer l.endPacketCall()
+	if th != nil {
+		th.OnTruncated(p, data, size, from)
+		return
+	}
+	p.h.OnPacket(p, data, from)
+}
+
+func (l *Loop) endPacketCall() {
+	if r := recover(); r != nil {
+		l.cnt[sPanics]++
+		l.log.Error("percore: packet handler panicked", "loop", l.id, "panic", r, "stack", string(debug.Stack()))
+	}
+	l.depth--
+	if l.depth == 0 && len(l.notes) > 0 {
+		l.runNotes()
+	}
+}
+
+// packetSent is the driver's report of a datagram sent (err nil) or
+// refused by the kernel: an ICMP error reported on the socket, a full
+// buffer of a send that could not wait, an unreachable destination. A
+// failure is counted; the socket goes on.
+func (l *Loop) packetSent(n int, err error) {
+	if err != nil {
+		l.cnt[sPacketErrors]++
+		return
+	}
+	l.cnt[sPacketsOut]++
+	l.cnt[sBytesOut] += uint64(n)
+}
+
+// packetRecvFailed is the driver's report of a receive error on a datagram
+// socket (ECONNREFUSED for an earlier send, among others): counted, and
+// the socket goes on receiving.
+func (l *Loop) packetRecvFailed() { l.cnt[sPacketErrors]++ }
+
+// enableRxqOverflow asks the kernel to report the socket's drop count with
+// every datagram (SO_RXQ_OVFL), so that Stats.PacketsLost counts the
+// datagrams it dropped for want of room in the receive buffer.
+func enableRxqOverflow(fd int) error {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	return nil
+}
