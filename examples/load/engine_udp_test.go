@@ -22,8 +22,8 @@ var udpEngines = []struct {
 	name string
 	eng  Engine
 }{
-	{"uring", udpEngine{}},
-	{"epoll", udpEngine{backend: percore.Epoll}},
+	{"percore", udpEngine{}},
+	{"percore-epoll", udpEngine{backend: percore.Epoll}},
 }
 
 // udpFaults says what a test UDP server does to the nth datagram (1-based)
