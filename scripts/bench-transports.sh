@@ -12,7 +12,11 @@
 # examples/baseline/udpc/udp_load.c (one thread, WINDOW datagrams in flight,
 # every reply checked) at each payload of SIZES. Server CPU per packet is
 # the server's utime+stime from /proc/PID/stat over the measured window,
-# divided by the replies in it.
+# divided by the replies in it. The "SERVER/load" rows cross-check the C
+# client: examples/load's UDP mode (-addr udp://, one socket on one percore
+# loop, WINDOW datagrams in flight, every reply checked, losses counted)
+# against the servers of LOAD_UDP_SERVERS, the server's CPU from
+# -server-pid.
 #
 # Unix: percore's examples/unix_echo (io_uring, epoll), gnet -proto unix, std
 # net -net unix, and percore's TCP echo (examples/echo, io_uring) for the
@@ -23,12 +27,13 @@
 # listens on 127.0.0.1 ports from BASE_PORT and Unix sockets in that
 # directory, and writes OUT/transports-runs.tsv and OUT/transports-summary.md.
 # Undo: delete OUT. It changes no system setting. Bounded: each client run is
-# killed after RUN_TIMEOUT seconds. With the defaults it takes about 5 minutes.
+# killed after RUN_TIMEOUT seconds. With the defaults it takes about 7 minutes.
 #
 # Usage: scripts/bench-transports.sh [--dry-run]
 # Environment (defaults in parentheses):
 #   REPEATS (3)  SERVER_CPU (0)  CLIENT_CPU (1)  SIZES ("64 1400")  WINDOW (64)
 #   CONNS (50)  WARMUP (1)  MEASURE_S (4)  RUN_TIMEOUT (30)  BASE_PORT (27400)
+#   LOAD_UDP_SERVERS ("percore-uring percore-epoll c"; "" for none)
 #   OUT (docs/results/HOST-DATE-transports)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -54,6 +59,7 @@ BASE_PORT=${BASE_PORT:-27400}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y-%m-%d)-transports}
 UDP_SERVERS="percore-uring percore-epoll gnet stdnet c"
 UNIX_SERVERS="percore-uring percore-epoll gnet stdnet tcp-percore-uring"
+LOAD_UDP_SERVERS=${LOAD_UDP_SERVERS-"percore-uring percore-epoll c"}
 
 run() {
   if [ "$DRY_RUN" = 1 ]; then echo "+ $*"; else "$@"; fi
@@ -152,6 +158,18 @@ for rep in $(seq "$REPEATS"); do
       lost=$(echo "$line" | sed -n 's/.*"lost": \([0-9]*\).*/\1/p')
       us=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "nan" }')
       printf 'udp\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$size" "$rep" "${rps:-0}" "$us" "${mm:-}" "${lost:-}" | tee -a "$runs"
+    done
+    for s in $LOAD_UDP_SERVERS; do
+      port=$((port + 1))
+      start_udp "$s" "$port"
+      taskset -c "$CLIENT_CPU" timeout "$RUN_TIMEOUT" "$tmp/load" -addr "udp://127.0.0.1:$port" -conns 1 -pipeline "$WINDOW" \
+        -bytes "$size" -warmup "$WARMUP" -seconds "$SECONDS_" -cores "$CLIENT_CPU" -server-pid "$server_pid" -json > "$tmp/out" 2> /dev/null || true
+      stop_server
+      rps=$(sed -n 's/.*"rps": *\([0-9.]*\).*/\1/p' "$tmp/out" | head -1)
+      us=$(sed -n 's/.*"server_cpu_us_per_req": *\([0-9.]*\).*/\1/p' "$tmp/out" | head -1)
+      mm=$(sed -n 's/.*"mismatches": *\([0-9]*\).*/\1/p' "$tmp/out" | head -1)
+      lost=$(sed -n 's/.*"lost": *\([0-9]*\).*/\1/p' "$tmp/out" | head -1)
+      printf 'udp\t%s/load\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$size" "$rep" "${rps:-0}" "${us:-nan}" "${mm:-}" "${lost:-}" | tee -a "$runs"
     done
   done
   for s in $UNIX_SERVERS; do

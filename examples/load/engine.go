@@ -81,6 +81,8 @@ type Totals struct {
 	Requests   uint64 // completed and verified requests, warm-up included
 	Errors     uint64 // connection failures: dial, read, write, early EOF
 	Mismatches uint64 // replies that differed from their request
+	Lost       uint64 // UDP: datagrams unanswered within udpTimeout
+	Late       uint64 // UDP: replies that came after their datagram was counted lost
 }
 
 // Totals returns the counts so far. It is safe to call while the engine runs
@@ -93,6 +95,8 @@ func (r *Recorder) Totals() Totals {
 		t.Requests += w.requests.Load()
 		t.Errors += w.errors.Load()
 		t.Mismatches += w.mismatches.Load()
+		t.Lost += w.lost.Load()
+		t.Late += w.late.Load()
 	}
 	return t
 }
@@ -117,6 +121,8 @@ type Worker struct {
 	requests   atomic.Uint64
 	errors     atomic.Uint64
 	mismatches atomic.Uint64
+	lost       atomic.Uint64
+	late       atomic.Uint64
 	measuring  *atomic.Bool
 	hist       hist.Histogram
 }
@@ -134,3 +140,9 @@ func (w *Worker) Error() { w.errors.Add(1) }
 
 // Mismatch counts one reply that was not the request it answered.
 func (w *Worker) Mismatch() { w.mismatches.Add(1) }
+
+// Lost counts one UDP datagram that got no reply in time.
+func (w *Worker) Lost() { w.lost.Add(1) }
+
+// Late counts one UDP reply to a datagram already counted lost.
+func (w *Worker) Late() { w.late.Add(1) }

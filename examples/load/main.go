@@ -1,7 +1,8 @@
 //go:build linux
 
 // Command load is a closed-loop load generator for echo servers (and, with
-// -http PATH, for HTTP/1.1 servers: engine_http.go): each
+// -http PATH, for HTTP/1.1 servers: engine_http.go; with -addr udp://host:port,
+// for UDP echo servers: engine_udp.go): each
 // connection keeps a fixed number of requests in flight, verifies every reply
 // byte for byte, and records its latency.
 //
@@ -17,6 +18,7 @@
 //	load -conns 50 -idle 10000        # 10,000 extra connections, held silent
 //	load -conns 50 -pipeline 16       # 16 requests in flight per connection
 //	load -conns 50 -reconnect         # a new connection per request
+//	load -addr udp://127.0.0.1:7001 -conns 4 -pipeline 16   # UDP datagrams
 //
 // A progress line goes to stderr every second; the result goes to stdout, as
 // one JSON object with -json. The exit status is 0 for a clean run, 1 when
@@ -83,6 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	eng, err := engineFor(cfg)
+	if isUDP(cfg.Addr) {
+		eng, err = udpEngineFor(cfg.engine)
+	}
 	if err == nil && cfg.http.Path != "" {
 		eng, err = httpEngineFor(cfg.engine, cfg.http)
 	}
@@ -115,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "server address")
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:7000", "server address: host:port (TCP), unix:///path, or udp://host:port")
 	fs.IntVar(&cfg.Conns, "conns", 50, "connections sending requests")
 	fs.IntVar(&cfg.Bytes, "bytes", 64, "request (and reply) size in bytes")
 	fs.IntVar(&cfg.Pipeline, "pipeline", 1, "requests in flight per connection")
@@ -157,6 +162,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-idle must be >= 0")
 	case cfg.perf && cfg.serverPID == 0:
 		return cfg, errors.New("-perf needs -server-pid")
+	case isUDP(cfg.Addr) && (cfg.Reconnect || cfg.idle > 0 || cfg.http.Path != ""):
+		return cfg, errors.New("-addr udp:// sends datagrams: -reconnect, -idle and -http do not apply")
+	case isUDP(cfg.Addr) && cfg.Bytes < seqBytes:
+		return cfg, fmt.Errorf("-addr udp:// needs -bytes of at least %d (the sequence number)", seqBytes)
 	}
 	return cfg, nil
 }

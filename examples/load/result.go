@@ -33,6 +33,8 @@ type Result struct {
 	RPS         float64 `json:"rps"`
 	Errors      uint64  `json:"errors"`
 	Mismatches  uint64  `json:"mismatches"`
+	Lost        uint64  `json:"lost"`         // UDP: datagrams unanswered in time (warm-up and window)
+	Late        uint64  `json:"late"`         // UDP: replies to datagrams already counted lost
 	AllRequests uint64  `json:"all_requests"` // warm-up and window
 	P50us       float64 `json:"p50_us"`
 	P90us       float64 `json:"p90_us"`
@@ -68,6 +70,7 @@ func (r *Result) fill(h *hist.Histogram, t Totals, idleErrors uint64, w0, w1 win
 	r.AllRequests = t.Requests
 	r.Errors = t.Errors + idleErrors
 	r.Mismatches = t.Mismatches
+	r.Lost, r.Late = t.Lost, t.Late
 	r.P50us, r.P90us = us(h.Quantile(0.5)), us(h.Quantile(0.9))
 	r.P99us, r.P999us = us(h.Quantile(0.99)), us(h.Quantile(0.999))
 	r.MaxUs, r.MeanUs = us(h.Max()), h.Mean()/1e3
@@ -126,6 +129,9 @@ func (r *Result) writeText(w io.Writer) {
 		r.Engine, r.Addr, r.Conns, r.IdleOpen, r.Bytes, mode)
 	fmt.Fprintf(w, "requests   %d in %.2fs: %.0f req/s  (errors %d, mismatches %d)\n",
 		r.Requests, r.WindowS, r.RPS, r.Errors, r.Mismatches)
+	if isUDP(r.Addr) {
+		fmt.Fprintf(w, "datagrams  lost %d, late %d (timeout %v, warm-up included)\n", r.Lost, r.Late, udpTimeout)
+	}
 	fmt.Fprintf(w, "latency us p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean %.1f\n",
 		r.P50us, r.P90us, r.P99us, r.P999us, r.MaxUs, r.MeanUs)
 	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",

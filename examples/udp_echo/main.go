@@ -19,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/signal"
@@ -47,13 +48,18 @@ func main() {
 	stats := flag.Bool("stats", false, "print the datagram counters every second")
 	metricsAddr := flag.String("metrics", "", "serve Prometheus metrics and pprof on this address (default: off)")
 	flag.Parse()
-	if err := run(*addr, *cores, *backend, *bufSize, *stats, *metricsAddr); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *addr, *cores, *backend, *bufSize, *stats, *metricsAddr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "udp_echo:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(addr, cores, backend string, bufSize int, stats bool, metricsAddr string) error {
+// run serves until ctx ends, then shuts down. ready, when not nil, gets
+// the bound address once the loops serve.
+func run(ctx context.Context, addr, cores, backend string, bufSize int, stats bool, metricsAddr string, ready func(net.Addr)) error {
 	cfg := percore.Config{Listen: []string{"udp://" + addr}, PacketHandler: echo{}, PacketBufferSize: bufSize,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
@@ -79,8 +85,9 @@ func run(addr, cores, backend string, bufSize int, stats bool, metricsAddr strin
 		defer ms.Close()
 	}
 	fmt.Printf("listening on udp://%s, %d loops, one socket each\n", rt.Addr(), len(rt.Loops()))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	if ready != nil {
+		ready(rt.Addr())
+	}
 	if stats {
 		go printStats(ctx, rt)
 	}

@@ -44,13 +44,18 @@ func main() {
 	cores := flag.String("cores", "", "CPU list for the loops (default: the affinity mask, at most GOMAXPROCS of it)")
 	backend := flag.String("backend", "auto", "auto, uring or epoll")
 	flag.Parse()
-	if err := run(*path, *mode, *cores, *backend); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *path, *mode, *cores, *backend, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "unix_echo:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func run(path, mode, cores, backend string) error {
+// run serves until ctx ends, then shuts down. ready, when not nil, gets
+// the bound address once the loops serve.
+func run(ctx context.Context, path, mode, cores, backend string, ready func(net.Addr)) error {
 	cfg := percore.Config{Listen: []string{"unix://" + path}, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
 	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
@@ -78,8 +83,9 @@ func run(path, mode, cores, backend string) error {
 	}
 	fmt.Println(rt.Report())
 	fmt.Printf("listening on unix://%s with %d loops\n", rt.Listeners()[0].Addr, len(rt.Loops()))
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
+	if ready != nil {
+		ready(rt.Listeners()[0].Addr)
+	}
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
