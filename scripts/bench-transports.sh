@@ -29,22 +29,37 @@
 # Undo: delete OUT. It changes no system setting. Bounded: each client run is
 # killed after RUN_TIMEOUT seconds. With the defaults it takes about 7 minutes.
 #
-# Usage: scripts/bench-transports.sh [--dry-run]
+# Usage: scripts/bench-transports.sh [--dry-run | --help]
 # Environment (defaults in parentheses):
 #   REPEATS (3)  SERVER_CPU (0)  CLIENT_CPU (1)  SIZES ("64 1400")  WINDOW (64)
 #   CONNS (50)  WARMUP (1)  MEASURE_S (4)  RUN_TIMEOUT (30)  BASE_PORT (27400)
 #   LOAD_UDP_SERVERS ("percore-uring percore-epoll c"; "" for none)
 #   OUT (docs/results/HOST-DATE-transports)
 set -euo pipefail
+
+self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 cd "$(dirname "$0")/.."
 
 DRY_RUN=0
 for arg in "$@"; do
   case "$arg" in
     --dry-run) DRY_RUN=1 ;;
+    -h | --help)
+      sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
+      exit 0
+      ;;
     *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
   esac
 done
+
+if [ "$DRY_RUN" = 0 ]; then
+  for tool in taskset gcc go; do
+    if ! command -v "$tool" >/dev/null; then
+      echo "bench-transports.sh: needs $tool (Debian: apt-get install -y util-linux gcc)" >&2
+      exit 1
+    fi
+  done
+fi
 
 REPEATS=${REPEATS:-3}
 SERVER_CPU=${SERVER_CPU:-0}
