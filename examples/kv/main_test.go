@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/internal/rawconn"
@@ -28,14 +27,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // sharing one when there is only one).
 func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 	t.Helper()
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var use []int
-	for i := range loops {
-		use = append(use, cores[i%len(cores)])
-	}
+	use := pctest.LoopCores(t, loops)
 	return serveWith(t, b, use, config{maxRequest: 1 << 20, policy: "noeviction"})
 }
 

@@ -95,14 +95,7 @@ func startProxy(t *testing.T, b percore.Backend, loops int, timeout time.Duratio
 // startProxyReply is startProxy with -max-reply maxReply.
 func startProxyReply(t *testing.T, b percore.Backend, loops int, timeout time.Duration, max, maxReply int, servers ...string) *server {
 	t.Helper()
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var use []int
-	for i := range loops {
-		use = append(use, cores[i%len(cores)])
-	}
+	use := pctest.LoopCores(t, loops)
 	s, err := start(config{addr: "127.0.0.1:0", servers: servers, cores: cpu.FormatList(use), backend: b.String(),
 		max: max, depth: 4, wait: 5 * time.Second, timeout: timeout, maxReq: 1 << 20, maxReply: maxReply, maxWait: 64,
 		logger: slog.New(slog.DiscardHandler)})
