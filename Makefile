@@ -6,7 +6,7 @@
 RING_TEST_LDFLAGS := -ldflags=github.com/percore/percore/ring=-checklinkname=0
 
 GO ?= go
-SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/testdata/fake-* .ci/run)
+SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/lib/*.sh scripts/testdata/fake-* .ci/run)
 
 .PHONY: all build test test-go tools lint bench bench-smoke clean
 
@@ -49,7 +49,7 @@ lint:
 	$(GO) tool staticcheck ./...
 	cd scripts/benchplot && $(GO) vet ./...
 	@if [ -n "$(SHELL_SCRIPTS)" ]; then \
-	  if command -v shellcheck >/dev/null; then shellcheck $(SHELL_SCRIPTS); \
+	  if command -v shellcheck >/dev/null; then shellcheck -x $(SHELL_SCRIPTS); \
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
 
 ## bench: the side-by-side benchmark (scripts/bench.sh); BENCH=full for more, BENCH=resp for

@@ -35,23 +35,9 @@
 #   OUT (docs/results/HOST-DATE-files)
 set -euo pipefail
 
-self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-cd "$(dirname "$0")/.."
-
-DRY_RUN=0
-for arg in "$@"; do
-  case "$arg" in
-    --dry-run) DRY_RUN=1 ;;
-    -h | --help)
-      sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
-      exit 0
-      ;;
-    *)
-      echo "bench-files.sh: unknown argument $arg (try --help)" >&2
-      exit 2
-      ;;
-  esac
-done
+# shellcheck source=scripts/lib/bench-common.sh
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args "$@"
 
 REPEATS=${REPEATS:-3}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -63,32 +49,10 @@ BASE_PORT=${BASE_PORT:-27400}
 SERVERS=${SERVERS:-percore-uring percore-epoll nginx nethttp}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-files}
 
-run() {
-  if [ "$DRY_RUN" = 1 ]; then
-    printf '+ %s\n' "$*"
-  else
-    "$@"
-  fi
-}
-
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-if [ "$DRY_RUN" = 0 ]; then
-  for tool in taskset wrk go "$NGINX"; do
-    if ! command -v "$tool" >/dev/null; then
-      echo "bench-files.sh: needs $tool (Debian: apt-get install -y util-linux wrk nginx-light)" >&2
-      exit 1
-    fi
-  done
-fi
+bench_need "Debian: apt-get install -y util-linux wrk nginx-light" taskset wrk go "$NGINX"
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_tmp
 
 run go build -o "$tmp/file_server" ./examples/file_server
 run go build -o "$tmp/httpfile" ./examples/baseline/httpfile
@@ -102,20 +66,6 @@ for s in $SIZES; do
   run head -c "$bytes" /dev/urandom >"$tmp/www/file-$s"
 done
 hz=$(getconf CLK_TCK)
-
-cpu_ticks() {
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
-
-wait_listen() {
-  local _
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "bench-files.sh: nothing listens on 127.0.0.1:$1 after 10s" >&2
-  return 1
-}
 
 # nginx_conf PORT writes nginx's configuration for one run.
 nginx_conf() {

@@ -51,23 +51,9 @@
 #   PROXY (1)  PROXIES ("proxy-percore proxy-nginx"; proxy-percore-epoll too)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
 set -euo pipefail
 
-self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-cd "$(dirname "$0")/.."
-
-DRY_RUN=0
-for arg in "$@"; do
-  case "$arg" in
-    --dry-run) DRY_RUN=1 ;;
-    -h | --help)
-      sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
-      exit 0
-      ;;
-    *)
-      echo "bench-http.sh: unknown argument $arg (try --help)" >&2
-      exit 2
-      ;;
-  esac
-done
+# shellcheck source=scripts/lib/bench-common.sh
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args "$@"
 
 REPEATS=${REPEATS:-3}
 GNET_REPEATS=${GNET_REPEATS:-5}
@@ -84,31 +70,9 @@ PROXIES=${PROXIES-proxy-percore proxy-nginx}
 LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-http}
 
-run() {
-  if [ "$DRY_RUN" = 1 ]; then
-    printf '+ %s\n' "$*"
-  else
-    "$@"
-  fi
-}
+bench_need "Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils; scripts/ensure-tools.sh installs them" taskset wrk nginx h2o go timeout
 
-if [ "$DRY_RUN" = 0 ]; then
-  for tool in taskset wrk nginx h2o go timeout; do
-    if ! command -v "$tool" >/dev/null; then
-      echo "bench-http.sh: needs $tool (Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils; scripts/ensure-tools.sh installs them)" >&2
-      exit 1
-    fi
-  done
-fi
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_tmp
 
 run go build -o "$tmp/" ./examples/http ./examples/http_proxy ./examples/load \
   ./examples/baseline/fasthttp ./examples/baseline/nethttp
@@ -179,22 +143,6 @@ EOF
 
 plaintext_loc='location /plaintext { default_type text/plain; return 200 "Hello, World!"; }'
 proxy_loc='location / { proxy_pass http://up; proxy_http_version 1.1; proxy_set_header Connection ""; }'
-
-# cpu_ticks PID prints the process's utime+stime in clock ticks.
-cpu_ticks() {
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
-
-# wait_listen PORT waits up to 10 s for a listener on 127.0.0.1:PORT.
-wait_listen() {
-  local _
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "bench-http.sh: nothing listens on 127.0.0.1:$1 after 10s" >&2
-  return 1
-}
 
 # start NAME PORT CPUS starts a server pinned to CPUS; it sets SERVER_PID.
 start() {

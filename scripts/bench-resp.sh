@@ -50,23 +50,9 @@
 #   examples/kv/testdata/handkept)
 set -euo pipefail
 
-self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-cd "$(dirname "$0")/.."
-
-DRY_RUN=0
-for arg in "$@"; do
-  case "$arg" in
-    --dry-run) DRY_RUN=1 ;;
-    -h | --help)
-      sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
-      exit 0
-      ;;
-    *)
-      echo "bench-resp.sh: unknown argument $arg (try --help)" >&2
-      exit 2
-      ;;
-  esac
-done
+# shellcheck source=scripts/lib/bench-common.sh
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args "$@"
 
 REPEATS=${REPEATS:-3}
 SERVER_CPUS=${SERVER_CPUS:-0}
@@ -86,33 +72,11 @@ PROXY_SERVERS=${PROXY_SERVERS:-proxy-uring proxy-epoll twemproxy direct}
 LOOP_SERVERS=${LOOP_SERVERS:-kv1-uring kv2-uring}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-resp}
 
-run() {
-  if [ "$DRY_RUN" = 1 ]; then
-    printf '+ %s\n' "$*"
-  else
-    "$@"
-  fi
-}
+tools=(taskset redis-server redis-benchmark redis-cli go)
+case " $TABLES " in *" proxy "*) case " $PROXY_SERVERS " in *" twemproxy "*) tools+=(nutcracker) ;; esac ;; esac
+bench_need "Debian: apt-get install -y util-linux redis-server redis-tools nutcracker; scripts/ensure-tools.sh installs them" "${tools[@]}"
 
-if [ "$DRY_RUN" = 0 ]; then
-  tools="taskset redis-server redis-benchmark redis-cli go"
-  case " $TABLES " in *" proxy "*) case " $PROXY_SERVERS " in *" twemproxy "*) tools="$tools nutcracker" ;; esac ;; esac
-  for tool in $tools; do
-    if ! command -v "$tool" >/dev/null; then
-      echo "bench-resp.sh: needs $tool (Debian: apt-get install -y util-linux redis-server redis-tools nutcracker; scripts/ensure-tools.sh installs them)" >&2
-      exit 1
-    fi
-  done
-fi
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+bench_tmp
 
 run go build -o "$tmp/kv" ./examples/kv
 run go build -o "$tmp/redis_proxy" ./examples/redis_proxy
@@ -123,12 +87,6 @@ if [ "$DRY_RUN" = 0 ]; then
   printf 'table\tserver\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\tcross_loop_share\tclient_busy_pct\n' >"$OUT/resp-runs.tsv"
 fi
 hz=$(getconf CLK_TCK)
-
-# cpu_ticks PID prints the process's utime+stime in clock ticks.
-cpu_ticks() {
-  # The command name (field 2) may hold spaces: count from after its ')'.
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
 
 # cpu_stat CPUS prints the busy and total clock ticks of the CPUs listed ("1", "1,3", "2-3").
 cpu_stat() {
@@ -149,17 +107,6 @@ cpu_stat() {
 busy_pct() {
   awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); d = y[2] - x[2]
     if (d > 0) printf "%.0f", 100 * (y[1] - x[1]) / d; else print "NA" }'
-}
-
-# wait_listen PORT waits up to 10 s for a listener on 127.0.0.1:PORT.
-wait_listen() {
-  local _
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "bench-resp.sh: nothing listens on 127.0.0.1:$1 after 10s" >&2
-  return 1
 }
 
 # spawn NAME CMD... starts a process in the background; it sets SPAWNED.

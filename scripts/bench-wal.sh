@@ -40,23 +40,9 @@
 #   OUT (docs/results/HOST-DATE-wal)
 set -euo pipefail
 
-self="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-cd "$(dirname "$0")/.."
-
-DRY_RUN=0
-for arg in "$@"; do
-  case "$arg" in
-    --dry-run) DRY_RUN=1 ;;
-    -h | --help)
-      sed -n '2,/^set -euo/p' "$self" | sed '$d; s/^# \{0,1\}//'
-      exit 0
-      ;;
-    *)
-      echo "bench-wal.sh: unknown argument $arg (try --help)" >&2
-      exit 2
-      ;;
-  esac
-done
+# shellcheck source=scripts/lib/bench-common.sh
+. "$(dirname "$0")/lib/bench-common.sh"
+bench_args "$@"
 
 REPEATS=${REPEATS:-2}
 SERVER_CPU=${SERVER_CPU:-0}
@@ -70,49 +56,13 @@ SERVERS=${SERVERS:-wal-uring wal-epoll std-group std-record}
 WAL_FLAGS=${WAL_FLAGS:-}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-wal}
 
-run() {
-  if [ "$DRY_RUN" = 1 ]; then
-    printf '+ %s\n' "$*"
-  else
-    "$@"
-  fi
-}
+bench_need "Debian: apt-get install -y util-linux golang" taskset go
 
-if [ "$DRY_RUN" = 0 ]; then
-  for tool in taskset go; do
-    if ! command -v "$tool" >/dev/null; then
-      echo "bench-wal.sh: needs $tool (Debian: apt-get install -y util-linux golang)" >&2
-      exit 1
-    fi
-  done
-fi
-
-tmp=$(mktemp -d)
+bench_tmp
 logs=${LOG_DIR:-$tmp/logs}
-pids=()
-cleanup() {
-  local p
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
 
 run go build -o "$tmp/" ./examples/wal ./examples/walload ./examples/baseline/walstd ./scripts/testdata/fsyncprobe
 hz=$(getconf CLK_TCK)
-
-cpu_ticks() {
-  awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
-
-wait_listen() {
-  local _
-  for _ in $(seq 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "bench-wal.sh: nothing listens on 127.0.0.1:$1 after 10s" >&2
-  return 1
-}
 
 # start_server NAME SYNC PORT DIR starts a server pinned to SERVER_CPU; it sets SERVER_PID.
 start_server() {

@@ -5,7 +5,6 @@ package main
 import (
 	"net"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,36 +12,6 @@ import (
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
-
-// startRedis starts a real redis-server on a free loopback port, without
-// persistence, in a temporary directory, and returns its port; it skips
-// t when redis-server is not installed.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/ensure-tools.sh installs it)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	srv := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	pctest.WaitFor(t, "redis-server to listen", func() bool {
-		c, err := net.Dial("tcp", "127.0.0.1:"+port)
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-	return port
-}
 
 // conformance is the table: each command, as redis-cli reads it from its
 // input, in order, from an empty keyspace. Keys are spread so that both
@@ -89,7 +58,7 @@ func runCLI(t *testing.T, cli, port string, lines []string) []string {
 // compares the output, reply for reply.
 func TestConformance(t *testing.T) {
 	cli := redisCLI(t)
-	redisPort := startRedis(t)
+	redisPort := pctest.StartRedis(t).Port()
 	want := runCLI(t, cli, redisPort, conformance)
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, 2)

@@ -167,7 +167,7 @@ func roundTrip(t *testing.T, c interface {
 	}
 	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := newReader(c)
-	got, err := readReply(r)
+	got, err := pctest.ReadReply(r)
 	if err != nil {
 		t.Fatalf("%q: %v", req, err)
 	}

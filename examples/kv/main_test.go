@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/internal/rawconn"
@@ -28,14 +27,7 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 // sharing one when there is only one).
 func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 	t.Helper()
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var use []int
-	for i := range loops {
-		use = append(use, cores[i%len(cores)])
-	}
+	use := pctest.LoopCores(t, loops)
 	return serveWith(t, b, use, config{maxRequest: 1 << 20, policy: "noeviction"})
 }
 
@@ -333,26 +325,10 @@ func TestRedisCLI(t *testing.T) {
 // TestLikeRedisServer compares the replies of a real redis-server and of
 // this server, byte for byte, for the errors it claims to share.
 func TestLikeRedisServer(t *testing.T) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/ensure-tools.sh installs it)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	redis, err := net.Dial("tcp", pctest.StartRedis(t).Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	srv := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	var redis net.Conn
-	pctest.WaitFor(t, "redis-server to listen", func() bool {
-		redis, err = net.Dial("tcp", "127.0.0.1:"+port)
-		return err == nil
-	})
 	defer redis.Close()
 	rt := serve(t, percore.Epoll, 1)
 	ours := pctest.Dial(t, rt.Addr().String())
@@ -368,40 +344,12 @@ func TestLikeRedisServer(t *testing.T) {
 		redis.SetDeadline(time.Now().Add(10 * time.Second))
 		redis.Write(req)
 		ours.Write(req)
-		want, err1 := readReply(rr)
-		got, err2 := readReply(or)
+		want, err1 := pctest.ReadReply(rr)
+		got, err2 := pctest.ReadReply(or)
 		if err1 != nil || err2 != nil || got != want {
 			t.Errorf("%q: redis-server %q (%v), ours %q (%v)", req, want, err1, got, err2)
 		}
 	}
-}
-
-// readReply reads one reply of the simple kinds (and a flat array).
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return line, err
-	}
-	switch line[0] {
-	case '$':
-		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-		if n < 0 {
-			return line, nil
-		}
-		body := make([]byte, n+2)
-		_, err := io.ReadFull(r, body)
-		return line + string(body), err
-	case '*':
-		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-		for range n {
-			el, err := readReply(r)
-			line += el
-			if err != nil {
-				return line, err
-			}
-		}
-	}
-	return line, nil
 }
 
 // TestEveryBoundaryOverTCP cuts a pipeline at every byte into two writes,

@@ -26,80 +26,18 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// redisServer is a real redis-server the test started, without
-// persistence, that it can kill, restart on the same port, freeze and
-// thaw.
-type redisServer struct {
-	t    *testing.T
-	bin  string
-	dir  string
-	port string
-	cmd  *exec.Cmd
-}
-
-func startRedis(t *testing.T) *redisServer {
+// redisClients asks redis-server r how many clients it has, this one included.
+func redisClients(t *testing.T, r *pctest.RedisServer) int {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed (Debian: apt-get install redis-server; scripts/ensure-tools.sh installs it)")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	r := &redisServer{t: t, bin: bin, dir: t.TempDir(), port: port}
-	r.start()
-	t.Cleanup(r.kill)
-	return r
-}
-
-func (r *redisServer) addr() string { return "127.0.0.1:" + r.port }
-
-func (r *redisServer) start() {
-	r.t.Helper()
-	r.cmd = exec.Command(r.bin, "--port", r.port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.dir)
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	pctest.WaitFor(r.t, "redis-server to listen", func() bool {
-		c, err := net.Dial("tcp", r.addr())
-		if err == nil {
-			c.Close()
-		}
-		return err == nil
-	})
-}
-
-func (r *redisServer) kill() {
-	if r.cmd == nil {
-		return
-	}
-	r.cmd.Process.Signal(syscall.SIGCONT)
-	r.cmd.Process.Kill()
-	r.cmd.Wait()
-	r.cmd = nil
-}
-
-func (r *redisServer) signal(s syscall.Signal) {
-	if err := r.cmd.Process.Signal(s); err != nil {
-		r.t.Fatal(err)
-	}
-}
-
-// clients asks redis-server how many clients it has, this one included.
-func (r *redisServer) clients() int {
-	r.t.Helper()
-	c := dialResp(r.t, r.addr())
-	info := c.do(r.t, "INFO", "clients")
+	c := dialResp(t, r.Addr())
+	info := c.do(t, "INFO", "clients")
 	for _, line := range strings.Split(info, "\r\n") {
 		if v, ok := strings.CutPrefix(line, "connected_clients:"); ok {
 			n, _ := strconv.Atoi(v)
 			return n
 		}
 	}
-	r.t.Fatalf("no connected_clients in %q", info)
+	t.Fatalf("no connected_clients in %q", info)
 	return 0
 }
 
@@ -132,7 +70,7 @@ func (rc *respClient) pipeline(t *testing.T, cmds ...[]string) []string {
 	}
 	var out []string
 	for range cmds {
-		r, err := readReply(rc.r)
+		r, err := pctest.ReadReply(rc.r)
 		if err != nil {
 			t.Fatalf("reply %d of %d: %q, %v", len(out)+1, len(cmds), r, err)
 		}
@@ -146,34 +84,6 @@ func (rc *respClient) do(t *testing.T, args ...string) string {
 	return rc.pipeline(t, args)[0]
 }
 
-// readReply reads one whole reply, raw.
-func readReply(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return line, err
-	}
-	switch line[0] {
-	case '$':
-		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-		if n < 0 {
-			return line, nil
-		}
-		body := make([]byte, n+2)
-		_, err := io.ReadFull(r, body)
-		return line + string(body), err
-	case '*':
-		n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-		for range n {
-			el, err := readReply(r)
-			line += el
-			if err != nil {
-				return line, err
-			}
-		}
-	}
-	return line, nil
-}
-
 func bulk(s string) string { return string(resp.AppendBulkString(nil, s)) }
 
 // startProxy starts the proxy on loops loops in front of servers.
@@ -185,14 +95,7 @@ func startProxy(t *testing.T, b percore.Backend, loops int, timeout time.Duratio
 // startProxyReply is startProxy with -max-reply maxReply.
 func startProxyReply(t *testing.T, b percore.Backend, loops int, timeout time.Duration, max, maxReply int, servers ...string) *server {
 	t.Helper()
-	cores, err := cpu.Cores()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var use []int
-	for i := range loops {
-		use = append(use, cores[i%len(cores)])
-	}
+	use := pctest.LoopCores(t, loops)
 	s, err := start(config{addr: "127.0.0.1:0", servers: servers, cores: cpu.FormatList(use), backend: b.String(),
 		max: max, depth: 4, wait: 5 * time.Second, timeout: timeout, maxReq: 1 << 20, maxReply: maxReply, maxWait: 64,
 		logger: slog.New(slog.DiscardHandler)})
@@ -210,8 +113,8 @@ func startProxyReply(t *testing.T, b percore.Backend, loops int, timeout time.Du
 // is twemproxy's choice too).
 func TestForwardingInOrder(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r1, r2 := startRedis(t), startRedis(t)
-		s := startProxy(t, b, 2, 10*time.Second, 4, r1.addr(), r2.addr())
+		r1, r2 := pctest.StartRedis(t), pctest.StartRedis(t)
+		s := startProxy(t, b, 2, 10*time.Second, 4, r1.Addr(), r2.Addr())
 		var wg sync.WaitGroup
 		errs := make(chan string, 8)
 		for cl := range 8 {
@@ -251,7 +154,7 @@ func TestForwardingInOrder(t *testing.T) {
 			t.Error(e)
 		}
 		// Each key is where twemproxy would put it, and only there.
-		order := twemproxyOrder([]string{r1.addr(), r2.addr()})
+		order := twemproxyOrder([]string{r1.Addr(), r2.Addr()})
 		direct := []*respClient{dialResp(t, order[0]), dialResp(t, order[1])}
 		on := [2]int{}
 		for i := range 60 {
@@ -284,7 +187,7 @@ func (rc *respClient) pipelineNoFatal(cmds [][]string) []string {
 	}
 	var out []string
 	for range cmds {
-		r, err := readReply(rc.r)
+		r, err := pctest.ReadReply(rc.r)
 		if err != nil {
 			return out
 		}
@@ -298,9 +201,9 @@ func (rc *respClient) pipelineNoFatal(cmds [][]string) []string {
 // sees more than loops*max of them, and every reply is right.
 func TestAtMostMaxConnections(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r := startRedis(t)
+		r := pctest.StartRedis(t)
 		const loops, max = 2, 2
-		s := startProxy(t, b, loops, 10*time.Second, max, r.addr())
+		s := startProxy(t, b, loops, 10*time.Second, max, r.Addr())
 		var wg sync.WaitGroup
 		bad := make(chan string, 16)
 		for cl := range 16 {
@@ -327,7 +230,7 @@ func TestAtMostMaxConnections(t *testing.T) {
 		for e := range bad {
 			t.Error(e)
 		}
-		if n := r.clients() - 1; n > loops*max || n < 1 {
+		if n := redisClients(t, r) - 1; n > loops*max || n < 1 {
 			t.Fatalf("redis-server has %d proxy connections; at most %d (loops x max)", n, loops*max)
 		}
 		st, err := s.pools[0].Statistics(context.Background())
@@ -345,19 +248,19 @@ func TestAtMostMaxConnections(t *testing.T) {
 // again, on new connections.
 func TestUpstreamKilledAndRestarted(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r := startRedis(t)
-		s := startProxy(t, b, 1, 10*time.Second, 4, r.addr())
+		r := pctest.StartRedis(t)
+		s := startProxy(t, b, 1, 10*time.Second, 4, r.Addr())
 		c := dialResp(t, s.rt.Addr().String())
 		if got := c.do(t, "SET", "k", "v"); got != "+OK\r\n" {
 			t.Fatalf("SET: %q", got)
 		}
-		r.kill()
+		r.Kill()
 		for range 3 { // the pooled connection (closed by the peer), then refused connects
-			if got := c.do(t, "GET", "k"); !strings.HasPrefix(got, "-ERR upstream "+r.addr()) {
+			if got := c.do(t, "GET", "k"); !strings.HasPrefix(got, "-ERR upstream "+r.Addr()) {
 				t.Fatalf("GET with the server killed: %q", got)
 			}
 		}
-		r.start()
+		r.Start()
 		pctest.WaitFor(t, "the proxy to reach the restarted server", func() bool {
 			return c.do(t, "GET", "k") == "$-1\r\n" // a new, empty server
 		})
@@ -374,21 +277,21 @@ func TestUpstreamKilledAndRestarted(t *testing.T) {
 // new requests get their own replies.
 func TestUpstreamFrozen(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r := startRedis(t)
-		s := startProxy(t, b, 1, 200*time.Millisecond, 4, r.addr())
+		r := pctest.StartRedis(t)
+		s := startProxy(t, b, 1, 200*time.Millisecond, 4, r.Addr())
 		c := dialResp(t, s.rt.Addr().String())
 		c.pipeline(t, []string{"SET", "a", "1"}, []string{"SET", "b", "2"})
-		r.signal(syscall.SIGSTOP)
+		r.Signal(syscall.SIGSTOP)
 		got := c.pipeline(t, []string{"GET", "a"}, []string{"GET", "b"}, []string{"PING"})
 		for i, g := range got[:2] {
-			if !strings.HasPrefix(g, "-ERR upstream "+r.addr()+" timeout") {
+			if !strings.HasPrefix(g, "-ERR upstream "+r.Addr()+" timeout") {
 				t.Fatalf("GET %d with the server frozen: %q", i, g)
 			}
 		}
 		if got[2] != "+PONG\r\n" {
 			t.Fatalf("PING (the proxy's own) behind them: %q", got[2])
 		}
-		r.signal(syscall.SIGCONT)
+		r.Signal(syscall.SIGCONT)
 		// "b" first: a connection out of step would answer with "a"'s
 		// value.
 		pctest.WaitFor(t, "the proxy to be served again", func() bool {
@@ -410,8 +313,8 @@ func TestUpstreamFrozen(t *testing.T) {
 // TestRefused: commands a pooled connection cannot carry, and commands
 // without a key, get an error and the connection goes on.
 func TestRefused(t *testing.T) {
-	r := startRedis(t)
-	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, r.addr())
+	r := pctest.StartRedis(t)
+	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, r.Addr())
 	c := dialResp(t, s.rt.Addr().String())
 	got := c.pipeline(t, []string{"MULTI"}, []string{"BLPOP", "q", "0"}, []string{"SELECT", "1"}, []string{"KEYS", "*"},
 		[]string{"SET", "k", "v"}, []string{"GET", "k"})
@@ -436,8 +339,8 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 	if err != nil {
 		t.Skip("nutcracker (twemproxy) is not installed (Debian: apt-get install nutcracker; scripts/ensure-tools.sh installs it)")
 	}
-	t1, t2 := startRedis(t), startRedis(t)
-	p1, p2 := startRedis(t), startRedis(t)
+	t1, t2 := pctest.StartRedis(t), pctest.StartRedis(t)
+	p1, p2 := pctest.StartRedis(t), pctest.StartRedis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -446,7 +349,7 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 	ln.Close()
 	conf := t.TempDir() + "/nutcracker.yml"
 	yml := "test:\n  listen: " + twAddr + "\n  hash: fnv1a_64\n  distribution: modula\n  redis: true\n  servers:\n   - " +
-		t1.addr() + ":1\n   - " + t2.addr() + ":1\n"
+		t1.Addr() + ":1\n   - " + t2.Addr() + ":1\n"
 	if err := writeFile(conf, yml); err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +366,7 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 		}
 		return err == nil
 	})
-	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, p1.addr(), p2.addr())
+	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, p1.Addr(), p2.Addr())
 	var cmds [][]string
 	for i := range 200 {
 		cmds = append(cmds, []string{"SET", "key:" + strconv.Itoa(i*7919), "v"})
@@ -478,7 +381,7 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 	// Server i of each pool, in the order of its names as twemproxy
 	// sorts them: if twemproxy did not sort them so, the runs where
 	// the ports' order and the names' order differ would fail.
-	two, po := twemproxyOrder([]string{t1.addr(), t2.addr()}), twemproxyOrder([]string{p1.addr(), p2.addr()})
+	two, po := twemproxyOrder([]string{t1.Addr(), t2.Addr()}), twemproxyOrder([]string{p1.Addr(), p2.Addr()})
 	tws := []*respClient{dialResp(t, two[0]), dialResp(t, two[1])}
 	ours := []*respClient{dialResp(t, po[0]), dialResp(t, po[1])}
 	for _, c := range cmds {
@@ -510,8 +413,8 @@ func writeFile(name, s string) error { return os.WriteFile(name, []byte(s), 0o60
 // served on a new one.
 func TestBadInput(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r := startRedis(t)
-		s := startProxyReply(t, b, 1, 10*time.Second, 2, 1024, r.addr())
+		r := pctest.StartRedis(t)
+		s := startProxyReply(t, b, 1, 10*time.Second, 2, 1024, r.Addr())
 		for _, tc := range []struct{ req, want string }{
 			{"*1\r\n$4\r\nPING\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9999999\r\n", "+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
 			{"*1\r\n*1\r\n$1\r\nx\r\n", "-ERR Protocol error: expected '$', got '*'\r\n"},
@@ -526,10 +429,10 @@ func TestBadInput(t *testing.T) {
 				t.Fatalf("%q: %q, %v; want %q then the close", tc.req, got, err, tc.want)
 			}
 		}
-		dialResp(t, r.addr()).do(t, "SET", "big", strings.Repeat("x", 4000))
+		dialResp(t, r.Addr()).do(t, "SET", "big", strings.Repeat("x", 4000))
 		c := dialResp(t, s.rt.Addr().String())
 		got := c.pipeline(t, []string{"SET", "small", "v"}, []string{"GET", "big"}, []string{"GET", "small"})
-		if got[0] != "+OK\r\n" || !strings.HasPrefix(got[1], "-ERR upstream "+r.addr()+" reply") {
+		if got[0] != "+OK\r\n" || !strings.HasPrefix(got[1], "-ERR upstream "+r.Addr()+" reply") {
 			t.Fatalf("a reply over -max-reply: %q", got)
 		}
 		// GET small went on the same connection, behind the big reply:

@@ -197,3 +197,18 @@ func Start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime
 	t.Cleanup(func() { rt.Close() })
 	return rt
 }
+
+// LoopCores returns a CPU for each of n loops, from the test's CPUs in
+// turn (loops share CPUs when there are fewer CPUs than loops).
+func LoopCores(t testing.TB, n int) []int {
+	t.Helper()
+	cores, err := cpu.Cores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var use []int
+	for i := range n {
+		use = append(use, cores[i%len(cores)])
+	}
+	return use
+}
