@@ -46,15 +46,16 @@ func main() {
 	bufSize := flag.Int("buffer", 0, "largest datagram received whole, bytes (0: 64 KiB)")
 	stats := flag.Bool("stats", false, "print the datagram counters every second")
 	metricsAddr := flag.String("metrics", "", "serve Prometheus metrics and pprof on this address (default: off)")
+	gro := flag.Bool("gro", false, "set UDP_GRO on the sockets (Config.UDPGRO): receive a GSO sender's bursts coalesced")
 	flag.Parse()
-	if err := run(*addr, *cores, *backend, *bufSize, *stats, *metricsAddr); err != nil {
+	if err := run(*addr, *cores, *backend, *bufSize, *stats, *metricsAddr, *gro); err != nil {
 		fmt.Fprintln(os.Stderr, "udp_echo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr, cores, backend string, bufSize int, stats bool, metricsAddr string) error {
-	cfg := percore.Config{Listen: []string{"udp://" + addr}, PacketHandler: echo{}, PacketBufferSize: bufSize,
+func run(addr, cores, backend string, bufSize int, stats bool, metricsAddr string, gro bool) error {
+	cfg := percore.Config{Listen: []string{"udp://" + addr}, PacketHandler: echo{}, PacketBufferSize: bufSize, UDPGRO: gro,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
 	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
