@@ -169,6 +169,16 @@ type Config struct {
 	// ErrPacketQueueFull. Zero means DefaultMaxPacketQueue; negative
 	// means none.
 	MaxPacketQueue int
+	// UDPGRO sets UDP_GRO on the loops' UDP sockets: the kernel may then
+	// hand over several datagrams of one sender in one receive (those a
+	// sender sent with UDP_SEGMENT, or that the NIC coalesced), and the
+	// loop splits them, so PacketHandler still sees one call per
+	// datagram, in order (Stats.PacketsCoalesced counts such receives).
+	// It saves receive calls only when senders send that way; measure
+	// before turning it on (docs/performance.md). It needs
+	// PacketBufferSize of at least DefaultPacketBufferSize, the most the
+	// kernel coalesces. False (the zero value) leaves it off.
+	UDPGRO bool
 	// Backlog is each listener's accept queue length. Zero means the
 	// kernel's net.core.somaxconn.
 	Backlog int
@@ -383,6 +393,9 @@ func (c Config) validate() error {
 	}
 	if c.PacketBufferSize < 0 || c.PacketBufferSize > 1<<20 {
 		return fmt.Errorf("config: packet buffer size %d out of range (0 to 1 MiB)", c.PacketBufferSize)
+	}
+	if c.UDPGRO && c.PacketBufferSize != 0 && c.PacketBufferSize < DefaultPacketBufferSize {
+		return fmt.Errorf("config: UDPGRO needs a packet buffer size of at least %d, not %d", DefaultPacketBufferSize, c.PacketBufferSize)
 	}
 	if n := c.PacketBufferCount; n < 0 || n > 1<<15 || (n != 0 && n&(n-1) != 0) {
 		return fmt.Errorf("config: packet buffer count %d is not a power of two up to 32768", n)

@@ -54,7 +54,8 @@ import (
 //
 //	Loop.awoke                         the kernel returned: read the clock (once per poll)
 //	Loop.acceptResult                  an accept on listener i completed, or failed
-//	Loop.packetIn                      a datagram arrived on a UDP socket (packet.go)
+//	Loop.packetIn                      a receive on a UDP socket: one datagram, or several
+//	                                   coalesced (UDP_GRO), which packetIn splits (packet.go)
 //	Loop.packetSent                    sends of datagrams completed or failed
 //	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
 //	Loop.readFailed                    a receive failed (not EAGAIN)
@@ -74,8 +75,9 @@ type driver interface {
 	// listen starts accepting on the listening socket fd, the loop's
 	// listener i (Loop.lns[i]); acceptResult reports i back.
 	listen(i int, fd int) error
-	// listenPacket starts receiving datagrams on p's socket; each goes to
-	// Loop.packetIn.
+	// listenPacket starts receiving datagrams on p's socket (its options
+	// set with setPacketOptions); each receive goes to Loop.packetIn with
+	// its control messages.
 	listenPacket(p *PacketConn) error
 	// writeTo sends the datagram b to sa (salen bytes of it) on p's
 	// socket, or queues it while the socket's send buffer is full; b may

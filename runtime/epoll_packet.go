@@ -79,7 +79,7 @@ func (d *epollDriver) listenPacket(p *PacketConn) error {
 			h.Control = &pk.ctrl[i*packetControlLen]
 		}
 	}
-	if err := enableRxqOverflow(p.fd); err != nil {
+	if err := setPacketOptions(p.fd, d.l.cfg.UDPGRO); err != nil {
 		return err
 	}
 	for len(pk.socks) <= p.idx {

@@ -167,34 +167,82 @@ func addrPortFrom(name []byte) netip.AddrPort {
 	return netip.AddrPort{}
 }
 
-// packetControlLen is the room for the one control message a datagram
-// carries: SO_RXQ_OVFL's 32-bit drop counter (CMSG_SPACE(4)).
-const packetControlLen = unix.SizeofCmsghdr + 8
+// packetControlLen is the room for the control messages a datagram
+// carries: SO_RXQ_OVFL's 32-bit drop counter and, with Config.UDPGRO,
+// UDP_GRO's segment size (CMSG_SPACE(4) each).
+const packetControlLen = 2 * (unix.SizeofCmsghdr + 8)
 
-// rxqOverflow reads the SO_RXQ_OVFL counter from a datagram's control
-// messages; ok is false when there is none.
-func rxqOverflow(control []byte) (n uint32, ok bool) {
-	if len(control) < unix.SizeofCmsghdr+4 {
-		return 0, false
-	}
-	h := (*unix.Cmsghdr)(unsafe.Pointer(&control[0]))
-	if h.Level != unix.SOL_SOCKET || h.Type != unix.SO_RXQ_OVFL {
-		return 0, false
-	}
-	return binary.NativeEndian.Uint32(control[unix.SizeofCmsghdr:]), true
+// packetControl is what a datagram's control messages say.
+type packetControl struct {
+	ovfl   uint32 // the socket's drop counter (SO_RXQ_OVFL)
+	hasOvf bool
+	seg    int // the size of each coalesced datagram (UDP_GRO); 0: one datagram
 }
 
-// packetIn is the driver's report of one datagram on p: data is the part
-// that fitted in the buffer, size the datagram's full length, truncated
+// parsePacketControl reads the control messages the kernel wrote. It reads
+// them as bytes: on io_uring they follow the source address in the
+// buffer, not aligned.
+func parsePacketControl(control []byte) packetControl {
+	var c packetControl
+	for len(control) >= unix.SizeofCmsghdr {
+		n := binary.NativeEndian.Uint64(control[0:8])
+		level := int32(binary.NativeEndian.Uint32(control[8:12]))
+		typ := int32(binary.NativeEndian.Uint32(control[12:16]))
+		if n < unix.SizeofCmsghdr || n > uint64(len(control)) {
+			break
+		}
+		data := control[unix.SizeofCmsghdr:n]
+		switch {
+		case level == unix.SOL_SOCKET && typ == unix.SO_RXQ_OVFL && len(data) >= 4:
+			c.ovfl, c.hasOvf = binary.NativeEndian.Uint32(data), true
+		case level == unix.SOL_UDP && typ == unix.UDP_GRO && len(data) >= 4:
+			c.seg = int(int32(binary.NativeEndian.Uint32(data)))
+		}
+		next := (n + 7) &^ 7
+		if next >= uint64(len(control)) {
+			break
+		}
+		control = control[next:]
+	}
+	return c
+}
+
+// packetIn is the driver's report of one receive on p: data is the part
+// that fitted in the buffer, size the receive's full length, truncated
 // whether the kernel cut it (MSG_TRUNC), control its control messages.
+// With UDP_GRO one receive may carry several datagrams of one sender,
+// each of the size the control message gives (the last may be shorter):
+// the handler is called once for each.
 func (l *Loop) packetIn(p *PacketConn, data []byte, size int, truncated bool, from netip.AddrPort, control []byte) {
-	if n, ok := rxqOverflow(control); ok && n != p.ovfl {
-		l.cnt[sPacketsLost] += uint64(n - p.ovfl)
-		p.ovfl = n
+	c := parsePacketControl(control)
+	if c.hasOvf && c.ovfl != p.ovfl {
+		l.cnt[sPacketsLost] += uint64(c.ovfl - p.ovfl)
+		p.ovfl = c.ovfl
 	}
 	if l.lnClosed {
 		return
 	}
+	if c.seg <= 0 || size <= c.seg {
+		l.datagramIn(p, data, size, truncated, from)
+		return
+	}
+	l.cnt[sPacketsCoalesced]++
+	for off := 0; off < size && !l.lnClosed && p.fd >= 0; off += c.seg {
+		full := min(c.seg, size-off)
+		if off >= len(data) {
+			// Cut by the kernel before this datagram began (Config
+			// requires buffers that take what it coalesces, so only
+			// a socket configured elsewhere gets here).
+			l.datagramIn(p, nil, full, true, from)
+			continue
+		}
+		seg := data[off:min(off+full, len(data))]
+		l.datagramIn(p, seg, full, len(seg) < full, from)
+	}
+}
+
+// datagramIn counts one datagram and hands it to the handler.
+func (l *Loop) datagramIn(p *PacketConn, data []byte, size int, truncated bool, from netip.AddrPort) {
 	l.cnt[sPacketsIn]++
 	l.cnt[sBytesIn] += uint64(len(data))
 	if truncated {
@@ -248,12 +296,18 @@ func (l *Loop) packetSent(n int, err error) {
 // the socket goes on receiving.
 func (l *Loop) packetRecvFailed() { l.cnt[sPacketErrors]++ }
 
-// enableRxqOverflow asks the kernel to report the socket's drop count with
-// every datagram (SO_RXQ_OVFL), so that Stats.PacketsLost counts the
-// datagrams it dropped for want of room in the receive buffer.
-func enableRxqOverflow(fd int) error {
+// setPacketOptions sets a loop's UDP socket's options, for either
+// backend: SO_RXQ_OVFL, so that every datagram reports the socket's drop
+// count (Stats.PacketsLost), and UDP_GRO when gro is set
+// (Config.UDPGRO).
+func setPacketOptions(fd int, gro bool) error {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
-		return os.NewSyscallError("setsockopt", err)
+		return os.NewSyscallError("setsockopt SO_RXQ_OVFL", err)
+	}
+	if gro {
+		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+			return os.NewSyscallError("setsockopt UDP_GRO", err)
+		}
 	}
 	return nil
 }

@@ -90,8 +90,11 @@ type Stats struct {
 	// an unreachable destination) without stopping the socket;
 	// PacketsLost, those the kernel dropped for want of room in a
 	// socket's receive buffer (SO_RXQ_OVFL), as the next datagram
-	// reports it.
+	// reports it. PacketsCoalesced counts the receives that carried
+	// several datagrams of one sender at once (Config.UDPGRO); each of
+	// their datagrams is in PacketsIn.
 	PacketsIn, PacketsOut, PacketsTruncated, PacketDrops, PacketErrors, PacketsLost uint64
+	PacketsCoalesced                                                                uint64
 	// HandedOver counts connections of shared listeners (Unix, inherited)
 	// this loop accepted and handed to another loop, to spread a burst
 	// (the other loop counts them in Accepts).
@@ -158,6 +161,7 @@ const (
 	sPacketDrops
 	sPacketErrors
 	sPacketsLost
+	sPacketsCoalesced
 	sHandedOver
 	sLagP50
 	sLagP99
@@ -214,6 +218,7 @@ var statTable = [numStats]statField{
 	sPacketDrops:      {n: func(s *Stats) *uint64 { return &s.PacketDrops }},
 	sPacketErrors:     {n: func(s *Stats) *uint64 { return &s.PacketErrors }},
 	sPacketsLost:      {n: func(s *Stats) *uint64 { return &s.PacketsLost }},
+	sPacketsCoalesced: {n: func(s *Stats) *uint64 { return &s.PacketsCoalesced }},
 	sHandedOver:       {n: func(s *Stats) *uint64 { return &s.HandedOver }},
 
 	// The file counters (file.go).

@@ -80,7 +80,7 @@ func (d *uringDriver) listenPacket(p *PacketConn) error {
 		}
 		pk.br = br
 	}
-	if err := enableRxqOverflow(p.fd); err != nil {
+	if err := setPacketOptions(p.fd, d.l.cfg.UDPGRO); err != nil {
 		return err
 	}
 	p.ur.msg.Namelen = unix.SizeofSockaddrInet6

@@ -4,7 +4,8 @@
 # SERVER_CPU, the client pinned to CLIENT_CPU; servers run interleaved,
 # REPEATS times, and each row is the median.
 #
-# UDP: percore's examples/udp_echo on io_uring and on epoll, gnet v2's UDP
+# UDP: percore's examples/udp_echo on io_uring and on epoll (each also with
+# -gro, Config.UDPGRO: the -gro rows), gnet v2's UDP
 # echo (examples/baseline/gnet -proto udp, built with -tags=poll_opt,
 # WithMulticore, WithReusePort, WithLockOSThread), std net (a net.UDPConn,
 # ReadFromUDPAddrPort/WriteToUDPAddrPort) and the C recvmmsg/sendmmsg loop
@@ -17,6 +18,9 @@
 # loop, WINDOW datagrams in flight, every reply checked, losses counted)
 # against the servers of LOAD_UDP_SERVERS, the server's CPU from
 # -server-pid.
+# With CLIENT_GSO=1 the client sends each
+# batch as one sendmsg with UDP_SEGMENT (the rows' kind is udp-gso): on
+# loopback only such a sender gives UDP_GRO anything to coalesce.
 #
 # Unix: percore's examples/unix_echo (io_uring, epoll), gnet -proto unix, std
 # net -net unix, and percore's TCP echo (examples/echo, io_uring) for the
@@ -34,6 +38,7 @@
 #   REPEATS (3)  SERVER_CPU (0)  CLIENT_CPU (1)  SIZES ("64 1400")  WINDOW (64)
 #   CONNS (50)  WARMUP (1)  MEASURE_S (4)  RUN_TIMEOUT (30)  BASE_PORT (27400)
 #   LOAD_UDP_SERVERS ("percore-uring percore-epoll c"; "" for none)
+#   CLIENT_GSO (0)  UDP_SERVERS, UNIX_SERVERS (all; either may be "" to skip)
 #   OUT (docs/results/HOST-DATE-transports)
 set -euo pipefail
 
@@ -72,8 +77,11 @@ SECONDS_=${MEASURE_S:-4}
 RUN_TIMEOUT=${RUN_TIMEOUT:-30}
 BASE_PORT=${BASE_PORT:-27400}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y-%m-%d)-transports}
-UDP_SERVERS="percore-uring percore-epoll gnet stdnet c"
-UNIX_SERVERS="percore-uring percore-epoll gnet stdnet tcp-percore-uring"
+CLIENT_GSO=${CLIENT_GSO:-0}
+UDP_SERVERS=${UDP_SERVERS-"percore-uring percore-uring-gro percore-epoll percore-epoll-gro gnet stdnet c"}
+UNIX_SERVERS=${UNIX_SERVERS-"percore-uring percore-epoll gnet stdnet tcp-percore-uring"}
+udp_kind=udp
+if [ "$CLIENT_GSO" = 1 ]; then udp_kind=udp-gso; fi
 LOAD_UDP_SERVERS=${LOAD_UDP_SERVERS-"percore-uring percore-epoll c"}
 
 run() {
@@ -111,6 +119,8 @@ start_udp() {
   case "$1" in
     percore-uring) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;
     percore-epoll) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend epoll > /dev/null 2>&1 & ;;
+    percore-uring-gro) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend uring -gro > /dev/null 2>&1 & ;;
+    percore-epoll-gro) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend epoll -gro > /dev/null 2>&1 & ;;
     gnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/gnet" -proto udp -addr "$addr" -loops 1 > /dev/null 2>&1 & ;;
     stdnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/stdnet" -net udp -addr "$addr" -loops 1 > /dev/null 2>&1 & ;;
     c) taskset -c "$SERVER_CPU" "$tmp/c_udp_echo" 127.0.0.1 "$2" > /dev/null 2>&1 & ;;
@@ -159,7 +169,7 @@ for rep in $(seq "$REPEATS"); do
     for s in $UDP_SERVERS; do
       port=$((port + 1))
       start_udp "$s" "$port"
-      taskset -c "$CLIENT_CPU" timeout "$RUN_TIMEOUT" "$tmp/udp_load" 127.0.0.1 "$port" "$size" "$WINDOW" "$WARMUP" "$SECONDS_" > "$tmp/out" &
+      taskset -c "$CLIENT_CPU" timeout "$RUN_TIMEOUT" "$tmp/udp_load" 127.0.0.1 "$port" "$size" "$WINDOW" "$WARMUP" "$SECONDS_" "$CLIENT_GSO" > "$tmp/out" &
       client=$!
       sleep "$WARMUP"
       t0=$(ticks "$server_pid")
@@ -172,7 +182,7 @@ for rep in $(seq "$REPEATS"); do
       mm=$(echo "$line" | sed -n 's/.*"mismatches": \([0-9]*\).*/\1/p')
       lost=$(echo "$line" | sed -n 's/.*"lost": \([0-9]*\).*/\1/p')
       us=$(awk -v t=$((t1 - t0)) -v hz="$hz" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%.3f", t / hz * 1e6 / n; else print "nan" }')
-      printf 'udp\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$size" "$rep" "${rps:-0}" "$us" "${mm:-}" "${lost:-}" | tee -a "$runs"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$udp_kind" "$s" "$size" "$rep" "${rps:-0}" "$us" "${mm:-}" "${lost:-}" | tee -a "$runs"
     done
     for s in $LOAD_UDP_SERVERS; do
       port=$((port + 1))

@@ -129,6 +129,8 @@ var statMetrics = []statMetric{
 		func(s *runtime.Stats) float64 { return float64(s.PacketErrors) }},
 	{"PacketsLost", "loop_packets_lost_total", "Datagrams the kernel dropped for want of room in a socket's receive buffer (SO_RXQ_OVFL).", counter,
 		func(s *runtime.Stats) float64 { return float64(s.PacketsLost) }},
+	{"PacketsCoalesced", "loop_packets_coalesced_total", "Receives that carried several datagrams of one sender at once (UDP_GRO).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.PacketsCoalesced) }},
 	{"HandedOver", "loop_connections_handed_over_total", "Connections of shared listeners (Unix, inherited) this loop accepted and handed to another loop.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.HandedOver) }},
 	{"LagP50", "loop_lag_p50_seconds", "Median loop lag over the last window of about a second: from the kernel returning a batch of events to the last of them handled.", gauge,

@@ -3,11 +3,15 @@
 // must echo byte for byte; batches of recvmmsg and sendmmsg. A datagram
 // not answered within 200 ms is counted lost and sent again. It reports
 // replies per second over the window after a warm-up, mismatches and
-// losses. Build: gcc -O2 -o udp_load udp_load.c
-// Run:   ./udp_load 127.0.0.1 7001 SIZE WINDOW WARMUP_S SECONDS
+// losses. With GSO (a seventh argument, 1) each batch goes out as one
+// sendmsg with UDP_SEGMENT (up to 64 datagrams, 64 KiB) instead of
+// sendmmsg: the burst reaches a UDP_GRO socket as one receive.
+// Build: gcc -O2 -o udp_load udp_load.c
+// Run:   ./udp_load 127.0.0.1 7001 SIZE WINDOW WARMUP_S SECONDS [GSO]
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +22,37 @@
 #include <unistd.h>
 
 #define BATCH 64
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+
+// send_batch sends omsg[0:n]: one sendmmsg, or with gso one sendmsg with
+// UDP_SEGMENT per run of at most maxseg datagrams of size bytes.
+static void send_batch(int fd, struct mmsghdr *omsg, struct iovec *oiov, int n, int gso, int size) {
+	if (!gso) {
+		sendmmsg(fd, omsg, n, 0);
+		return;
+	}
+	int maxseg = 65000 / size;
+	if (maxseg > 64)
+		maxseg = 64;
+	for (int i = 0; i < n;) {
+		int k = n - i < maxseg ? n - i : maxseg;
+		char ctrl[CMSG_SPACE(sizeof(uint16_t))] = {0};
+		struct msghdr m = {.msg_iov = &oiov[i], .msg_iovlen = k, .msg_control = ctrl, .msg_controllen = sizeof ctrl};
+		struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_SEGMENT;
+		c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+		uint16_t seg = size;
+		memcpy(CMSG_DATA(c), &seg, sizeof seg);
+		if (k == 1)
+			m.msg_control = NULL, m.msg_controllen = 0;
+		sendmsg(fd, &m, 0);
+		i += k;
+	}
+}
 
 static double now(void) {
 	struct timespec ts;
@@ -33,12 +68,13 @@ static void fill(char *p, int size, uint64_t seq) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 7) {
-		fprintf(stderr, "usage: udp_load ADDR PORT SIZE WINDOW WARMUP_S SECONDS\n");
+	if (argc != 7 && argc != 8) {
+		fprintf(stderr, "usage: udp_load ADDR PORT SIZE WINDOW WARMUP_S SECONDS [GSO]\n");
 		return 2;
 	}
 	int size = atoi(argv[3]), window = atoi(argv[4]);
 	double warm = atof(argv[5]), secs = atof(argv[6]);
+	int gso = argc == 8 && atoi(argv[7]) != 0;
 	if (size < 8 || size > 65000 || window < 1 || window > 4096) {
 		fprintf(stderr, "udp_load: SIZE 8..65000, WINDOW 1..4096\n");
 		return 2;
@@ -67,7 +103,7 @@ int main(int argc, char **argv) {
 		oiov[pend] = (struct iovec){out[pend], size};
 		omsg[pend].msg_hdr = (struct msghdr){.msg_iov = &oiov[pend], .msg_iovlen = 1};
 		if (++pend == BATCH || i == window - 1) {
-			sendmmsg(fd, omsg, pend, 0);
+			send_batch(fd, omsg, oiov, pend, gso, size);
 			pend = 0;
 		}
 	}
@@ -115,7 +151,7 @@ int main(int argc, char **argv) {
 			pend++;
 		}
 		if (pend)
-			sendmmsg(fd, omsg, pend, 0);
+			send_batch(fd, omsg, oiov, pend, gso, size);
 		if (t - lastcheck > 0.05) {
 			lastcheck = t;
 			for (int i = 0; i < window; i++) {
