@@ -85,7 +85,7 @@ func (l *Loop) accepted(fd int, ln *Listener) {
 // stopped).
 func (l *Loop) handOver(fd int, info *Listener) bool {
 	rt := l.rt
-	if rt == nil || l.cfg.MaxConns > 0 || !rt.started.Load() || len(rt.loops) < 2 {
+	if rt == nil || l.stopping || l.cfg.MaxConns > 0 || !rt.started.Load() || len(rt.loops) < 2 {
 		return false
 	}
 	to := rt.loops[l.spread%len(rt.loops)]
@@ -93,15 +93,29 @@ func (l *Loop) handOver(fd int, info *Listener) bool {
 	if to == l {
 		return false
 	}
-	if to.post(func() { to.adopt(fd, info) }, true) != nil {
+	if to.post(func() { to.adopt(fd, info, l) }, true) != nil {
 		return false
 	}
 	l.cnt[sHandedOver]++
 	return true
 }
 
-// adopt opens a connection another loop accepted and handed over.
-func (l *Loop) adopt(fd int, info *Listener) {
+// adopt opens a connection loop from accepted and handed over. A loop
+// that is already on its way out (the hand-over was posted just before it
+// closed its door) gives the connection back to from rather than reset
+// it; only when from has stopped too is it closed.
+func (l *Loop) adopt(fd int, info *Listener, from *Loop) {
+	if l.forced {
+		if from == l || from.post(func() { from.adoptBack(fd, info) }, true) != nil {
+			_ = unix.Close(fd)
+		}
+		return
+	}
+	l.accepted(fd, info)
+}
+
+// adoptBack opens a connection this loop handed over and got back.
+func (l *Loop) adoptBack(fd int, info *Listener) {
 	if l.forced {
 		_ = unix.Close(fd)
 		return
