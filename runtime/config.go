@@ -179,6 +179,16 @@ type Config struct {
 	// PacketBufferSize of at least DefaultPacketBufferSize, the most the
 	// kernel coalesces. False (the zero value) leaves it off.
 	UDPGRO bool
+	// UDPGSO coalesces the datagrams a handler sends in one turn on one
+	// PacketConn to the same destination with the same length (the last
+	// may be shorter) into one send with UDP_SEGMENT, at most 64
+	// datagrams and 65,000 bytes each; the kernel splits them again, so
+	// the receiver sees the same datagrams (Stats.PacketsSegmented counts
+	// such sends). If the kernel refuses a segmented send (EIO, EINVAL,
+	// EMSGSIZE, ENOPROTOOPT) its datagrams are sent again one by one, GSO
+	// is turned off for that socket, and the refusal is counted in
+	// Stats.PacketErrors. False (the zero value) leaves it off.
+	UDPGSO bool
 	// Backlog is each listener's accept queue length. Zero means the
 	// kernel's net.core.somaxconn.
 	Backlog int

@@ -57,6 +57,7 @@ import (
 //	Loop.packetIn                      a receive on a UDP socket: one datagram, or several
 //	                                   coalesced (UDP_GRO), which packetIn splits (packet.go)
 //	Loop.packetSent                    sends of datagrams completed or failed
+//	Loop.gsoRefused                    the kernel refused a UDP_SEGMENT send: GSO off for that socket
 //	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
 //	Loop.readFailed                    a receive failed (not EAGAIN)
 //	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
@@ -83,8 +84,17 @@ type driver interface {
 	// socket, or queues it while the socket's send buffer is full; b may
 	// be reused once writeTo returns. It returns errPacketQueueFull when
 	// Config.MaxPacketQueue datagrams wait already (the send-buffer-full
-	// policy: the new datagram is dropped).
-	writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32) error
+	// policy: the new datagram is dropped). With seg > 0, b is count
+	// datagrams of seg bytes each (the last may be shorter), sent as one
+	// buffer with a UDP_SEGMENT control message (Config.UDPGSO); they
+	// count as count datagrams in the queue. If the kernel refuses such
+	// a send with a GSO error, the driver sends them again one by one
+	// and reports it with Loop.gsoRefused.
+	writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error
+	// packetRoom is how many more datagrams p may queue (Config.
+	// MaxPacketQueue less those queued or in flight and those pending in
+	// GSO batches that count against the same bound).
+	packetRoom(p *PacketConn) int
 	// stopListening stops accepting and receiving on every listener for
 	// good; the loop closes the sockets after it. Datagrams queued for
 	// sending are dropped.

@@ -355,6 +355,9 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 			d.ready(c, ev.Events())
 		}
 	}
+	if len(l.pk.gso) > 0 {
+		l.flushBatches() // this turn's GSO batches join the queues
+	}
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets() // the replies to this turn's datagrams, in batches
 	}

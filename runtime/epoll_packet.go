@@ -27,6 +27,7 @@ type epollPacket struct {
 	// keep their buffers for reuse.
 	queue   []epollDatagram
 	head, n int
+	queued  int  // datagrams in queue[head:n] (an entry may carry several)
 	pollOut bool // registered for writability: the send buffer was full
 	dirty   bool // on the end-of-turn list
 }
@@ -36,6 +37,9 @@ type epollDatagram struct {
 	sa    unix.RawSockaddrInet6
 	salen uint32
 	buf   []byte
+	seg   int // UDP_SEGMENT's size when it carries count datagrams; 0: one
+	count int
+	ctrl  [gsoControlLen / 8]uint64
 }
 
 // epollPackets is the epoll driver's state of the loop's datagram sockets.
@@ -142,12 +146,20 @@ func (d *epollDriver) receivePackets(p *PacketConn) {
 	}
 }
 
-func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32) error {
+func (d *epollDriver) packetRoom(p *PacketConn) int {
 	e := &p.ep
 	if e.head == e.n {
-		e.head, e.n = 0, 0
+		e.queued = 0
 	}
-	if e.n-e.head >= d.l.cfg.MaxPacketQueue {
+	return d.l.cfg.MaxPacketQueue - e.queued - p.gso.n
+}
+
+func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error {
+	e := &p.ep
+	if e.head == e.n {
+		e.head, e.n, e.queued = 0, 0, 0
+	}
+	if e.queued+count > d.l.cfg.MaxPacketQueue {
 		return errPacketQueueFull
 	}
 	if e.n == len(e.queue) {
@@ -166,7 +178,9 @@ func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	q := &e.queue[e.n]
 	q.sa, q.salen = *sa, salen
 	q.buf = append(q.buf[:0], b...)
+	q.seg, q.count = seg, count
 	e.n++
+	e.queued += count
 	if !e.dirty && !e.pollOut {
 		e.dirty = true
 		d.pk.dirty = append(d.pk.dirty, p)
@@ -199,6 +213,11 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 			pk.smsgs[i] = poller.Mmsghdr{Hdr: unix.Msghdr{
 				Name: (*byte)(unsafe.Pointer(&q.sa)), Namelen: q.salen, Iov: &pk.siovs[i], Iovlen: 1,
 			}}
+			if q.seg > 0 {
+				c := putGSOControl(&q.ctrl, q.seg)
+				pk.smsgs[i].Hdr.Control = &c[0]
+				pk.smsgs[i].Hdr.SetControllen(len(c))
+			}
 		}
 		d.calls++
 		sent, errno := poller.Sendmmsg(p.fd, pk.smsgs[:k], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -207,20 +226,71 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 			d.packetPollOut(p, true)
 			return
 		case errno != 0:
-			// The first datagram was refused (an unreachable
-			// destination, an ICMP error reported on the socket):
-			// counted and dropped; the rest go on.
-			d.l.packetSent(0, errnoErr("sendmmsg", errno))
+			q := &e.queue[e.head]
+			if q.seg > 0 && isGSOError(errno) {
+				// The kernel refuses UDP_SEGMENT: the entry's
+				// datagrams go out one by one from its buffer,
+				// and GSO is off for the socket.
+				d.l.gsoRefused(p)
+				d.sendSplit(p, q)
+			} else {
+				// The first datagram was refused (an
+				// unreachable destination, an ICMP error
+				// reported on the socket): counted and
+				// dropped; the rest go on.
+				d.l.packetSent(0, q.count, errnoErr("sendmmsg", errno))
+			}
+			e.queued -= q.count
 			e.head++
 			continue
 		}
 		for i := range sent {
-			d.l.packetSent(len(e.queue[e.head+i].buf), nil)
+			q := &e.queue[e.head+i]
+			d.l.packetSent(len(q.buf), q.count, nil)
+			e.queued -= q.count
 		}
 		e.head += sent
 	}
-	e.head, e.n = 0, 0
+	e.head, e.n, e.queued = 0, 0, 0
 	d.packetPollOut(p, false)
+}
+
+// sendSplit sends the datagrams of q, a send the kernel refused with
+// UDP_SEGMENT, one by one, in sendmmsg batches. What the send buffer does
+// not take now is dropped and counted in PacketErrors (this happens once
+// per socket: GSO is off for it after).
+func (d *epollDriver) sendSplit(p *PacketConn, q *epollDatagram) {
+	pk := &d.pk
+	for off := 0; off < len(q.buf); {
+		k := 0
+		for ; k < packetBatch && off < len(q.buf); k++ {
+			end := min(off+q.seg, len(q.buf))
+			poller.SetIovec(&pk.siovs[k], q.buf[off:end])
+			pk.smsgs[k] = poller.Mmsghdr{Hdr: unix.Msghdr{
+				Name: (*byte)(unsafe.Pointer(&q.sa)), Namelen: q.salen, Iov: &pk.siovs[k], Iovlen: 1,
+			}}
+			off = end
+		}
+		d.calls++
+		sent, errno := poller.Sendmmsg(p.fd, pk.smsgs[:k], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
+		if errno != 0 {
+			sent = 1
+			d.l.packetSent(0, 1, errnoErr("sendmmsg", errno))
+			if errno == unix.EAGAIN || errno == unix.ENOBUFS {
+				// Drop the rest of the batch too.
+				d.l.packetSent(0, k-1, errnoErr("sendmmsg", errno))
+				sent = k
+			}
+		} else {
+			for i := range sent {
+				d.l.packetSent(int(pk.siovs[i].Len), 1, nil)
+			}
+		}
+		// Go back to the first datagram not sent or dropped.
+		for i := sent; i < k; i++ {
+			off -= int(pk.siovs[i].Len)
+		}
+	}
 }
 
 // packetPollOut sets whether p waits for writability.

@@ -137,6 +137,9 @@ func (l *Loop) run() {
 				timeout = heldCallsWait
 			}
 		}
+		if len(l.pk.gso) > 0 {
+			l.flushBatches() // the turn's GSO batches, before the driver sends
+		}
 		l.publish()
 		if err := l.d.poll(timeout); err != nil {
 			// The backend itself failed (not one connection): close

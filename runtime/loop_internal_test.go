@@ -30,7 +30,8 @@ func (d *fakeDriver) log(s string) { d.calls = append(d.calls, s) }
 
 func (d *fakeDriver) listen(int, int) error          { return nil }
 func (d *fakeDriver) listenPacket(*PacketConn) error { return nil }
-func (d *fakeDriver) writeTo(*PacketConn, []byte, *unix.RawSockaddrInet6, uint32) error {
+func (d *fakeDriver) packetRoom(*PacketConn) int     { return 0 }
+func (d *fakeDriver) writeTo(*PacketConn, []byte, *unix.RawSockaddrInet6, uint32, int, int) error {
 	return nil
 }
 func (d *fakeDriver) stopListening()                  { d.log("stopListening") }

@@ -57,7 +57,29 @@ type PacketConn struct {
 
 	ur uringPacket
 	ep epollPacket
+
+	gso gsoBatch // the pending batch (Config.UDPGSO)
 }
+
+// gsoBatch is a socket's datagrams of this turn to one destination, of
+// one size (the last may be shorter), waiting to go out as one send with
+// UDP_SEGMENT at the end of the turn. buf is the loop's, reused.
+type gsoBatch struct {
+	sa    unix.RawSockaddrInet6
+	salen uint32
+	seg   int // the common size; 0: nothing pending
+	n     int // datagrams in buf
+	buf   []byte
+	short bool // the last is shorter: the batch takes no more
+	dirty bool // on the loop's list
+	off   bool // the kernel refused GSO on this socket
+}
+
+// GSO limits: below the kernel's UDP_MAX_SEGMENTS and its 64 KiB.
+const (
+	gsoMaxSegments = 64
+	gsoMaxBytes    = 65000
+)
 
 // Loop returns the loop that owns the socket.
 func (p *PacketConn) Loop() *Loop { return p.loop }
@@ -89,6 +111,9 @@ const maxDatagram = 65527
 // WriteTo returns ErrPacketQueueFull. A failure the kernel reports later
 // (an ICMP error, a send refused) is counted in Stats.PacketErrors and
 // does not stop the socket. IPv4 addresses work on a dual-stack socket.
+// With Config.UDPGSO the datagram may wait in the socket's batch until the
+// end of the turn and go out with others to the same destination in one
+// send with UDP_SEGMENT.
 func (p *PacketConn) WriteTo(b []byte, to netip.AddrPort) error {
 	l := p.loop
 	if p.fd < 0 || l.lnClosed {
@@ -102,7 +127,10 @@ func (p *PacketConn) WriteTo(b []byte, to netip.AddrPort) error {
 	if err != nil {
 		return p.opError(to, err)
 	}
-	if err := l.d.writeTo(p, b, sa, salen); err != nil {
+	if l.cfg.UDPGSO && !p.gso.off && len(b) > 0 {
+		return p.batch(b, sa, salen, to)
+	}
+	if err := l.d.writeTo(p, b, sa, salen, 0, 1); err != nil {
 		if err == errPacketQueueFull {
 			l.cnt[sPacketDrops]++
 			return err
@@ -112,6 +140,98 @@ func (p *PacketConn) WriteTo(b []byte, to netip.AddrPort) error {
 	return nil
 }
 
+// batch adds b to p's pending GSO batch, flushing the batch first when b
+// cannot join it.
+func (p *PacketConn) batch(b []byte, sa *unix.RawSockaddrInet6, salen uint32, to netip.AddrPort) error {
+	l := p.loop
+	if l.d.packetRoom(p) <= 0 {
+		l.cnt[sPacketDrops]++
+		return ErrPacketQueueFull
+	}
+	g := &p.gso
+	if g.seg > 0 && (g.short || len(b) > g.seg || g.n >= gsoMaxSegments || len(g.buf)+len(b) > gsoMaxBytes ||
+		g.salen != salen || g.sa != *sa) {
+		l.flushBatch(p)
+	}
+	if g.seg == 0 {
+		g.sa, g.salen, g.seg, g.n, g.short = *sa, salen, len(b), 0, false
+		g.buf = g.buf[:0]
+	}
+	g.buf = append(g.buf, b...)
+	g.n++
+	g.short = len(b) < g.seg
+	l.pk.gsoPending++
+	if !g.dirty {
+		g.dirty = true
+		l.pk.gso = append(l.pk.gso, p)
+	}
+	return nil
+}
+
+// flushBatch hands p's pending batch to the driver: one datagram as an
+// ordinary one, several as one send with UDP_SEGMENT.
+func (l *Loop) flushBatch(p *PacketConn) {
+	g := &p.gso
+	if g.seg == 0 {
+		return
+	}
+	n := g.n
+	l.pk.gsoPending -= n
+	seg := g.seg
+	g.seg, g.n, g.short = 0, 0, false
+	if p.fd < 0 || l.lnClosed {
+		return
+	}
+	if n == 1 {
+		seg = 0
+	}
+	if err := l.d.writeTo(p, g.buf, &g.sa, g.salen, seg, n); err != nil {
+		if err == errPacketQueueFull {
+			l.cnt[sPacketDrops] += uint64(n)
+		} else {
+			l.cnt[sPacketErrors] += uint64(n)
+		}
+	}
+}
+
+// flushBatches hands the turn's pending GSO batches to the driver, before
+// the loop polls.
+func (l *Loop) flushBatches() {
+	for i, p := range l.pk.gso {
+		l.pk.gso[i] = nil
+		p.gso.dirty = false
+		l.flushBatch(p)
+	}
+	l.pk.gso = l.pk.gso[:0]
+}
+
+// gsoRefused is the driver's report that the kernel refused a send with
+// UDP_SEGMENT on p: counted once in PacketErrors, and GSO is off for p
+// (the driver sends the datagrams again one by one).
+func (l *Loop) gsoRefused(p *PacketConn) {
+	l.cnt[sPacketErrors]++
+	p.gso.off = true
+}
+
+// isGSOError reports whether errno is the kernel refusing UDP_SEGMENT.
+func isGSOError(errno unix.Errno) bool {
+	return errno == unix.EIO || errno == unix.EINVAL || errno == unix.EMSGSIZE || errno == unix.ENOPROTOOPT
+}
+
+// gsoControlLen is CMSG_SPACE(2): a UDP_SEGMENT control message.
+const gsoControlLen = unix.SizeofCmsghdr + 8
+
+// putGSOControl writes a UDP_SEGMENT control message for seg into c.
+func putGSOControl(c *[gsoControlLen / 8]uint64, seg int) []byte {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(c)), gsoControlLen)
+	clear(b)
+	binary.NativeEndian.PutUint64(b[0:8], uint64(unix.SizeofCmsghdr+2))
+	binary.NativeEndian.PutUint32(b[8:12], unix.SOL_UDP)
+	binary.NativeEndian.PutUint32(b[12:16], unix.UDP_SEGMENT)
+	binary.NativeEndian.PutUint16(b[16:18], uint16(seg))
+	return b
+}
+
 func (p *PacketConn) opError(to netip.AddrPort, err error) error {
 	return &net.OpError{Op: "write", Net: p.ln.Network, Source: p.ln.Addr, Addr: net.UDPAddrFromAddrPort(to), Err: err}
 }
@@ -119,6 +239,10 @@ func (p *PacketConn) opError(to netip.AddrPort, err error) error {
 // packetState is a loop's scratch for datagrams.
 type packetState struct {
 	sa unix.RawSockaddrInet6 // WriteTo's destination, before the driver copies it
+	// The sockets with a pending GSO batch this turn, and how many
+	// datagrams those batches hold.
+	gso        []*PacketConn
+	gsoPending int
 }
 
 // putSockaddr writes to as a socket address of family into sa and returns
@@ -282,12 +406,15 @@ func (l *Loop) endPacketCall() {
 // refused by the kernel: an ICMP error reported on the socket, a full
 // buffer of a send that could not wait, an unreachable destination. A
 // failure is counted; the socket goes on.
-func (l *Loop) packetSent(n int, err error) {
+func (l *Loop) packetSent(n, count int, err error) {
 	if err != nil {
-		l.cnt[sPacketErrors]++
+		l.cnt[sPacketErrors] += uint64(count)
 		return
 	}
-	l.cnt[sPacketsOut]++
+	if count > 1 {
+		l.cnt[sPacketsSegmented]++
+	}
+	l.cnt[sPacketsOut] += uint64(count)
 	l.cnt[sBytesOut] += uint64(n)
 }
 

@@ -92,9 +92,11 @@ type Stats struct {
 	// socket's receive buffer (SO_RXQ_OVFL), as the next datagram
 	// reports it. PacketsCoalesced counts the receives that carried
 	// several datagrams of one sender at once (Config.UDPGRO); each of
-	// their datagrams is in PacketsIn.
+	// their datagrams is in PacketsIn. PacketsSegmented counts the sends
+	// that carried several datagrams at once (Config.UDPGSO); each of
+	// their datagrams is in PacketsOut.
 	PacketsIn, PacketsOut, PacketsTruncated, PacketDrops, PacketErrors, PacketsLost uint64
-	PacketsCoalesced                                                                uint64
+	PacketsCoalesced, PacketsSegmented                                              uint64
 	// HandedOver counts connections of shared listeners (Unix, inherited)
 	// this loop accepted and handed to another loop, to spread a burst
 	// (the other loop counts them in Accepts).
@@ -162,6 +164,7 @@ const (
 	sPacketErrors
 	sPacketsLost
 	sPacketsCoalesced
+	sPacketsSegmented
 	sHandedOver
 	sLagP50
 	sLagP99
@@ -219,6 +222,7 @@ var statTable = [numStats]statField{
 	sPacketErrors:     {n: func(s *Stats) *uint64 { return &s.PacketErrors }},
 	sPacketsLost:      {n: func(s *Stats) *uint64 { return &s.PacketsLost }},
 	sPacketsCoalesced: {n: func(s *Stats) *uint64 { return &s.PacketsCoalesced }},
+	sPacketsSegmented: {n: func(s *Stats) *uint64 { return &s.PacketsSegmented }},
 	sHandedOver:       {n: func(s *Stats) *uint64 { return &s.HandedOver }},
 
 	// The file counters (file.go).

@@ -52,6 +52,12 @@ type uringSend struct {
 	iov unix.Iovec
 	sa  unix.RawSockaddrInet6
 	buf []byte
+	// With UDP_SEGMENT (Config.UDPGSO): the socket, the segment size,
+	// the control message; count is the datagrams buf carries.
+	p     *PacketConn
+	seg   int
+	count int
+	ctrl  [gsoControlLen / 8]uint64
 }
 
 // packetHeadroom is what precedes the payload in a datagram's buffer: the
@@ -169,9 +175,15 @@ func (d *uringDriver) packetTurn() {
 	pk.rearm = pk.rearm[:0]
 }
 
-func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32) error {
+// packetRoom counts the loop's datagrams in flight and pending in GSO
+// batches: the io_uring bound is per loop.
+func (d *uringDriver) packetRoom(p *PacketConn) int {
+	return d.l.cfg.MaxPacketQueue - d.pk.inFlight - d.l.pk.gsoPending
+}
+
+func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error {
 	pk := &d.pk
-	if pk.inFlight >= d.l.cfg.MaxPacketQueue {
+	if pk.inFlight+count > d.l.cfg.MaxPacketQueue {
 		return errPacketQueueFull
 	}
 	var slot uint32
@@ -188,11 +200,17 @@ func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	s.iov.Base = unsafe.SliceData(s.buf)
 	s.iov.SetLen(len(s.buf))
 	s.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&s.sa)), Namelen: salen, Iov: &s.iov, Iovlen: 1}
+	s.p, s.seg, s.count = p, seg, count
+	if seg > 0 {
+		c := putGSOControl(&s.ctrl, seg)
+		s.msg.Control = &c[0]
+		s.msg.SetControllen(len(c))
+	}
 	if err := d.r.PrepareSendmsg(p.fd, &s.msg, userData(kindPacketSend, slot, 0)); err != nil {
 		pk.free = append(pk.free, slot)
 		return err
 	}
-	pk.inFlight++
+	pk.inFlight += count
 	d.loopOps++
 	return nil
 }
@@ -200,14 +218,34 @@ func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 // packetSent handles a sendmsg's completion.
 func (d *uringDriver) packetSent(slot uint32, res int32) {
 	pk := &d.pk
-	pk.inFlight--
+	s := pk.sends[slot]
+	pk.inFlight -= s.count
 	d.loopOps--
-	pk.free = append(pk.free, slot)
-	if res < 0 {
-		d.l.packetSent(0, errnoErr("sendmsg", unix.Errno(-res)))
+	if res < 0 && s.seg > 0 && isGSOError(unix.Errno(-res)) && s.p.fd >= 0 && !d.l.lnClosed {
+		// The kernel refused UDP_SEGMENT: the slot's buffer is ours
+		// again, so its datagrams go out one by one (copied into
+		// other slots before this one is freed), and GSO is off for
+		// the socket.
+		d.l.gsoRefused(s.p)
+		sa := s.sa
+		for off := 0; off < len(s.buf); off += s.seg {
+			end := min(off+s.seg, len(s.buf))
+			if err := d.writeTo(s.p, s.buf[off:end], &sa, s.msg.Namelen, 0, 1); err != nil {
+				d.l.packetSent(0, 1, err)
+			}
+		}
+		s.p = nil
+		pk.free = append(pk.free, slot)
 		return
 	}
-	d.l.packetSent(int(res), nil)
+	count := s.count
+	s.p = nil
+	pk.free = append(pk.free, slot)
+	if res < 0 {
+		d.l.packetSent(0, count, errnoErr("sendmsg", unix.Errno(-res)))
+		return
+	}
+	d.l.packetSent(int(res), count, nil)
 }
 
 // stopPackets cancels every datagram socket's receive; sends in flight

@@ -131,6 +131,8 @@ var statMetrics = []statMetric{
 		func(s *runtime.Stats) float64 { return float64(s.PacketsLost) }},
 	{"PacketsCoalesced", "loop_packets_coalesced_total", "Receives that carried several datagrams of one sender at once (UDP_GRO).", counter,
 		func(s *runtime.Stats) float64 { return float64(s.PacketsCoalesced) }},
+	{"PacketsSegmented", "loop_packets_segmented_total", "Sends that carried several datagrams to one destination at once (UDP_SEGMENT).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.PacketsSegmented) }},
 	{"HandedOver", "loop_connections_handed_over_total", "Connections of shared listeners (Unix, inherited) this loop accepted and handed to another loop.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.HandedOver) }},
 	{"LagP50", "loop_lag_p50_seconds", "Median loop lag over the last window of about a second: from the kernel returning a batch of events to the last of them handled.", gauge,

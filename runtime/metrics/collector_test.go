@@ -60,6 +60,7 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_loop_packet_errors_total":           dto.MetricType_COUNTER,
 	"percore_loop_packets_lost_total":            dto.MetricType_COUNTER,
 	"percore_loop_packets_coalesced_total":       dto.MetricType_COUNTER,
+	"percore_loop_packets_segmented_total":       dto.MetricType_COUNTER,
 	"percore_loop_connections_handed_over_total": dto.MetricType_COUNTER,
 
 	"percore_file_ops_total":            dto.MetricType_COUNTER,
