@@ -5,7 +5,8 @@
 # REPEATS times, and each row is the median.
 #
 # UDP: percore's examples/udp_echo on io_uring and on epoll (each also with
-# -gro, Config.UDPGRO: the -gro rows), gnet v2's UDP
+# -gro, Config.UDPGRO: the -gro rows; percore-uring-gso and percore-epoll-gso,
+# -gso, Config.UDPGSO, run only when named in UDP_SERVERS), gnet v2's UDP
 # echo (examples/baseline/gnet -proto udp, built with -tags=poll_opt,
 # WithMulticore, WithReusePort, WithLockOSThread), std net (a net.UDPConn,
 # ReadFromUDPAddrPort/WriteToUDPAddrPort) and the C recvmmsg/sendmmsg loop
@@ -121,6 +122,8 @@ start_udp() {
     percore-epoll) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend epoll > /dev/null 2>&1 & ;;
     percore-uring-gro) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend uring -gro > /dev/null 2>&1 & ;;
     percore-epoll-gro) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend epoll -gro > /dev/null 2>&1 & ;;
+    percore-uring-gso) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend uring -gso > /dev/null 2>&1 & ;;
+    percore-epoll-gso) taskset -c "$SERVER_CPU" "$tmp/udp_echo" -addr "$addr" -cores "$SERVER_CPU" -backend epoll -gso > /dev/null 2>&1 & ;;
     gnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/gnet" -proto udp -addr "$addr" -loops 1 > /dev/null 2>&1 & ;;
     stdnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/stdnet" -net udp -addr "$addr" -loops 1 > /dev/null 2>&1 & ;;
     c) taskset -c "$SERVER_CPU" "$tmp/c_udp_echo" 127.0.0.1 "$2" > /dev/null 2>&1 & ;;

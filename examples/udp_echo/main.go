@@ -48,10 +48,11 @@ func main() {
 	stats := flag.Bool("stats", false, "print the datagram counters every second")
 	metricsAddr := flag.String("metrics", "", "serve Prometheus metrics and pprof on this address (default: off)")
 	gro := flag.Bool("gro", false, "set UDP_GRO on the sockets (Config.UDPGRO): receive a GSO sender's bursts coalesced")
+	gso := flag.Bool("gso", false, "send the replies of a turn to one client as one UDP_SEGMENT send (Config.UDPGSO)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *cores, *backend, *bufSize, *stats, *metricsAddr, *gro, nil); err != nil {
+	if err := run(ctx, *addr, *cores, *backend, *bufSize, *stats, *metricsAddr, *gro, *gso, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "udp_echo:", err)
 		stop()
 		os.Exit(1)
@@ -60,8 +61,8 @@ func main() {
 
 // run serves until ctx ends, then shuts down. ready, when not nil, gets
 // the bound address once the loops serve.
-func run(ctx context.Context, addr, cores, backend string, bufSize int, stats bool, metricsAddr string, gro bool, ready func(net.Addr)) error {
-	cfg := percore.Config{Listen: []string{"udp://" + addr}, PacketHandler: echo{}, PacketBufferSize: bufSize, UDPGRO: gro,
+func run(ctx context.Context, addr, cores, backend string, bufSize int, stats bool, metricsAddr string, gro, gso bool, ready func(net.Addr)) error {
+	cfg := percore.Config{Listen: []string{"udp://" + addr}, PacketHandler: echo{}, PacketBufferSize: bufSize, UDPGRO: gro, UDPGSO: gso,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	var err error
 	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {

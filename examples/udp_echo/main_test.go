@@ -29,7 +29,7 @@ func start(t *testing.T, b percore.Backend) *net.UDPAddr {
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, "127.0.0.1:0", cpu.FormatList(cores[:1]), b.String(), 0, false, "", false, func(a net.Addr) { ready <- a })
+		done <- run(ctx, "127.0.0.1:0", cpu.FormatList(cores[:1]), b.String(), 0, false, "", false, false, func(a net.Addr) { ready <- a })
 	}()
 	var addr net.Addr
 	select {
@@ -105,7 +105,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := run(context.Background(), tt.addr, tt.cores, tt.backend, 0, false, "", false, nil); err == nil {
+			if err := run(context.Background(), tt.addr, tt.cores, tt.backend, 0, false, "", false, false, nil); err == nil {
 				t.Error("run succeeded")
 			}
 		})
