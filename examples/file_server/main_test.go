@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -310,21 +309,11 @@ func TestDisconnectMidFile(t *testing.T) {
 
 // TestCurl checks the server with curl, as a user would.
 func TestCurl(t *testing.T) {
-	curl, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl not installed (scripts/ensure-tools.sh installs it)")
-	}
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		root, big := tree(t)
 		addr := serve(t, b, root)
 		base := "http://" + addr
-		run := func(args ...string) string {
-			out, err := exec.Command(curl, append([]string{"-sS", "--max-time", "20"}, args...)...).Output()
-			if err != nil {
-				t.Fatalf("curl %v: %v", args, err)
-			}
-			return string(out)
-		}
+		run := func(args ...string) string { return pctest.Curl(t, args...) }
 		if got := run(base + "/hello.txt"); got != "hello, world\n" {
 			t.Errorf("curl GET: %q", got)
 		}

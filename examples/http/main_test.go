@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -368,34 +367,19 @@ func TestPlaintextAllocs(t *testing.T) {
 
 // curl runs Debian's curl with args and returns its output (stdout and
 // stderr), skipping the test where curl is not installed.
-func curl(t *testing.T, args ...string) string {
-	t.Helper()
-	path, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed (apt-get install -y curl; .ci/run and scripts/ensure-tools.sh install it)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, append([]string{"-sS", "--max-time", "20"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("curl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func TestCurl(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		r := startServer(t, b, nil)
 		base := "http://" + r.rt.Addr().String()
 
 		// Keep-alive: the second request reuses the first's connection.
-		out := curl(t, "-v", base+"/plaintext", base+"/json")
+		out := pctest.Curl(t, "-v", base+"/plaintext", base+"/json")
 		if !strings.Contains(out, "Re-using existing connection") || !strings.Contains(out, "Hello, World!") ||
 			!strings.Contains(out, `{"message":"Hello, World!"}`) {
 			t.Fatalf("keep-alive:\n%s", out)
 		}
 		// HEAD.
-		out = curl(t, "-I", base+"/plaintext")
+		out = pctest.Curl(t, "-I", base+"/plaintext")
 		if !strings.HasPrefix(out, "HTTP/1.1 200 OK") || !strings.Contains(out, "Content-Length: 13") || strings.Contains(out, "Hello") {
 			t.Fatalf("HEAD:\n%s", out)
 		}
@@ -405,18 +389,18 @@ func TestCurl(t *testing.T) {
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out = curl(t, "-H", "Transfer-Encoding: chunked", "--data-binary", "@"+file, base+"/echo")
+		out = pctest.Curl(t, "-H", "Transfer-Encoding: chunked", "--data-binary", "@"+file, base+"/echo")
 		if out != string(data) {
 			t.Fatalf("chunked upload: %d bytes back of %d", len(out), len(data))
 		}
 		// Expect: 100-continue (curl sends it for a body over 1 MiB, or
 		// when asked), answered with 100 Continue before the body.
-		out = curl(t, "-v", "-H", "Expect: 100-continue", "--data-binary", "@"+file, base+"/echo")
+		out = pctest.Curl(t, "-v", "-H", "Expect: 100-continue", "--data-binary", "@"+file, base+"/echo")
 		if !strings.Contains(out, "HTTP/1.1 100 Continue") || !strings.Contains(out, string(data[:200])) {
 			t.Fatalf("100-continue:\n%.2000s", out)
 		}
 		// Refused expectation: the final status instead.
-		out = curl(t, "-v", "-H", "Expect: 100-continue", "--data-binary", "@"+file, base+"/plaintext")
+		out = pctest.Curl(t, "-v", "-H", "Expect: 100-continue", "--data-binary", "@"+file, base+"/plaintext")
 		if strings.Contains(out, "100 Continue") || !strings.Contains(out, "HTTP/1.1 405") {
 			t.Fatalf("refused 100-continue:\n%.2000s", out)
 		}

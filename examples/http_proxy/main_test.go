@@ -5,7 +5,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -384,31 +382,16 @@ func TestRejectsBeforeForwarding(t *testing.T) {
 	})
 }
 
-func curl(t *testing.T, args ...string) string {
-	t.Helper()
-	path, err := exec.LookPath("curl")
-	if err != nil {
-		t.Skip("curl is not installed (apt-get install -y curl; .ci/run and scripts/ensure-tools.sh install it)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, path, append([]string{"-sS", "--max-time", "20"}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("curl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
-}
-
 func TestCurl(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		up := upstreamServer(t, echoHandler)
 		s := startProxy(t, b, hostPort(up), nil)
 		base := "http://" + s.rt.Addr().String()
-		out := curl(t, "-v", base+"/one", base+"/two")
+		out := pctest.Curl(t, "-v", base+"/one", base+"/two")
 		if !strings.Contains(out, "Re-using existing connection") || !strings.Contains(out, "GET /one") || !strings.Contains(out, "GET /two") {
 			t.Fatalf("keep-alive:\n%s", out)
 		}
-		out = curl(t, "-I", base+"/h")
+		out = pctest.Curl(t, "-I", base+"/h")
 		if !strings.HasPrefix(out, "HTTP/1.1 200 OK") || strings.Contains(out, "GET /h") {
 			t.Fatalf("HEAD:\n%s", out)
 		}
@@ -417,11 +400,11 @@ func TestCurl(t *testing.T) {
 		if err := os.WriteFile(file, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out = curl(t, "-H", "Transfer-Encoding: chunked", "--data-binary", "@"+file, base+"/c")
+		out = pctest.Curl(t, "-H", "Transfer-Encoding: chunked", "--data-binary", "@"+file, base+"/c")
 		if out != "POST /c "+string(data) {
 			t.Fatalf("chunked upload: %d bytes back", len(out))
 		}
-		out = curl(t, "-v", "-H", "Expect: 100-continue", "--data-binary", "@"+file, base+"/e")
+		out = pctest.Curl(t, "-v", "-H", "Expect: 100-continue", "--data-binary", "@"+file, base+"/e")
 		if !strings.Contains(out, "HTTP/1.1 100 Continue") || !strings.Contains(out, "POST /e chunked") {
 			t.Fatalf("100-continue:\n%.2000s", out)
 		}

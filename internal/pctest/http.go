@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -79,4 +80,23 @@ func CheckPlaintext(t testing.TB, serve func(ctx context.Context, ready func(add
 	case <-time.After(20 * time.Second):
 		t.Fatal("the server did not stop")
 	}
+}
+
+// Curl runs the curl command with args (after -sS --max-time 20), within
+// 30 seconds, and returns what it printed on stdout and stderr (curl -v
+// writes its connection notes to stderr). It skips the test when curl is
+// not installed and fails it when curl fails.
+func Curl(t testing.TB, args ...string) string {
+	t.Helper()
+	path, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed (apt-get install -y curl; .ci/run and scripts/ensure-tools.sh install it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, append([]string{"-sS", "--max-time", "20"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("curl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }
