@@ -195,7 +195,7 @@ type exchange struct {
 	cl          *client
 	active      bool
 	local       *pool.Local[*upConn]
-	lease       *pool.Lease[*upConn]
+	lease       pool.Lease[*upConn]
 	uc          *upConn
 	rd          http1.ResponseDecoder
 	head        []byte // the request head sent upstream (reused)
@@ -212,7 +212,7 @@ type exchange struct {
 	upBytes     bool   // the upstream sent something for this exchange
 	retried     bool   // sent again once already
 	timer       *percore.Timer
-	gotFn       func(*pool.Lease[*upConn], error)
+	gotFn       func(pool.Lease[*upConn], error)
 }
 
 // start begins the exchange of the request whose head was just decoded:
@@ -247,10 +247,10 @@ func (ex *exchange) start() {
 }
 
 // got receives the exchange's upstream connection.
-func (ex *exchange) got(lease *pool.Lease[*upConn], err error) {
+func (ex *exchange) got(lease pool.Lease[*upConn], err error) {
 	cl := ex.cl
 	if cl.closed || !ex.active {
-		if lease != nil {
+		if lease.Lent() {
 			ex.local.Put(lease)
 		}
 		return
@@ -463,7 +463,7 @@ func (ex *exchange) release(broken bool) {
 		frame.ResumeRead(uc.pc)
 	}
 	lease := ex.lease
-	ex.lease = nil
+	ex.lease = pool.Lease[*upConn]{}
 	ex.local.Put(lease)
 }
 

@@ -29,7 +29,7 @@ type backend struct {
 	waiting []pending
 	waitBuf []byte
 	free    []*link
-	gotFn   func(*pool.Lease[*upstream.Conn], error)
+	gotFn   func(pool.Lease[*upstream.Conn], error)
 }
 
 // pending is a request sent (or about to be) whose reply is owed to a
@@ -45,7 +45,7 @@ type pending struct {
 // each is. A link goes back to the pool when it has nothing in flight.
 type link struct {
 	b     *backend
-	lease *pool.Lease[*upstream.Conn]
+	lease pool.Lease[*upstream.Conn]
 	sp    frame.Splitter
 	fifo  []pending
 	head  int
@@ -83,7 +83,7 @@ func (b *backend) send(req []byte, p pending) {
 }
 
 // got receives a lease: the requests that waited go on it.
-func (b *backend) got(ls *pool.Lease[*upstream.Conn], err error) {
+func (b *backend) got(ls pool.Lease[*upstream.Conn], err error) {
 	b.getting--
 	if err != nil {
 		if len(b.links) == 0 && b.getting == 0 {
@@ -157,7 +157,7 @@ func (lk *link) onData(data []byte) {
 		lk.fail("-ERR upstream " + lk.b.addr + " reply: " + oneLine(err.Error()) + "\r\n")
 		return
 	}
-	if lk.lease == nil {
+	if !lk.lease.Lent() {
 		return // failed in emit
 	}
 	if lk.inFlight() == 0 {
@@ -177,7 +177,7 @@ func (lk *link) emit(tok []byte) bool {
 	lk.fifo[lk.head] = pending{}
 	lk.head++
 	p.cl.part(p.r, p.part, tok)
-	return lk.lease != nil
+	return lk.lease.Lent()
 }
 
 func (lk *link) onClose(err error) {
@@ -185,7 +185,7 @@ func (lk *link) onClose(err error) {
 }
 
 func (lk *link) onTimeout() {
-	if lk.lease != nil && lk.inFlight() > 0 {
+	if lk.lease.Lent() && lk.inFlight() > 0 {
 		lk.fail("-ERR upstream " + lk.b.addr + " timeout\r\n")
 	}
 }
@@ -193,7 +193,7 @@ func (lk *link) onTimeout() {
 // fail answers every request in flight on lk with msg and returns the
 // connection broken: its replies, if they ever come, belong to nobody.
 func (lk *link) fail(msg string) {
-	if lk.lease == nil {
+	if !lk.lease.Lent() {
 		return
 	}
 	// A copy: answering a client may resume its reads, and its next
@@ -211,7 +211,7 @@ func (lk *link) release(broken bool) {
 		lk.timer.Stop()
 	}
 	ls := lk.lease
-	lk.lease = nil
+	lk.lease = pool.Lease[*upstream.Conn]{}
 	uc := ls.Conn()
 	if broken {
 		uc.MarkBroken()
