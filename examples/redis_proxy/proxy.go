@@ -365,11 +365,15 @@ func (p *proxy) serverOf(key []byte) int {
 	return int(fnv1a64(key) % uint32(len(p.servers)))
 }
 
-// fnv1a64 is twemproxy's hash_fnv1a_64 (src/hashkit/nc_fnv.c).
+// fnv1a64 is twemproxy's hash_fnv1a_64 (src/hashkit/nc_fnv.c). It reads
+// the key as C chars, which are signed on x86 and widened to uint32 with
+// their sign: a byte >= 0x80 is xored in as 0xffffff80 and up, not 0x80
+// (what nutcracker does, and so what a key like "kéy" needs to land where
+// nutcracker puts it).
 func fnv1a64(key []byte) uint32 {
 	h := uint32(0xcbf29ce484222325 & 0xffffffff)
 	for _, c := range key {
-		h ^= uint32(c)
+		h ^= uint32(int32(int8(c)))
 		h *= uint32(0x100000001b3 & 0xffffffff)
 	}
 	return h
