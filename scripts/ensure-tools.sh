@@ -4,13 +4,15 @@
 # and tune-nic.sh, taskset and flock; for examples/kv's tests and scripts/bench-resp.sh,
 # redis-cli, redis-benchmark (redis-tools) and redis-server; for scripts/bench-resp.sh's proxy
 # table, nutcracker (twemproxy); for the curl tests of examples/http, examples/http_proxy and
-# examples/file_server, curl (scripts/bench-http.sh also needs wrk, nginx-light and h2o, which
-# it names when they are missing). Without root or apt-get, or when
-# apt-get fails (no network, say), it only names what is missing and exits 0, and the step that
-# needs a missing tool says so: lint fails on a missing shellcheck, the benchmark smoke run fails
-# without taskset, the tune-nic.sh apply and restore tests fail without flock, and the namespace
-# test that needs ethtool and ip, the examples/kv tests that need redis and the curl tests skip
-# with a reason.
+# examples/file_server, curl; for examples/http_proxy's tests against a real upstream, nginx
+# (nginx-light: on a system with an init, Debian's package also starts the nginx service, which
+# the tests do not use: they run their own nginx in the foreground in a temporary directory;
+# `apt-get remove nginx-light` undoes it). scripts/bench-http.sh also needs wrk and h2o, which it
+# names when they are missing. Without root or apt-get, or when apt-get fails (no network, say),
+# it only names what is missing and exits 0, and the step that needs a missing tool says so: lint
+# fails on a missing shellcheck, the benchmark smoke run fails without taskset, the tune-nic.sh
+# apply and restore tests fail without flock, and the namespace test that needs ethtool and ip,
+# the tests that need redis, nutcracker or nginx and the curl tests skip with a reason.
 set -euo pipefail
 
 need=()
@@ -29,6 +31,7 @@ command -v redis-benchmark >/dev/null || add redis-tools
 command -v redis-server >/dev/null || add redis-server
 command -v curl >/dev/null || add curl
 command -v nutcracker >/dev/null || add nutcracker
+command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || add nginx-light
 if ((${#need[@]} == 0)); then exit 0; fi
 
 if ((EUID != 0)) || ! command -v apt-get >/dev/null; then

@@ -149,7 +149,7 @@ type fan struct {
 // request sends one line over a leased connection and waits for the echo.
 func (f *fan) request(i int) {
 	line := []byte("request " + strconv.Itoa(i) + "\n")
-	f.local.Get(func(ls *pool.Lease[*upstream.Conn], err error) {
+	f.local.Get(func(ls pool.Lease[*upstream.Conn], err error) {
 		if err != nil {
 			f.end(false)
 			return

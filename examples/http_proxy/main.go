@@ -15,15 +15,30 @@
 // with backpressure both ways: a client that sends a body faster than the
 // upstream takes it is not read until the upstream drains, and an upstream
 // that sends faster than the client reads is not read until the client
-// drains (-max-outbound bounds each connection's queue). Hop-by-hop fields
-// (Connection and those it names, Keep-Alive, Proxy-Connection, TE,
-// Upgrade) are removed, X-Forwarded-For gets the client's address, and
-// Expect: 100-continue is answered by the proxy.
+// drains (-max-outbound bounds each connection's queue). Header fields are
+// handled by one table (fieldTable in headers.go, each rule with its RFC
+// 9110/9112 section): hop-by-hop fields (Connection and those it names,
+// Keep-Alive, Proxy-Connection, TE, Upgrade, HTTP2-Settings) are removed
+// both ways, X-Forwarded-For gets the client's address, and Expect:
+// 100-continue is answered by the proxy. A field that frames a message
+// (Content-Length, Transfer-Encoding) travels with its body and is never
+// hop-by-hop: a request whose Connection names one is refused with 400, a
+// response with 502 (removing it while the body goes on as it came would
+// let the next hop read the body as the next message: request smuggling).
+// A response with a Transfer-Encoding loses its Content-Length (RFC 9112
+// 6.3), and an HTTP/1.0 client gets no transfer coding (a chunked body is
+// de-chunked; another coding is a 502). CONNECT is refused (501).
 //
 // Failures: 502 when no connection to the upstream can be made or it closes
 // or sends garbage before its response, 504 when it sends nothing for
-// -timeout (or no connection is free within -wait), and the client is cut
-// off when a response already begun cannot be completed. An idempotent
+// -timeout once the request is sent (or no connection is free within
+// -wait), and the client is cut off when a response already begun cannot
+// be completed. -timeout measures the upstream's silence only: it stops
+// while the proxy holds the upstream back for a client that reads slowly,
+// and -idle-timeout a client's silence only while the proxy reads it (not
+// while the client waits for its response or its upload is held back); the
+// runtime's write timeout (60 s, nginx's send_timeout) ends a peer that
+// takes none of what the proxy sends it. An idempotent
 // request without a body whose kept-alive connection closes before anything
 // is answered (the keep-alive race) is sent again once, on a new
 // connection. A connection that
@@ -83,8 +98,8 @@ func main() {
 	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
 	flag.IntVar(&cfg.max, "max", 64, "keep-alive connections per loop per upstream (the pool's MaxSize)")
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (504 past it)")
-	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "how long the upstream may send nothing once the request is sent (504, or the client cut off, past it)")
-	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a client connection that sends nothing for this long (0: never)")
+	flag.DurationVar(&cfg.timeout, "timeout", 30*time.Second, "how long the upstream may send nothing once the request is sent, not counting while the proxy holds it back for a slow client (504, or the client cut off, past it)")
+	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a client connection that sends nothing for this long while the proxy reads it: between requests, or mid-upload (0: never)")
 	flag.Int64Var(&cfg.maxBody, "max-body", -1, "longest request body in bytes (413 past it; -1: no limit, bodies are streamed)")
 	flag.IntVar(&cfg.maxOutbound, "max-outbound", 256<<10, "bytes queued per connection before its peer is no longer read (the memory a stream takes)")
 	flag.IntVar(&cfg.waitBatch, "wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off; Config.WaitBatch)")
@@ -122,7 +137,7 @@ type server struct {
 }
 
 func start(cfg config) (*server, error) {
-	p := &proxy{timeout: cfg.timeout, lim: http1.Limits{MaxBody: cfg.maxBody}}
+	p := &proxy{timeout: cfg.timeout, idle: cfg.idleTimeout, lim: http1.Limits{MaxBody: cfg.maxBody}}
 	s := &server{}
 	for _, a := range strings.Split(cfg.upstreams, ",") {
 		ap, err := netip.ParseAddrPort(strings.TrimSpace(a))

@@ -25,6 +25,7 @@ type proxy struct {
 	pools   []*pool.Pool[*upConn]
 	hosts   [][]byte // each upstream's address, the Host of a request without one
 	timeout time.Duration
+	idle    time.Duration // a client's idle timeout, while the proxy reads it
 	lim     http1.Limits
 	loops   percore.PerLoop[loopState]
 }
@@ -113,8 +114,7 @@ func (p *proxy) OnShutdown(c *percore.Conn) {
 func (cl *client) holdRead(why uint8) {
 	cl.hold |= why
 	if !cl.inView && !cl.paused {
-		cl.paused = true
-		frame.PauseRead(cl.c)
+		cl.pause()
 	}
 }
 
@@ -124,8 +124,19 @@ func (cl *client) releaseRead(why uint8) {
 	cl.hold &^= why
 	if cl.hold == 0 && cl.paused && !cl.inView && !cl.closed {
 		cl.paused = false
+		cl.c.SetIdleTimeout(cl.p.idle)
 		frame.ResumeRead(cl.c)
 	}
+}
+
+// pause stops reading the client, and its idle timeout with it: while the
+// proxy does not read, the client's silence is the proxy's doing (it waits
+// for its response, or its upload is held back for a slow upstream). The
+// idle clock starts again when reading resumes.
+func (cl *client) pause() {
+	cl.paused = true
+	cl.c.SetIdleTimeout(0)
+	frame.PauseRead(cl.c)
 }
 
 // OnView decodes the client's requests, one exchange at a time: a head
@@ -137,8 +148,7 @@ func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 	off, err := cl.view(in)
 	cl.inView = false
 	if cl.hold != 0 && !cl.paused && !cl.closed {
-		cl.paused = true
-		frame.PauseRead(c)
+		cl.pause()
 	}
 	return off, err
 }
@@ -162,6 +172,9 @@ func (cl *client) view(in []byte) (int, error) {
 		}
 		switch ev {
 		case http1.Head:
+			if err := refuse(cl.d.Request()); err != nil {
+				return off, err // OnFrameError answers it, and the connection closes
+			}
 			ex.start()
 		case http1.Body:
 			ex.forwardRequest(raw)
@@ -176,6 +189,23 @@ func (cl *client) view(in []byte) (int, error) {
 		}
 	}
 	return off, nil
+}
+
+// errConnect is the answer to CONNECT.
+var errConnect = &http1.Error{Status: 501, Reason: "CONNECT: the proxy opens no tunnels"}
+
+// refuse returns the error a request gets instead of being forwarded, or
+// nil: one whose Connection names a framing field (fieldTable), and
+// CONNECT (a reverse proxy forwards to origin servers; a tunnel through it
+// would be a connection the proxy can neither frame nor pool).
+func refuse(req *http1.Request) error {
+	if f := namedFraming(&req.Header); f != "" {
+		return &http1.Error{Status: 400, Reason: "Connection names " + f + ", which frames the message"}
+	}
+	if string(req.Method) == "CONNECT" {
+		return errConnect
+	}
+	return nil
 }
 
 // OnFrameError answers a request the codec rejected before any exchange
@@ -195,7 +225,7 @@ type exchange struct {
 	cl          *client
 	active      bool
 	local       *pool.Local[*upConn]
-	lease       *pool.Lease[*upConn]
+	lease       pool.Lease[*upConn]
 	uc          *upConn
 	rd          http1.ResponseDecoder
 	head        []byte // the request head sent upstream (reused)
@@ -212,7 +242,7 @@ type exchange struct {
 	upBytes     bool   // the upstream sent something for this exchange
 	retried     bool   // sent again once already
 	timer       *percore.Timer
-	gotFn       func(*pool.Lease[*upConn], error)
+	gotFn       func(pool.Lease[*upConn], error)
 }
 
 // start begins the exchange of the request whose head was just decoded:
@@ -247,10 +277,10 @@ func (ex *exchange) start() {
 }
 
 // got receives the exchange's upstream connection.
-func (ex *exchange) got(lease *pool.Lease[*upConn], err error) {
+func (ex *exchange) got(lease pool.Lease[*upConn], err error) {
 	cl := ex.cl
 	if cl.closed || !ex.active {
-		if lease != nil {
+		if lease.Lent() {
 			ex.local.Put(lease)
 		}
 		return
@@ -360,9 +390,18 @@ func (ex *exchange) upView(in []byte) int {
 					return len(in)
 				}
 				if ex.minor == 1 {
-					cl.c.Write(raw)
+					ex.out = appendInterimHead(ex.out[:0], resp)
+					cl.c.Write(ex.out)
 				}
 				continue
+			}
+			if f := namedFraming(&resp.Header); f != "" {
+				ex.fail(502, "upstream: Connection names "+f+", which frames the response")
+				return len(in)
+			}
+			if ex.minor == 0 && !resp.NoBody && resp.Header.Has("transfer-encoding") && !onlyChunked(&resp.Header) {
+				ex.fail(502, "upstream: a transfer coding an HTTP/1.0 client cannot read")
+				return len(in)
 			}
 			if !ex.reqDone {
 				ex.closeAfter = true // answered before the whole request: the rest cannot be read in step
@@ -373,7 +412,7 @@ func (ex *exchange) upView(in []byte) int {
 			if resp.Chunked && ex.minor == 0 {
 				ex.dechunk, ex.closeAfter = true, true
 			}
-			ex.out = appendClientHead(ex.out[:0], resp, ex.closeAfter, ex.minor, ex.dechunk)
+			ex.out = appendClientHead(ex.out[:0], resp, ex.closeAfter, ex.minor)
 			ex.respStarted = true
 			cl.c.Write(ex.out)
 		case http1.Body:
@@ -384,8 +423,11 @@ func (ex *exchange) upView(in []byte) int {
 			}
 			if cl.c.Paused() && !ex.upPaused {
 				// The client reads slower than the upstream sends: stop
-				// reading the upstream until the client drains.
+				// reading the upstream until the client drains. The
+				// timeout stops too: it measures the upstream's silence,
+				// and now the silence is the proxy's.
 				ex.upPaused = true
+				ex.stopTimer()
 				frame.PauseRead(ex.uc.pc)
 				return off
 			}
@@ -411,6 +453,9 @@ func (ex *exchange) upView(in []byte) int {
 func (ex *exchange) clientDrained() {
 	if ex.upPaused && ex.uc != nil {
 		ex.upPaused = false
+		if ex.reqDone {
+			ex.armTimer()
+		}
 		frame.ResumeRead(ex.uc.pc)
 	}
 }
@@ -463,7 +508,7 @@ func (ex *exchange) release(broken bool) {
 		frame.ResumeRead(uc.pc)
 	}
 	lease := ex.lease
-	ex.lease = nil
+	ex.lease = pool.Lease[*upConn]{}
 	ex.local.Put(lease)
 }
 

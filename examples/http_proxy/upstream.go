@@ -49,6 +49,12 @@ func (m *upManager) Connect(loop pool.Loop, done func(*upConn, error)) {
 			done(nil, err)
 			return
 		}
+		// Config.IdleTimeout is the clients': an upstream connection is
+		// silent while the proxy sends it a long upload or holds it back
+		// for a slow client, and -timeout measures its silence once the
+		// request is sent. Idle pooled connections are the pool's to
+		// expire (its IdleTimeout).
+		pc.SetIdleTimeout(0)
 		uc.pc = pc
 		done(uc, nil)
 	})

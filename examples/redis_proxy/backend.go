@@ -19,6 +19,7 @@ import (
 // touches it.
 type backend struct {
 	p     *proxy
+	idx   int // the server's index: its route in each client's routes
 	addr  string
 	local *pool.Local[*upstream.Conn]
 	links []*link
@@ -29,7 +30,7 @@ type backend struct {
 	waiting []pending
 	waitBuf []byte
 	free    []*link
-	gotFn   func(*pool.Lease[*upstream.Conn], error)
+	gotFn   func(pool.Lease[*upstream.Conn], error)
 }
 
 // pending is a request sent (or about to be) whose reply is owed to a
@@ -45,7 +46,7 @@ type pending struct {
 // each is. A link goes back to the pool when it has nothing in flight.
 type link struct {
 	b     *backend
-	lease *pool.Lease[*upstream.Conn]
+	lease pool.Lease[*upstream.Conn]
 	sp    frame.Splitter
 	fifo  []pending
 	head  int
@@ -57,24 +58,46 @@ type link struct {
 	emitFn      func([]byte) bool
 }
 
-// send forwards req (one or more whole commands, as many replies as
-// entries in ps) to the backend, on the least loaded link, leasing
-// another while every link is deep in requests and the pool allows.
+// route is where one client's commands to one server go. While the
+// client has n of them in flight, all on the link lk (or, with lk nil,
+// waiting in the backend for a lease), its next ones follow them there:
+// the server then runs a client's commands in the order the client sent
+// them, whichever connections the loop's clients share.
+type route struct {
+	lk *link
+	n  int
+}
+
+// send forwards req (one whole command, whose reply is owed to p) to the
+// backend: behind the client's commands in flight to this server if it
+// has any, else on the least loaded link, else (no link, or every link
+// -depth deep while the pool allows another) on a new lease.
 func (b *backend) send(req []byte, p pending) {
+	rt := &p.cl.routes[b.idx]
+	if rt.n > 0 {
+		rt.n++
+		if rt.lk != nil {
+			rt.lk.send(req, p)
+		} else {
+			b.wait(req, p)
+		}
+		return
+	}
 	var best *link
 	for _, lk := range b.links {
 		if best == nil || lk.inFlight() < best.inFlight() {
 			best = lk
 		}
 	}
-	more := (best == nil || best.inFlight() >= b.p.depth) && len(b.links)+b.getting < b.p.maxConns
-	if best == nil {
-		b.waiting = append(b.waiting, p)
-		b.waitBuf = append(b.waitBuf, req...)
-	} else {
+	room := len(b.links)+b.getting < b.p.maxConns
+	if best != nil && (best.inFlight() < b.p.depth || !room) {
+		rt.lk, rt.n = best, 1
 		best.send(req, p)
+		return
 	}
-	if more {
+	rt.lk, rt.n = nil, 1
+	b.wait(req, p)
+	if room && b.getting == 0 {
 		// After the request is placed: Get may lend an idle
 		// connection at once, before it returns.
 		b.getting++
@@ -82,11 +105,31 @@ func (b *backend) send(req []byte, p pending) {
 	}
 }
 
+// wait queues a request for the next lease.
+func (b *backend) wait(req []byte, p pending) {
+	b.waiting = append(b.waiting, p)
+	b.waitBuf = append(b.waitBuf, req...)
+}
+
+// settle counts off a request of p's client that left a link or the
+// waiting list: its reply came, or it failed.
+func (b *backend) settle(p pending) {
+	rt := &p.cl.routes[b.idx]
+	if rt.n--; rt.n == 0 {
+		rt.lk = nil
+	}
+}
+
 // got receives a lease: the requests that waited go on it.
-func (b *backend) got(ls *pool.Lease[*upstream.Conn], err error) {
+func (b *backend) got(ls pool.Lease[*upstream.Conn], err error) {
 	b.getting--
 	if err != nil {
-		if len(b.links) == 0 && b.getting == 0 {
+		switch {
+		case len(b.waiting) == 0:
+		case len(b.links) > 0:
+			// The links there are carry them, behind what they have.
+			b.flushWaiting(b.links[0])
+		case b.getting == 0:
 			// Nothing else will carry them.
 			b.failWaiting("-ERR upstream " + b.addr + ": " + oneLine(err.Error()) + "\r\n")
 		}
@@ -104,11 +147,7 @@ func (b *backend) got(ls *pool.Lease[*upstream.Conn], err error) {
 	ls.Conn().Receive(lk.dataFn, lk.closeFn)
 	b.links = append(b.links, lk)
 	if len(b.waiting) > 0 {
-		ls.Conn().Write(b.waitBuf)
-		lk.fifo = append(lk.fifo, b.waiting...)
-		clear(b.waiting)
-		b.waiting, b.waitBuf = b.waiting[:0], b.waitBuf[:0]
-		lk.arm()
+		b.flushWaiting(lk)
 		return
 	}
 	if lk.inFlight() == 0 {
@@ -116,10 +155,35 @@ func (b *backend) got(ls *pool.Lease[*upstream.Conn], err error) {
 	}
 }
 
+// flushWaiting sends every waiting request on lk, in order, and routes
+// their clients' next requests there.
+func (b *backend) flushWaiting(lk *link) {
+	ws := b.waiting
+	for _, p := range ws {
+		p.cl.routes[b.idx].lk = lk
+	}
+	if _, err := lk.lease.Conn().Write(b.waitBuf); err != nil {
+		b.failWaiting("-ERR upstream " + b.addr + ": " + oneLine(err.Error()) + "\r\n")
+		lk.fail("-ERR upstream " + b.addr + ": " + oneLine(err.Error()) + "\r\n")
+		return
+	}
+	if lk.inFlight() == 0 {
+		lk.arm()
+	}
+	lk.fifo = append(lk.fifo, ws...)
+	clear(b.waiting)
+	b.waiting, b.waitBuf = b.waiting[:0], b.waitBuf[:0]
+}
+
 // failWaiting answers every waiting request with msg.
 func (b *backend) failWaiting(msg string) {
 	ws := b.waiting
 	b.waiting, b.waitBuf = nil, b.waitBuf[:0]
+	// Every route off first: an answer may resume its client, whose next
+	// requests must not follow these into the waiting list.
+	for _, p := range ws {
+		b.settle(p)
+	}
 	for _, p := range ws {
 		p.cl.part(p.r, p.part, []byte(msg))
 	}
@@ -129,8 +193,9 @@ func (lk *link) inFlight() int { return len(lk.fifo) - lk.head }
 
 func (lk *link) send(req []byte, p pending) {
 	if _, err := lk.lease.Conn().Write(req); err != nil {
-		p.cl.part(p.r, p.part, []byte("-ERR upstream "+lk.b.addr+": "+oneLine(err.Error())+"\r\n"))
-		lk.fail("-ERR upstream " + lk.b.addr + ": " + oneLine(err.Error()) + "\r\n")
+		msg := "-ERR upstream " + lk.b.addr + ": " + oneLine(err.Error()) + "\r\n"
+		lk.fifo = append(lk.fifo, p) // failed with the rest, in order
+		lk.fail(msg)
 		return
 	}
 	if lk.inFlight() == 0 {
@@ -157,7 +222,7 @@ func (lk *link) onData(data []byte) {
 		lk.fail("-ERR upstream " + lk.b.addr + " reply: " + oneLine(err.Error()) + "\r\n")
 		return
 	}
-	if lk.lease == nil {
+	if !lk.lease.Lent() {
 		return // failed in emit
 	}
 	if lk.inFlight() == 0 {
@@ -176,8 +241,9 @@ func (lk *link) emit(tok []byte) bool {
 	p := lk.fifo[lk.head]
 	lk.fifo[lk.head] = pending{}
 	lk.head++
+	lk.b.settle(p)
 	p.cl.part(p.r, p.part, tok)
-	return lk.lease != nil
+	return lk.lease.Lent()
 }
 
 func (lk *link) onClose(err error) {
@@ -185,7 +251,7 @@ func (lk *link) onClose(err error) {
 }
 
 func (lk *link) onTimeout() {
-	if lk.lease != nil && lk.inFlight() > 0 {
+	if lk.lease.Lent() && lk.inFlight() > 0 {
 		lk.fail("-ERR upstream " + lk.b.addr + " timeout\r\n")
 	}
 }
@@ -193,12 +259,16 @@ func (lk *link) onTimeout() {
 // fail answers every request in flight on lk with msg and returns the
 // connection broken: its replies, if they ever come, belong to nobody.
 func (lk *link) fail(msg string) {
-	if lk.lease == nil {
+	if !lk.lease.Lent() {
 		return
 	}
 	// A copy: answering a client may resume its reads, and its next
-	// requests may lease this very link again.
+	// requests may lease this very link again. Every route off first, so
+	// that they do not follow these onto a link that is gone.
 	fifo := append([]pending(nil), lk.fifo[lk.head:]...)
+	for _, p := range fifo {
+		lk.b.settle(p)
+	}
 	lk.release(true)
 	for _, p := range fifo {
 		p.cl.part(p.r, p.part, []byte(msg))
@@ -211,7 +281,7 @@ func (lk *link) release(broken bool) {
 		lk.timer.Stop()
 	}
 	ls := lk.lease
-	lk.lease = nil
+	lk.lease = pool.Lease[*upstream.Conn]{}
 	uc := ls.Conn()
 	if broken {
 		uc.MarkBroken()

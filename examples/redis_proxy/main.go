@@ -2,11 +2,15 @@
 
 // Command redis_proxy is a pooling Redis proxy on percore: every loop
 // accepts clients on its own SO_REUSEPORT listener, sends each command to
-// the server its key hashes to (as twemproxy does: fnv1a_64 and modula, so
+// the server its keys hash to (as twemproxy does: fnv1a_64 and modula, so
 // that the proxy and a twemproxy configured alike put every key on the
 // same server; the servers are ordered as twemproxy orders them), on
 // connections the loop leased from its own pool for that
-// server, and answers each client in the order of its requests.
+// server, and answers each client in the order of its requests. A
+// command's keys are where Redis's command table says
+// (runtime/frame/resp/commands: EVAL's after numkeys, OBJECT's after the
+// subcommand, ...), and what the proxy refuses is derived from that table
+// too (policy.go).
 //
 //	redis-server --port 6379 --save '' --appendonly no &
 //	go run ./examples/redis_proxy -addr 127.0.0.1:6390 -servers 127.0.0.1:6379
@@ -19,18 +23,23 @@
 // leased when a request needs one and goes back to the pool once it has
 // nothing in flight: not one lease per request. While every leased
 // connection to a server has -depth requests in flight the loop leases
-// another, up to -max per server per loop (the pool's MaxSize).
+// another, up to -max per server per loop (the pool's MaxSize). A client's
+// commands to one server stay on one connection while any is in flight
+// there, so that the server runs them in the order the client sent them.
 //
 // Faults: a server that refuses or cannot be reached, a connection that
 // closes with requests in flight, a reply that does not parse, and a
 // server that makes no progress for -timeout (a frozen server) each answer
 // every request they hold with "-ERR upstream ADDR ...", and the
 // connection goes back to the pool broken, never to be lent again: a
-// client gets an error, never a hang. Commands that change or block a
-// pooled connection (MULTI, SUBSCRIBE, BLPOP, SELECT n, AUTH, ...) or span
-// the whole keyspace (KEYS, FLUSHALL, DBSIZE, ...) are refused, as
-// twemproxy refuses them; MGET, MSET, DEL, EXISTS and UNLINK over several
-// servers are split into one command per key and joined.
+// client gets an error, never a hang. Refused, with the reason: commands
+// that do not answer once per request (SUBSCRIBE and its kind, REPLCONF,
+// MONITOR), that block or change the shared connection (BLPOP, MULTI,
+// SELECT n, AUTH, CLIENT, ...), administrative ones, commands that span
+// every server (KEYS, SCAN, FLUSHALL, ...), commands without a key, and
+// commands whose keys belong to several servers (CROSSSLOT), except those
+// Redis Cluster splits (MGET, MSET, DEL, EXISTS, TOUCH, UNLINK): one
+// command per key, joined (docs/decisions/0024-redis-kv-and-proxy.md).
 package main
 
 import (
@@ -115,6 +124,7 @@ func run(cfg config) error {
 // server is a running proxy.
 type server struct {
 	rt      *percore.Runtime
+	p       *proxy
 	pools   []*pool.Pool[*upstream.Conn]
 	metrics *metrics.Server // nil without -metrics
 }
@@ -152,6 +162,7 @@ func start(cfg config) (*server, error) {
 		s.pools = append(s.pools, pl)
 	}
 	p.pools = s.pools
+	s.p = p
 	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger, LoopSetup: p.setup}
 	var err error
 	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {

@@ -330,17 +330,23 @@ func TestRefused(t *testing.T) {
 
 // TestPlacementLikeTwemproxy: keys written through a real twemproxy
 // (Debian's nutcracker, hash fnv1a_64, distribution modula) in front of
-// two redis-servers land on the same servers as keys written through the
-// proxy in front of two others listed in the same order. The servers'
-// ports are random, so over runs both orders of their names occur: this
-// is what found that twemproxy sorts a pool's servers by name.
+// three redis-servers land on the same servers as keys written through the
+// proxy in front of three others listed in the same order. The servers'
+// ports are random, so over runs the orders of their names vary: this is
+// what found that twemproxy sorts a pool's servers by name. The keys hold
+// bytes >= 0x80 too ("kéy"): twemproxy hashes each as a sign-extended C
+// char.
 func TestPlacementLikeTwemproxy(t *testing.T) {
 	bin, err := exec.LookPath("nutcracker")
 	if err != nil {
 		t.Skip("nutcracker (twemproxy) is not installed (Debian: apt-get install nutcracker; scripts/ensure-tools.sh installs it)")
 	}
-	t1, t2 := pctest.StartRedis(t), pctest.StartRedis(t)
-	p1, p2 := pctest.StartRedis(t), pctest.StartRedis(t)
+	const n = 3
+	var tw, ours []string
+	for range n {
+		tw = append(tw, pctest.StartRedis(t).Addr())
+		ours = append(ours, pctest.StartRedis(t).Addr())
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -348,17 +354,19 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 	twAddr := ln.Addr().String()
 	ln.Close()
 	conf := t.TempDir() + "/nutcracker.yml"
-	yml := "test:\n  listen: " + twAddr + "\n  hash: fnv1a_64\n  distribution: modula\n  redis: true\n  servers:\n   - " +
-		t1.Addr() + ":1\n   - " + t2.Addr() + ":1\n"
+	yml := "test:\n  listen: " + twAddr + "\n  hash: fnv1a_64\n  distribution: modula\n  redis: true\n  servers:\n"
+	for _, a := range tw {
+		yml += "   - " + a + ":1\n"
+	}
 	if err := writeFile(conf, yml); err != nil {
 		t.Fatal(err)
 	}
 	stats := freePort(t)
-	tw := exec.Command(bin, "-c", conf, "-s", stats, "-o", t.TempDir()+"/nutcracker.log")
-	if err := tw.Start(); err != nil {
+	cmd := exec.Command(bin, "-c", conf, "-s", stats, "-o", t.TempDir()+"/nutcracker.log")
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { tw.Process.Kill(); tw.Wait() })
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	pctest.WaitFor(t, "nutcracker to listen", func() bool {
 		c, err := net.Dial("tcp", twAddr)
 		if err == nil {
@@ -366,29 +374,34 @@ func TestPlacementLikeTwemproxy(t *testing.T) {
 		}
 		return err == nil
 	})
-	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, p1.Addr(), p2.Addr())
+	s := startProxy(t, percore.Epoll, 1, 10*time.Second, 2, ours...)
 	var cmds [][]string
 	for i := range 200 {
 		cmds = append(cmds, []string{"SET", "key:" + strconv.Itoa(i*7919), "v"})
 	}
+	for i := range 100 {
+		cmds = append(cmds, []string{"SET", "kéy" + strconv.Itoa(i), "v"}, []string{"SET", "\xff\x80" + strconv.Itoa(i), "v"})
+	}
 	for who, addr := range map[string]string{"twemproxy": twAddr, "the proxy": s.rt.Addr().String()} {
 		for i, got := range dialResp(t, addr).pipeline(t, cmds...) {
 			if got != "+OK\r\n" {
-				t.Fatalf("%s: SET %s: %q", who, cmds[i][1], got)
+				t.Fatalf("%s: SET %q: %q", who, cmds[i][1], got)
 			}
 		}
 	}
 	// Server i of each pool, in the order of its names as twemproxy
 	// sorts them: if twemproxy did not sort them so, the runs where
 	// the ports' order and the names' order differ would fail.
-	two, po := twemproxyOrder([]string{t1.Addr(), t2.Addr()}), twemproxyOrder([]string{p1.Addr(), p2.Addr()})
-	tws := []*respClient{dialResp(t, two[0]), dialResp(t, two[1])}
-	ours := []*respClient{dialResp(t, po[0]), dialResp(t, po[1])}
+	var twc, oc []*respClient
+	for i, a := range twemproxyOrder(tw) {
+		twc = append(twc, dialResp(t, a))
+		oc = append(oc, dialResp(t, twemproxyOrder(ours)[i]))
+	}
 	for _, c := range cmds {
-		for i := range 2 {
-			a, b := tws[i].do(t, "EXISTS", c[1]), ours[i].do(t, "EXISTS", c[1])
+		for i := range n {
+			a, b := twc[i].do(t, "EXISTS", c[1]), oc[i].do(t, "EXISTS", c[1])
 			if a != b {
-				t.Fatalf("%s on server %d: twemproxy's %q, the proxy's %q", c[1], i, a, b)
+				t.Fatalf("%q on server %d: twemproxy's %q, the proxy's %q", c[1], i, a, b)
 			}
 		}
 	}

@@ -3,12 +3,15 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"time"
 
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/ordered"
 	"github.com/percore/percore/runtime/frame/resp"
+	"github.com/percore/percore/runtime/frame/resp/commands"
 	"github.com/percore/percore/runtime/pool"
 	"github.com/percore/percore/runtime/pool/upstream"
 )
@@ -46,7 +49,7 @@ var (
 func (p *proxy) setup(l *percore.Loop) error {
 	bs := make([]*backend, len(p.servers))
 	for i, addr := range p.servers {
-		b := &backend{p: p, addr: addr, local: p.pools[i].Local(l)}
+		b := &backend{p: p, idx: i, addr: addr, local: p.pools[i].Local(l)}
 		b.gotFn = b.got
 		bs[i] = b
 	}
@@ -68,9 +71,9 @@ type joinMode uint8
 
 const (
 	joinOne   joinMode = iota // the one part is the reply
-	joinSum                   // DEL, EXISTS: an integer
-	joinArray                 // MGET: an array of the parts
-	joinOK                    // MSET: +OK unless a part failed
+	joinSum                   // response_policy:agg_sum (DEL, EXISTS): the parts' integers summed
+	joinArray                 // no response policy (MGET): the parts' one-element arrays, as one
+	joinOK                    // response_policy:all_succeeded (MSET): +OK unless a part failed
 )
 
 // client is one client connection.
@@ -80,12 +83,15 @@ type client struct {
 	bs     []*backend
 	q      *ordered.Queue[join]
 	args   [][]byte
+	keys   []int   // the key positions of the command at hand
+	routes []route // per server: where its commands in flight are
 	tmp    []byte
 	paused bool
 }
 
 func (p *proxy) OnOpen(c *percore.Conn) {
-	frame.SetValue(c, &client{p: p, c: c, bs: *p.loops.Get(c.Loop()), q: ordered.New[join](c)})
+	bs := *p.loops.Get(c.Loop())
+	frame.SetValue(c, &client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c)})
 }
 
 // OnView forwards every whole command of in and returns the bytes they
@@ -143,44 +149,114 @@ var (
 )
 
 // command routes one command; raw is its bytes as the client sent them.
+// The proxy answers a few connection commands itself; every other command
+// is looked up in Redis's command table, refused by its rule (policy.go),
+// checked for its arity, and sent to the server its keys belong to (found
+// by the table's key specs), split by key when they belong to several and
+// the command allows it.
 func (cl *client) command(args [][]byte, raw []byte) {
 	name := args[0]
 	switch {
 	case is(name, "PING") && len(args) == 1:
 		cl.q.Send(replyPong)
+		return
+	case is(name, "PING") && len(args) == 2, is(name, "ECHO") && len(args) == 2:
+		cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
+		return
 	case is(name, "COMMAND"):
 		cl.q.Send(replyEmpty)
+		return
 	case is(name, "QUIT"):
 		cl.q.Send(replyOK)
 		cl.q.CloseWhenDone()
+		return
 	case is(name, "SELECT") && len(args) == 2 && string(args[1]) == "0",
-		is(name, "CLIENT") && len(args) >= 2 && is(args[1], "SETNAME"):
+		is(name, "CLIENT") && len(args) == 3 && is(args[1], "SETNAME"):
 		cl.q.Send(replyOK)
-	case is(name, "HELLO") && (len(args) == 1 || string(args[1]) == "2"):
+		return
+	case is(name, "HELLO") && (len(args) == 1 || len(args) == 2 && string(args[1]) == "2"):
 		cl.q.Send(helloReply)
+		return
 	case is(name, "CONFIG") && len(args) == 3 && is(args[1], "GET"):
 		cl.q.Send(replyEmpty) // the servers' settings are not the proxy's
-	case len(cl.bs) > 1 && len(args) > 2 && (is(name, "MGET") || is(name, "DEL") || is(name, "EXISTS") || is(name, "UNLINK")):
-		mode := joinSum
-		if is(name, "MGET") {
-			mode = joinArray
+		return
+	}
+	cmd := commands.Find(args)
+	if cmd == nil {
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], unknown(args)))
+		return
+	}
+	r := rules()[cmd]
+	switch {
+	case r.refuse != "":
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], refusal(cmd, r.refuse)))
+		return
+	case !cmd.ArityOK(len(args)):
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for '"+cmd.Name+"' command"))
+		return
+	}
+	keys, ok := cmd.Keys(cl.keys[:0], args)
+	cl.keys = keys
+	if !ok || len(keys) == 0 {
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], refusal(cmd, "no key to route it by")))
+		return
+	}
+	server := cl.p.serverOf(args[keys[0]])
+	one := true
+	for _, k := range keys[1:] {
+		if cl.p.serverOf(args[k]) != server {
+			one = false
+			break
 		}
-		cl.split(args, 1, mode)
-	case len(cl.bs) > 1 && is(name, "MSET"):
-		if len(args) < 3 || len(args)%2 == 0 {
-			cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for 'mset' command"))
+	}
+	switch {
+	case one:
+		rp := cl.q.Push(1)
+		rp.Data.mode = joinOne
+		cl.bs[server].send(raw, pending{cl: cl, r: rp})
+	case r.split && evenKeys(keys):
+		if keys[len(keys)-1]+keys[1]-keys[0] != len(args) {
+			// MSET a 1 b: the last key has no value (Redis checks
+			// this in the command, after the arity).
+			cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for '"+cmd.Name+"' command"))
 			return
 		}
-		cl.split(args, 2, joinOK)
-	case unsupported(name):
-		cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR command '"+trunc(name, 64)+"' is not supported by the proxy"))
-	case len(args) < 2:
-		cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR command '"+trunc(name, 64)+"' has no key: not supported by the proxy"))
+		cl.split(args, keys, r.join)
 	default:
-		r := cl.q.Push(1)
-		r.Data.mode = joinOne
-		cl.bs[cl.p.serverOf(args[1])].send(raw, pending{cl: cl, r: r})
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], "CROSSSLOT Keys in request don't hash to the same server"))
 	}
+}
+
+// evenKeys reports whether keys start at the first argument and come
+// every step-th (MGET a b c, MSET a 1 b 2): what split cuts into one
+// command per key, each with the arguments up to the next key.
+func evenKeys(keys []int) bool {
+	if len(keys) < 2 || keys[0] != 1 {
+		return false
+	}
+	step := keys[1] - keys[0]
+	for i, k := range keys {
+		if k != 1+i*step {
+			return false
+		}
+	}
+	return true
+}
+
+// unknown is Redis's error for a command the table does not have (a
+// command of a later Redis, a module's) or an unknown subcommand.
+func unknown(args [][]byte) string {
+	if c := commands.Lookup(args[0]); c != nil && c.Container() && len(args) > 1 {
+		return "ERR unknown subcommand '" + trunc(args[1], 128) + "'. Try " + strings.ToUpper(c.Name) + " HELP."
+	}
+	msg := "ERR unknown command '" + trunc(args[0], 128) + "', with args beginning with: "
+	for _, a := range args[1:] {
+		if len(msg) > 256 {
+			break
+		}
+		msg += "'" + trunc(a, 128) + "' "
+	}
+	return msg
 }
 
 var helloReply = func() []byte {
@@ -196,30 +272,15 @@ var helloReply = func() []byte {
 	return resp.AppendArray(resp.AppendBulkString(b, "modules"), 0)
 }()
 
-// unsupported are the commands a proxy with shared, pooled upstream
-// connections cannot forward: they change or block the connection
-// (transactions, subscriptions, blocking pops, other databases,
-// authentication), or span every key. twemproxy refuses them too.
-func unsupported(name []byte) bool {
-	for _, n := range unsupportedNames {
-		if is(name, n) {
-			return true
-		}
-	}
-	return false
-}
-
-var unsupportedNames = []string{"AUTH", "SELECT", "MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH", "SUBSCRIBE",
-	"PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "MONITOR", "BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH",
-	"BZPOPMIN", "BZPOPMAX", "BLMPOP", "BZMPOP", "XREAD", "XREADGROUP", "WAIT", "CLIENT", "HELLO", "RESET", "SHUTDOWN",
-	"KEYS", "SCAN", "FLUSHALL", "FLUSHDB", "DBSIZE", "RANDOMKEY", "SWAPDB", "MOVE", "MIGRATE", "SCRIPT", "CONFIG",
-	"DEBUG", "SYNC", "PSYNC", "REPLICAOF", "SLAVEOF", "SAVE", "BGSAVE", "BGREWRITEAOF", "FAILOVER", "CLUSTER"}
-
-// split sends a multi-key command as one command per key (MGET k -> GET
-// k, DEL k, EXISTS k, MSET k v -> SET k v), each to its server, and joins
-// the replies.
-func (cl *client) split(args [][]byte, step int, mode joinMode) {
-	keys := args[1:]
+// split sends a multi-key command whose keys belong to several servers as
+// one command of the same name per key, with the arguments up to the next
+// key (MGET a b -> MGET a, MGET b; MSET a 1 b 2 -> MSET a 1, MSET b 2),
+// each to its server, and joins the replies as the command's response
+// policy says. The same command, not GET for MGET: each part answers as
+// the whole would for its key (MGET's nil for a key that holds a list,
+// where GET's would be WRONGTYPE).
+func (cl *client) split(args [][]byte, keys []int, mode joinMode) {
+	step := keys[1] - keys[0]
 	r := cl.q.Push(1) // held until every part is sent
 	r.Data.mode, r.Data.sum, r.Data.fail = mode, 0, r.Data.fail[:0]
 	if mode == joinArray {
@@ -228,25 +289,15 @@ func (cl *client) split(args [][]byte, step int, mode joinMode) {
 		}
 		r.Data.parts = r.Data.parts[:len(keys)]
 	}
-	sub := "GET"
-	switch {
-	case step == 2:
-		sub = "SET"
-	case is(args[0], "DEL"), is(args[0], "UNLINK"):
-		sub = string(upper(args[0]))
-	case is(args[0], "EXISTS"):
-		sub = "EXISTS"
-	}
-	for i := 0; i < len(keys); i += step {
+	for i, k := range keys {
 		b := resp.AppendArray(cl.tmp[:0], 1+step)
-		b = resp.AppendBulkString(b, sub)
-		b = resp.AppendBulk(b, keys[i])
-		if step == 2 {
-			b = resp.AppendBulk(b, keys[i+1])
+		b = resp.AppendBulk(b, args[0])
+		for _, a := range args[k : k+step] {
+			b = resp.AppendBulk(b, a)
 		}
 		cl.tmp = b
 		cl.q.Add(r, 1)
-		cl.bs[cl.p.serverOf(keys[i])].send(b, pending{cl: cl, r: r, part: i})
+		cl.bs[cl.p.serverOf(args[k])].send(b, pending{cl: cl, r: r, part: i})
 	}
 	cl.partDone(r)
 }
@@ -269,7 +320,12 @@ func (cl *client) part(r *ordered.Reply[join], i int, reply []byte) {
 			d.fail = append(d.fail, "-ERR unexpected reply from upstream\r\n"...)
 		}
 	case d.mode == joinArray:
-		d.parts[i] = append(d.parts[i][:0], reply...)
+		// A one-key part's reply is an array of one element.
+		elem, ok := bytes.CutPrefix(reply, []byte("*1\r\n"))
+		if !ok && len(d.fail) == 0 {
+			d.fail = append(d.fail, "-ERR unexpected reply from upstream\r\n"...)
+		}
+		d.parts[i] = append(d.parts[i][:0], elem...)
 	}
 	cl.partDone(r)
 }
@@ -343,16 +399,6 @@ func is(b []byte, upper string) bool {
 	return true
 }
 
-func upper(b []byte) []byte {
-	out := []byte(string(b))
-	for i, c := range out {
-		if c >= 'a' && c <= 'z' {
-			out[i] = c - 'a' + 'A'
-		}
-	}
-	return out
-}
-
 func trunc(b []byte, n int) string { return string(b[:min(len(b), n)]) }
 
 // serverOf is the server key belongs to: twemproxy's fnv1a_64 hash (which
@@ -365,11 +411,15 @@ func (p *proxy) serverOf(key []byte) int {
 	return int(fnv1a64(key) % uint32(len(p.servers)))
 }
 
-// fnv1a64 is twemproxy's hash_fnv1a_64 (src/hashkit/nc_fnv.c).
+// fnv1a64 is twemproxy's hash_fnv1a_64 (src/hashkit/nc_fnv.c). It reads
+// the key as C chars, which are signed on x86 and widened to uint32 with
+// their sign: a byte >= 0x80 is xored in as 0xffffff80 and up, not 0x80
+// (what nutcracker does, and so what a key like "kéy" needs to land where
+// nutcracker puts it).
 func fnv1a64(key []byte) uint32 {
 	h := uint32(0xcbf29ce484222325 & 0xffffffff)
 	for _, c := range key {
-		h ^= uint32(c)
+		h ^= uint32(int32(int8(c)))
 		h *= uint32(0x100000001b3 & 0xffffffff)
 	}
 	return h

@@ -270,15 +270,15 @@ type client struct {
 	req    []byte
 	closed bool
 
-	gotFn   func(*pool.Lease[*upstream.Conn], error)
+	gotFn   func(pool.Lease[*upstream.Conn], error)
 	replyFn func([]byte, error)
 }
 
 // got receives the lease for the request in flight.
-func (cl *client) got(ls *pool.Lease[*upstream.Conn], err error) {
+func (cl *client) got(ls pool.Lease[*upstream.Conn], err error) {
 	switch {
 	case cl.closed:
-		if ls != nil {
+		if ls.Lent() {
 			cl.local.Put(ls)
 		}
 	case err != nil:

@@ -95,7 +95,7 @@ func run(w io.Writer, cfg config) error {
 	}
 	wt.print("warmed: the loop's pool opened min idle connections")
 
-	var leases []*pool.Lease[*upstream.Conn]
+	var leases []pool.Lease[*upstream.Conn]
 	wt.get(c.MaxSize)
 	for range c.MaxSize {
 		r := wt.next()
@@ -157,7 +157,7 @@ type walk struct {
 }
 
 type result struct {
-	lease *pool.Lease[*upstream.Conn]
+	lease pool.Lease[*upstream.Conn]
 	err   error
 }
 
@@ -173,14 +173,14 @@ func (wt *walk) on(f func()) {
 func (wt *walk) get(n int) {
 	wt.on(func() {
 		for range n {
-			wt.local.Get(func(ls *pool.Lease[*upstream.Conn], err error) { wt.got <- result{ls, err} })
+			wt.local.Get(func(ls pool.Lease[*upstream.Conn], err error) { wt.got <- result{ls, err} })
 		}
 	})
 }
 
 func (wt *walk) next() result { return <-wt.got }
 
-func (wt *walk) put(ls *pool.Lease[*upstream.Conn]) { wt.on(func() { wt.local.Put(ls) }) }
+func (wt *walk) put(ls pool.Lease[*upstream.Conn]) { wt.on(func() { wt.local.Put(ls) }) }
 
 func (wt *walk) state() (st pool.State, s pool.Statistics) {
 	wt.on(func() { st, s = wt.local.State(), wt.local.Statistics() })

@@ -21,7 +21,7 @@ func roundTrip(t *testing.T, loop *percore.Loop, local *pool.Local[*upstream.Con
 	t.Helper()
 	done := make(chan error, 1)
 	pctest.OnLoop(t, loop, func() {
-		local.Get(func(ls *pool.Lease[*upstream.Conn], err error) {
+		local.Get(func(ls pool.Lease[*upstream.Conn], err error) {
 			if err != nil {
 				done <- err
 				return

@@ -34,15 +34,15 @@ func BenchmarkGetPut(b *testing.B) {
 			} else {
 				l = p.Local(loop)
 			}
-			var got *Lease[*fakeConn]
-			done := func(ls *Lease[*fakeConn], err error) { got = ls }
+			var got Lease[*fakeConn]
+			done := func(ls Lease[*fakeConn], err error) { got = ls }
 			l.Get(done) // opens the connection
 			l.Put(got)
 			b.ReportAllocs()
 			for b.Loop() {
-				got = nil
+				got = Lease[*fakeConn]{}
 				l.Get(done)
-				if got == nil {
+				if !got.Lent() {
 					b.Fatal("the get was not served at once")
 				}
 				l.Put(got)
@@ -75,8 +75,8 @@ func TestGetPutAllocatesNothing(t *testing.T) {
 	}
 	loop := newFakeLoop(newFakeClock())
 	l := p.Local(loop)
-	var got *Lease[*fakeConn]
-	done := func(ls *Lease[*fakeConn], err error) { got = ls }
+	var got Lease[*fakeConn]
+	done := func(ls Lease[*fakeConn], err error) { got = ls }
 	l.Get(done)
 	l.Put(got)
 	if n := testing.AllocsPerRun(1000, func() { l.Get(done); l.Put(got) }); n != 0 {
@@ -102,14 +102,14 @@ func TestLocalUsesTheLoopClock(t *testing.T) {
 	}
 	now := time.Unix(1000, 0)
 	l := p.Local(movingClockLoop{newFakeLoop(newFakeClock()), &now})
-	var got *Lease[*fakeConn]
-	done := func(ls *Lease[*fakeConn], err error) { got = ls }
+	var got Lease[*fakeConn]
+	done := func(ls Lease[*fakeConn], err error) { got = ls }
 	l.Get(done)
 	l.Put(got)
 	now = now.Add(2 * time.Minute) // past the idle timeout, by the loop's clock only
-	got = nil
+	got = Lease[*fakeConn]{}
 	l.Get(done)
-	if got == nil {
+	if !got.Lent() {
 		t.Fatal("get not served")
 	}
 	if s := l.Statistics(); s.Created != 2 || s.ClosedIdleTimeout != 1 {
@@ -157,14 +157,14 @@ func TestLoopClockChoice(t *testing.T) {
 			defer p.Close()
 			now := start
 			l := p.Local(movingClockLoop{newFakeLoop(newFakeClock()), &now})
-			var got *Lease[*fakeConn]
-			done := func(ls *Lease[*fakeConn], err error) { got = ls }
+			var got Lease[*fakeConn]
+			done := func(ls Lease[*fakeConn], err error) { got = ls }
 			l.Get(done)
 			l.Put(got)
 			now = now.Add(2 * time.Minute) // past the idle timeout by the loop's clock
-			got = nil
+			got = Lease[*fakeConn]{}
 			l.Get(done)
-			if got == nil {
+			if !got.Lent() {
 				t.Fatal("get not served")
 			}
 			if s := l.Statistics(); s.Created != tt.wantCreated || s.ClosedIdleTimeout != tt.wantIdleGone {

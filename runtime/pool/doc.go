@@ -15,7 +15,7 @@
 //	...
 //	// On the loop's thread (a handler, a timer, a posted function):
 //	local := p.Local(conn.Loop())
-//	local.Get(func(lease *pool.Lease[*upstream.Conn], err error) {
+//	local.Get(func(lease pool.Lease[*upstream.Conn], err error) {
 //		if err != nil { ... } // pool.ErrTimeout, pool.ErrClosed or a connect error
 //		use(lease.Conn())
 //		local.Put(lease) // later, when the exchange is over
@@ -53,8 +53,10 @@
 // # Caveats
 //
 //   - Go has no destructors: every Lease a get hands out must come back
-//     through Put exactly once, or its slot stays taken. Do not use a Lease
-//     after Put.
+//     through Put, or its slot stays taken. A Lease is one lend: after its
+//     Put it is stale (a second Put is ignored, also once the connection is
+//     lent again, and Conn returns the zero C), so keep the Lease, not the
+//     connection, and do not use the connection after Put.
 //   - MaxSize and MinIdle are per loop: a pool on eight loops may hold
 //     eight times MaxSize connections. Size the upstream for that.
 //   - A get's done may run before Get returns (when an idle connection is

@@ -51,7 +51,7 @@ func Example() {
 	done := make(chan string, 1) // the loop must never wait for us
 	loop.Post(func() {
 		local := p.Local(loop) // a handler would keep this per connection
-		local.Get(func(lease *pool.Lease[*upstream.Conn], err error) {
+		local.Get(func(lease pool.Lease[*upstream.Conn], err error) {
 			if err != nil {
 				done <- err.Error()
 				return

@@ -15,7 +15,7 @@ type Local[C any] struct {
 	loop  Loop
 	clock func() time.Time
 
-	idle       []*Lease[C] // ready to lend, the newest last
+	idle       []*entry[C] // ready to lend, the newest last
 	open       int         // connections that exist: idle, lent out, validating
 	connecting int         // connects in progress
 	spare      int         // connects in progress that no get waits for
@@ -54,18 +54,45 @@ func newLocal[C any](p *Pool[C], loop Loop) *Local[C] {
 	return l
 }
 
-// Lease is a connection lent by a Local: Conn is the connection, and Put
-// gives it back. A Lease belongs to its loop's thread and must not be used
-// after Put.
+// Lease is one lend of a connection by a Local: Conn is the connection,
+// and Put gives it back. It is a small value, copied freely; each lend is a
+// new Lease, so one kept after its Put is stale: Put ignores it and Conn
+// returns the zero C, also once the connection is lent to another get. A
+// Lease belongs to its loop's thread. The zero Lease holds nothing.
 type Lease[C any] struct {
+	e    *entry[C]
+	lend uint64 // e.lends when this lend began
+}
+
+// Conn returns the leased connection, or the zero C when ls is no longer
+// lent out (it was put back) or is the zero Lease.
+func (ls Lease[C]) Conn() C {
+	if !ls.Lent() {
+		var zero C
+		return zero
+	}
+	return ls.e.conn
+}
+
+// Lent reports whether ls is lent out now: taken from a get and not yet
+// put back.
+func (ls Lease[C]) Lent() bool {
+	return ls.e != nil && ls.e.state == leaseOut && ls.e.lends == ls.lend
+}
+
+// entry is a connection of a Local and its bookkeeping, one per
+// connection for its whole life: each lend of it is a Lease that names its
+// lend by number, so that a Lease from an earlier lend cannot return it.
+type entry[C any] struct {
 	conn      C
 	local     *Local[C]
 	created   time.Time
 	idleSince time.Time
 	gen       uint64
+	lends     uint64 // lends so far; the current one's number while out
 	state     leaseState
 
-	req       *request[C] // the get waiting for this lease's validation
+	req       *request[C] // the get waiting for this entry's validation
 	inCall    bool        // Validate has not returned yet
 	answered  bool        // Validate answered before it returned
 	answer    error
@@ -81,19 +108,16 @@ const (
 	leaseClosed
 )
 
-// Conn returns the leased connection.
-func (ls *Lease[C]) Conn() C { return ls.conn }
-
 // request is a get in progress: waiting in the queue, waiting for a connect
 // or waiting for a validation. Requests are recycled.
 type request[C any] struct {
-	done         func(*Lease[C], error)
+	done         func(Lease[C], error)
 	start        time.Time
 	deadline     time.Time
 	seq          uint64
 	state        requestState
 	attempt      *attempt[C] // requestConnecting
-	lease        *Lease[C]   // requestValidating
+	lease        *entry[C]   // requestValidating
 	prev, next   *request[C] // in Local.active
 	qprev, qnext *request[C] // in Local.waiters
 }
@@ -122,10 +146,10 @@ func (l *Local[C]) Loop() Loop { return l.loop }
 // ErrClosed, ErrTimeout or the connect error. It may run before Get returns.
 // With an idle connection at hand (and nothing to validate, or a Manager
 // that validates at once), Get allocates nothing.
-func (l *Local[C]) Get(done func(lease *Lease[C], err error)) {
+func (l *Local[C]) Get(done func(lease Lease[C], err error)) {
 	if l.closed {
 		l.st.GetsFailed++
-		done(nil, ErrClosed)
+		done(Lease[C]{}, ErrClosed)
 		return
 	}
 	if l.waiters.len > 0 {
@@ -143,7 +167,7 @@ func (l *Local[C]) Get(done func(lease *Lease[C], err error)) {
 // by queueing it. r is the get's request when it has one (it is retrying
 // after a failed validation); otherwise done is its callback and a request
 // is made only if the get cannot be served at once.
-func (l *Local[C]) acquire(r *request[C], done func(*Lease[C], error)) {
+func (l *Local[C]) acquire(r *request[C], done func(Lease[C], error)) {
 	for !l.closed {
 		ls := l.popIdle()
 		if ls == nil {
@@ -192,21 +216,19 @@ func (l *Local[C]) acquire(r *request[C], done func(*Lease[C], error)) {
 
 // lend hands an idle connection to a get: to r if it has a request, else
 // to done.
-func (l *Local[C]) lend(r *request[C], done func(*Lease[C], error), ls *Lease[C]) {
+func (l *Local[C]) lend(r *request[C], done func(Lease[C], error), ls *entry[C]) {
 	if r != nil {
 		l.serve(r, ls, false)
 		return
 	}
-	ls.state = leaseOut
 	l.st.GetsDirect++
-	done(ls, nil)
+	done(ls.lendOut(), nil)
 }
 
 // serve completes request r with ls: a get that waited (for a new
 // connection or a returned one), or one served by an idle connection after
 // an asynchronous validation.
-func (l *Local[C]) serve(r *request[C], ls *Lease[C], waited bool) {
-	ls.state = leaseOut
+func (l *Local[C]) serve(r *request[C], ls *entry[C], waited bool) {
 	if waited {
 		l.st.GetsWaited++
 		l.st.WaitTime += l.clock().Sub(r.start)
@@ -216,7 +238,14 @@ func (l *Local[C]) serve(r *request[C], ls *Lease[C], waited bool) {
 	done := r.done
 	l.active.remove(r)
 	l.freeRequest(r)
-	done(ls, nil)
+	done(ls.lendOut(), nil)
+}
+
+// lendOut marks e lent out and returns the Lease of this lend.
+func (e *entry[C]) lendOut() Lease[C] {
+	e.state = leaseOut
+	e.lends++
+	return Lease[C]{e: e, lend: e.lends}
 }
 
 // fail completes request r with err.
@@ -229,7 +258,7 @@ func (l *Local[C]) fail(r *request[C], err error) {
 	done := r.done
 	l.active.remove(r)
 	l.freeRequest(r)
-	done(nil, err)
+	done(Lease[C]{}, err)
 }
 
 // detach takes r out of whatever it waits for, so that it can be failed.
@@ -250,7 +279,7 @@ func (l *Local[C]) detach(r *request[C]) {
 
 // popIdle returns the newest idle connection that is neither expired nor
 // broken, closing those that are, or nil.
-func (l *Local[C]) popIdle() *Lease[C] {
+func (l *Local[C]) popIdle() *entry[C] {
 	now := l.now()
 	for n := len(l.idle); n > 0; n = len(l.idle) {
 		ls := l.idle[n-1]
@@ -270,7 +299,7 @@ func (l *Local[C]) popIdle() *Lease[C] {
 }
 
 // expired says why an idle connection must not be lent, or causeNone.
-func (l *Local[C]) expired(ls *Lease[C], now time.Time) cause {
+func (l *Local[C]) expired(ls *entry[C], now time.Time) cause {
 	switch {
 	case ls.gen != l.gen:
 		return causeCleared
@@ -285,11 +314,14 @@ func (l *Local[C]) expired(ls *Lease[C], now time.Time) cause {
 // Put gives a lent connection back. A broken, cleared or too old
 // connection is closed, as is every connection after Close; otherwise it
 // goes to the oldest waiting get, or back on the idle list. A Lease that is
-// not lent out by l (already returned, say) is ignored.
-func (l *Local[C]) Put(ls *Lease[C]) {
-	if ls == nil || ls.local != l || ls.state != leaseOut {
+// not lent out by l now is ignored: the zero Lease, one of another Local,
+// and one already put back, also when its connection has been lent again
+// since (that lend has a Lease of its own).
+func (l *Local[C]) Put(lease Lease[C]) {
+	if !lease.Lent() || lease.e.local != l {
 		return
 	}
+	ls := lease.e
 	now := l.now()
 	switch {
 	case l.stopped:
@@ -314,7 +346,7 @@ func (l *Local[C]) Put(ls *Lease[C]) {
 
 // recycle hands a usable connection to the oldest waiter, or idles it. now
 // is the time when the pool expires connections (zero otherwise).
-func (l *Local[C]) recycle(ls *Lease[C], now time.Time) {
+func (l *Local[C]) recycle(ls *entry[C], now time.Time) {
 	if r := l.waiters.popFront(); r != nil {
 		l.serve(r, ls, true)
 		return
@@ -334,7 +366,7 @@ func (l *Local[C]) now() time.Time {
 
 // closeLease closes a connection and frees its slot (the caller serves the
 // waiters if it should).
-func (l *Local[C]) closeLease(ls *Lease[C], c cause) {
+func (l *Local[C]) closeLease(ls *entry[C], c cause) {
 	ls.state = leaseClosed
 	l.open--
 	l.st.count(c)
@@ -345,7 +377,7 @@ func (l *Local[C]) closeLease(ls *Lease[C], c cause) {
 }
 
 // onValidated is a lease's Validate callback.
-func (ls *Lease[C]) onValidated(err error) {
+func (ls *entry[C]) onValidated(err error) {
 	if ls.state != leaseValidating {
 		return // answered twice
 	}
@@ -435,7 +467,7 @@ func (a *attempt[C]) connected(c C, err error) {
 	l.st.Created++
 	l.open++
 	now := l.now()
-	ls := &Lease[C]{conn: c, local: l, gen: l.gen, created: now}
+	ls := &entry[C]{conn: c, local: l, gen: l.gen, created: now}
 	ls.validated = ls.onValidated
 	switch {
 	case l.closed:
@@ -482,7 +514,7 @@ func (l *Local[C]) Reap() {
 	now := l.clock()
 	idle := l.idle
 	l.idle = nil
-	var kept []*Lease[C]
+	var kept []*entry[C]
 	for _, ls := range idle {
 		if c := l.expired(ls, now); c != causeNone {
 			l.closeLease(ls, c)
@@ -584,7 +616,7 @@ func (l *Local[C]) tick() {
 
 // newRequest registers a get that cannot be served at once, and makes sure
 // a timer will end it at its deadline.
-func (l *Local[C]) newRequest(done func(*Lease[C], error)) *request[C] {
+func (l *Local[C]) newRequest(done func(Lease[C], error)) *request[C] {
 	var r *request[C]
 	if n := len(l.freeReqs); n > 0 {
 		r = l.freeReqs[n-1]

@@ -64,11 +64,15 @@ func TestReuse(t *testing.T) {
 				g := newGetter(t, p, loop)
 				g.get(1)
 				first := g.lease()
+				firstConn := first.Conn()
 				g.put(first)
+				if first.Conn() != nil || first.Lent() {
+					t.Errorf("a Lease put back still gives its connection")
+				}
 				g.get(1)
 				second := g.lease()
-				if first.Conn() != second.Conn() {
-					t.Errorf("second get got connection %d, want the idle %d", second.Conn().id, first.Conn().id)
+				if firstConn != second.Conn() {
+					t.Errorf("second get got connection %d, want the idle %d", second.Conn().id, firstConn.id)
 				}
 				g.put(second)
 				st, s := g.state()
@@ -91,7 +95,7 @@ func TestMaxSizeThenTimeout(t *testing.T) {
 		g.get(3)
 		a, c := g.lease(), g.lease()
 		r := g.next()
-		if r.lease != nil || !errors.Is(r.err, ErrTimeout) || !errors.Is(r.err, os.ErrDeadlineExceeded) {
+		if r.lease.Lent() || !errors.Is(r.err, ErrTimeout) || !errors.Is(r.err, os.ErrDeadlineExceeded) {
 			t.Fatalf("third get: %v, %v; want ErrTimeout", r.lease, r.err)
 		}
 		st, s := g.state()
@@ -128,7 +132,7 @@ func TestBrokenIsDropped(t *testing.T) {
 		}
 		// One that breaks while idle is dropped on checkout.
 		var idle *fakeConn
-		pctest.OnLoop(t, loop, func() { idle = g.local.idle[0].Conn(); idle.broken = true })
+		pctest.OnLoop(t, loop, func() { idle = g.local.idle[0].conn; idle.broken = true })
 		g.get(1)
 		if next := g.lease(); next.Conn() == idle {
 			t.Error("a connection that broke while idle was lent")
@@ -351,10 +355,10 @@ func TestFIFO(t *testing.T) {
 			g.get(1)
 			ls := g.lease()
 			order := make(chan int, 3)
-			var served [3]*Lease[*fakeConn]
+			var served [3]Lease[*fakeConn]
 			pctest.OnLoop(t, loop, func() {
 				for i := range 3 {
-					g.local.Get(func(l *Lease[*fakeConn], err error) {
+					g.local.Get(func(l Lease[*fakeConn], err error) {
 						if err != nil {
 							t.Errorf("waiter %d: %v", i, err)
 							return
@@ -383,10 +387,10 @@ func TestFIFO(t *testing.T) {
 			var late bool
 			pctest.OnLoop(t, loop, func() {
 				g.local.Put(ls) // goes to the waiter...
-				g.local.Get(func(l *Lease[*fakeConn], err error) { late = true; g.got <- result{l, err} })
+				g.local.Get(func(l Lease[*fakeConn], err error) { late = true; g.got <- result{l, err} })
 			})
 			first := g.lease() // ...the waiter's
-			if first != ls {
+			if first.e != ls.e {
 				t.Fatal("the waiter did not get the returned connection")
 			}
 			pctest.OnLoop(t, loop, func() {
@@ -498,5 +502,52 @@ func TestConfig(t *testing.T) {
 	}
 	if _, err := New[*fakeConn](nil, Config{}); err == nil {
 		t.Error("nil manager: no error")
+	}
+}
+
+// TestStalePutIgnored: a Lease put back twice, the second time after its
+// connection was lent again, must not return the connection out from under
+// its new holder (issue 31: A gets and puts, B gets, A puts again, C gets:
+// B and C held one connection).
+func TestStalePutIgnored(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skip test on checkout %v", skip), func(t *testing.T) {
+			m := newFakeManager()
+			p := newTestPool(t, m, Config{MaxSize: 2, SkipTestOnCheckout: skip})
+			loop := newFakeLoop(newFakeClock())
+			l := p.Local(loop)
+			var got Lease[*fakeConn]
+			done := func(ls Lease[*fakeConn], err error) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = ls
+			}
+			l.Get(done)
+			a := got
+			l.Put(a)
+			l.Get(done)
+			b := got
+			l.Put(a) // stale: b holds the connection now
+			got = Lease[*fakeConn]{}
+			l.Get(done)
+			c := got
+			if !c.Lent() {
+				t.Fatal("the third get was not served")
+			}
+			if b.Conn() == c.Conn() {
+				t.Fatalf("the stale Put gave B's connection %d to C too", b.Conn().id)
+			}
+			if st := l.State(); st.Connections != 2 || st.Idle != 0 {
+				t.Errorf("state %+v, want 2 connections, none idle", st)
+			}
+			l.Put(b)
+			l.Put(c)
+			st, s := l.State(), l.Statistics()
+			if st.Idle != 2 {
+				t.Errorf("state %+v, want both idle", st)
+			}
+			checkConservation(t, st, s, m)
+		})
 	}
 }

@@ -33,7 +33,7 @@ func startRuntime(t *testing.T, b percore.Backend, n int) *percore.Runtime {
 
 // result is what a get's done received.
 type result struct {
-	lease *Lease[*fakeConn]
+	lease Lease[*fakeConn]
 	err   error
 }
 
@@ -56,7 +56,7 @@ func (g *getter) get(n int) {
 	g.t.Helper()
 	pctest.OnLoop(g.t, g.loop, func() {
 		for range n {
-			g.local.Get(func(ls *Lease[*fakeConn], err error) { g.got <- result{ls, err} })
+			g.local.Get(func(ls Lease[*fakeConn], err error) { g.got <- result{ls, err} })
 		}
 	})
 }
@@ -68,7 +68,7 @@ func (g *getter) next() result {
 }
 
 // lease waits for the next result and fails the test unless it is a lease.
-func (g *getter) lease() *Lease[*fakeConn] {
+func (g *getter) lease() Lease[*fakeConn] {
 	g.t.Helper()
 	r := g.next()
 	if r.err != nil {
@@ -88,7 +88,7 @@ func (g *getter) none() {
 	}
 }
 
-func (g *getter) put(ls *Lease[*fakeConn]) {
+func (g *getter) put(ls Lease[*fakeConn]) {
 	g.t.Helper()
 	pctest.OnLoop(g.t, g.loop, func() { g.local.Put(ls) })
 }

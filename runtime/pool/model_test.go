@@ -34,12 +34,13 @@ const (
 	opBreakIdle
 	opWarm
 	opDrain
+	opPutStale
 	numOps
 )
 
 var opNames = [numOps]string{"get", "get", "get", "put", "put broken", "advance", "maintain",
 	"clear", "close or reap", "connect ok", "connect fail", "validate ok", "validate fail",
-	"modes", "break idle", "warm", "drain"}
+	"modes", "break idle", "warm", "drain", "put stale"}
 
 // get is one Get the model issued.
 type get struct {
@@ -60,7 +61,8 @@ type model struct {
 	cfg    settings
 	issued int
 	ended  int
-	held   []*Lease[*fakeConn]
+	held   []Lease[*fakeConn]
+	stale  []Lease[*fakeConn] // leases already put back (the last few)
 	isHeld map[*fakeConn]bool
 	gets   map[*request[*fakeConn]]*get // the request of each get that waits
 	prev   Statistics
@@ -159,7 +161,44 @@ func (md *model) apply(op, arg byte) {
 		l.Warm()
 	case opDrain:
 		md.loop.drain()
+	case opPutStale:
+		if len(md.stale) == 0 {
+			return
+		}
+		md.putStale(md.stale[int(arg)%len(md.stale)])
 	}
+}
+
+// putStale puts back a lease that was put back already: Put must ignore
+// it, whatever its connection does now (idle, lent again, closed).
+func (md *model) putStale(ls Lease[*fakeConn]) {
+	l := md.l
+	st, s, idle := l.State(), l.Statistics(), append([]*fakeConn(nil), md.idleConns()...)
+	l.Put(ls)
+	st2, s2 := l.State(), l.Statistics()
+	if st2 != st || s2 != s || !equalConns(md.idleConns(), idle) {
+		md.failf("a stale Put changed the pool: state %+v -> %+v, statistics %+v -> %+v", st, st2, s, s2)
+	}
+}
+
+func (md *model) idleConns() []*fakeConn {
+	var cs []*fakeConn
+	for _, e := range md.l.idle {
+		cs = append(cs, e.conn)
+	}
+	return cs
+}
+
+func equalConns(a, b []*fakeConn) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // get issues a Get and checks what it may do at once.
@@ -169,7 +208,7 @@ func (md *model) get() {
 	g := &get{id: md.issued, start: md.clock.Now()}
 	queued := l.waiters.len > 0
 	closed := l.closed
-	l.Get(func(ls *Lease[*fakeConn], err error) { md.ended++; md.done(g, ls, err) })
+	l.Get(func(ls Lease[*fakeConn], err error) { md.ended++; md.done(g, ls, err) })
 	if closed && !g.ended {
 		md.failf("get %d on a closed pool did not fail at once", g.id)
 	}
@@ -182,7 +221,7 @@ func (md *model) get() {
 }
 
 // done is every get's callback.
-func (md *model) done(g *get, ls *Lease[*fakeConn], err error) {
+func (md *model) done(g *get, ls Lease[*fakeConn], err error) {
 	if g.ended {
 		md.failf("get %d ended twice", g.id)
 	}
@@ -193,7 +232,7 @@ func (md *model) done(g *get, ls *Lease[*fakeConn], err error) {
 		}
 	}
 	if err != nil {
-		if ls != nil {
+		if ls != (Lease[*fakeConn]{}) {
 			md.failf("get %d: a lease with error %v", g.id, err)
 		}
 		switch {
@@ -213,23 +252,26 @@ func (md *model) done(g *get, ls *Lease[*fakeConn], err error) {
 		md.failf("get %d: connection %d handed out twice", g.id, c.id)
 	case c.closed:
 		md.failf("get %d: closed connection %d lent", g.id, c.id)
-	case ls.state != leaseOut:
-		md.failf("get %d: lease of connection %d in state %d", g.id, c.id, ls.state)
+	case ls.e.state != leaseOut:
+		md.failf("get %d: lease of connection %d in state %d", g.id, c.id, ls.e.state)
 	}
 	md.isHeld[c] = true
 	md.held = append(md.held, ls)
 }
 
 // put returns a lease, checking that a waiter, if any, gets it first.
-func (md *model) put(ls *Lease[*fakeConn]) {
+func (md *model) put(ls Lease[*fakeConn]) {
 	l := md.l
 	var oldest *get
 	if l.waiters.len > 0 {
 		oldest = md.gets[l.waiters.head]
 	}
-	healthy := !ls.Conn().broken && ls.gen == l.gen && !l.closed &&
-		(md.cfg.maxLifetime == 0 || md.clock.Now().Sub(ls.created) < md.cfg.maxLifetime)
+	healthy := !ls.Conn().broken && ls.e.gen == l.gen && !l.closed &&
+		(md.cfg.maxLifetime == 0 || md.clock.Now().Sub(ls.e.created) < md.cfg.maxLifetime)
 	l.Put(ls)
+	if md.stale = append(md.stale, ls); len(md.stale) > 8 {
+		md.stale = md.stale[1:]
+	}
 	if healthy && oldest != nil && !oldest.ended {
 		md.failf("a healthy connection came back but the oldest waiter (get %d) was not served", oldest.id)
 	}
@@ -293,8 +335,8 @@ func (md *model) check() {
 		md.failf("%d waiters while %d idle and %d of %d slots taken", l.waiters.len, len(l.idle), l.open+l.connecting, md.cfg.maxSize)
 	}
 	for _, ls := range l.idle {
-		if ls.state != leaseIdle || ls.Conn().closed || md.isHeld[ls.Conn()] {
-			md.failf("idle connection %d in state %d (closed %v, held %v)", ls.Conn().id, ls.state, ls.Conn().closed, md.isHeld[ls.Conn()])
+		if ls.state != leaseIdle || ls.conn.closed || md.isHeld[ls.conn] {
+			md.failf("idle connection %d in state %d (closed %v, held %v)", ls.conn.id, ls.state, ls.conn.closed, md.isHeld[ls.conn])
 		}
 	}
 	if l.closed {

@@ -12,7 +12,7 @@
 // followed by more bytes or the connection closed:
 //
 //	x := upstream.NewExchange(local, frame.ScanLines(1024), upstream.ExchangeConfig{Timeout: time.Second})
-//	local.Get(func(lease *pool.Lease[*upstream.Conn], err error) {
+//	local.Get(func(lease pool.Lease[*upstream.Conn], err error) {
 //		if err != nil { ... }
 //		x.Do(lease, []byte("GET k\n"), func(reply []byte, err error) { ... })
 //	})

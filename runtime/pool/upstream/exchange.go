@@ -47,7 +47,7 @@ type Exchange struct {
 	cfg   ExchangeConfig
 	sp    frame.Splitter
 
-	lease *pool.Lease[*Conn]
+	lease pool.Lease[*Conn]
 	done  func(reply []byte, err error)
 	timer *percore.Timer
 	reply []byte // the token the last Feed found
@@ -82,8 +82,8 @@ func NewExchange(local *pool.Local[*Conn], split bufio.SplitFunc, cfg ExchangeCo
 // done may run before Do returns (a write that fails at once). One
 // exchange at a time: a Do while another is in progress fails at once, and
 // its lease is not touched.
-func (x *Exchange) Do(lease *pool.Lease[*Conn], req []byte, done func(reply []byte, err error)) {
-	if x.lease != nil {
+func (x *Exchange) Do(lease pool.Lease[*Conn], req []byte, done func(reply []byte, err error)) {
+	if x.lease.Lent() {
 		done(nil, errBusy)
 		return
 	}
@@ -94,7 +94,7 @@ func (x *Exchange) Do(lease *pool.Lease[*Conn], req []byte, done func(reply []by
 		x.finish(nil, fmt.Errorf("upstream: send the request: %w", err), true)
 		return
 	}
-	if x.cfg.Timeout > 0 && x.lease != nil {
+	if x.cfg.Timeout > 0 && x.lease.Lent() {
 		if x.timer == nil {
 			x.timer = uc.Raw().Loop().AfterFunc(x.cfg.Timeout, x.onTimeoutFn)
 		} else {
@@ -104,18 +104,18 @@ func (x *Exchange) Do(lease *pool.Lease[*Conn], req []byte, done func(reply []by
 }
 
 // Busy reports whether an exchange is in progress.
-func (x *Exchange) Busy() bool { return x.lease != nil }
+func (x *Exchange) Busy() bool { return x.lease.Lent() }
 
 // Cancel abandons the exchange in progress, if any (its client went away):
 // the connection goes back broken, since its reply may still arrive, and
 // done is not called.
 func (x *Exchange) Cancel() {
-	if x.lease == nil {
+	if !x.lease.Lent() {
 		return
 	}
 	x.stopTimer()
 	ls := x.lease
-	x.lease, x.done = nil, nil
+	x.lease, x.done = pool.Lease[*Conn]{}, nil
 	uc := ls.Conn()
 	uc.MarkBroken()
 	uc.Receive(nil, nil)
@@ -157,7 +157,7 @@ func (x *Exchange) onClose(err error) {
 }
 
 func (x *Exchange) onTimeout() {
-	if x.lease != nil {
+	if x.lease.Lent() {
 		x.finish(nil, ErrReplyTimeout, true)
 	}
 }
@@ -173,7 +173,7 @@ func (x *Exchange) stopTimer() {
 func (x *Exchange) finish(reply []byte, err error, broken bool) {
 	x.stopTimer()
 	ls, done := x.lease, x.done
-	x.lease, x.done = nil, nil
+	x.lease, x.done = pool.Lease[*Conn]{}, nil
 	uc := ls.Conn()
 	if broken {
 		uc.MarkBroken()

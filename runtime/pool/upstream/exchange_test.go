@@ -33,7 +33,7 @@ func (c *client) do(x **upstream.Exchange, cfg upstream.ExchangeConfig, req stri
 		if *x == nil {
 			*x = upstream.NewExchange(c.local, frame.ScanLines(64), cfg)
 		}
-		c.local.Get(func(ls *pool.Lease[*upstream.Conn], err error) {
+		c.local.Get(func(ls pool.Lease[*upstream.Conn], err error) {
 			if err != nil {
 				res <- result{err: err}
 				return

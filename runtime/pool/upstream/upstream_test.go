@@ -70,7 +70,7 @@ func (c *client) roundTrip(line string, keep bool) exchange {
 	c.t.Helper()
 	res := make(chan exchange, 1)
 	c.on(func() {
-		c.local.Get(func(ls *pool.Lease[*upstream.Conn], err error) {
+		c.local.Get(func(ls pool.Lease[*upstream.Conn], err error) {
 			if err != nil {
 				res <- exchange{err: err}
 				return
