@@ -140,12 +140,19 @@ func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
 			cl.command(args)
 		}
 	}
+	if cap(cl.args) > maxKeptArgs {
+		cl.args = nil // a command of many arguments: do not keep its room for the connection's life
+	}
 	if cl.q.Closing() {
 		cl.p.Reset()
 		return len(in), nil
 	}
 	return done, nil
 }
+
+// maxKeptArgs bounds the room for arguments a connection keeps between
+// reads.
+const maxKeptArgs = 1024
 
 // OnFrameError answers a request over the buffer limit; frame.View then
 // closes the connection.

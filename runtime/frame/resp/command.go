@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Redis's own limits, the defaults of Limits.
@@ -135,6 +136,10 @@ func parse(data []byte, lim *Limits, args *[][]byte) (n, argc int, err error) {
 	start := 0
 	if args != nil {
 		start = len(*args)
+		// Room for the arguments at once, as many as the bytes there
+		// can hold (an argument takes at least 6), not as many as the
+		// count claims.
+		*args = slices.Grow(*args, int(min(count, int64(len(data)-i)/6+1)))
 	}
 	for range count {
 		if i >= len(data) {
@@ -272,6 +277,7 @@ type Parser struct {
 	// an inline line.
 	pos   int
 	state uint8
+	argc  int64 // the array's count
 	left  int64 // bulk strings of the array not yet read, the current one included
 	bulk  int64
 	// scanned counts the bytes examined (Scanned).
@@ -310,12 +316,15 @@ func (p *Parser) Parse(dst [][]byte, data []byte, lim Limits) (args [][]byte, n 
 	case n == 0:
 		return dst[:start], 0, nil
 	}
+	argc := p.argc
 	p.Reset()
 	if !fresh {
 		// Resumed: the arguments read by earlier calls were in bytes
 		// that have moved since; take them all now, in one pass over
-		// the whole command.
+		// the whole command, into room made once (the command is whole:
+		// its count is no longer a claim).
 		p.scanned += int64(n)
+		dst = slices.Grow(dst, int(argc))
 		if _, _, err = parse(data[:n], &lim, &dst); err != nil {
 			return dst[:start], 0, err // an inline command with too many words
 		}
@@ -324,7 +333,7 @@ func (p *Parser) Parse(dst [][]byte, data []byte, lim Limits) (args [][]byte, n 
 }
 
 // Reset forgets the progress through a partial command.
-func (p *Parser) Reset() { p.pos, p.state, p.left, p.bulk = 0, atStart, 0, 0 }
+func (p *Parser) Reset() { p.pos, p.state, p.argc, p.left, p.bulk = 0, atStart, 0, 0, 0 }
 
 // Scanned returns how many bytes of input the parser has examined since it
 // was made (Reset does not clear it): about a command's size for every
@@ -360,7 +369,10 @@ func (p *Parser) scan(data []byte, lim *Limits, args *[][]byte) (int, error) {
 			case count <= 0:
 				return i, nil
 			}
-			p.state, p.left, p.pos = atBulkHeader, count, i
+			p.state, p.argc, p.left, p.pos = atBulkHeader, count, count, i
+			if args != nil {
+				*args = slices.Grow(*args, int(min(count, int64(len(data)-i)/6+1))) // as parse does
+			}
 		}
 	}
 	if p.state == inLine {
