@@ -3,9 +3,10 @@
 # (ARGS one-byte arguments: "*140000" then "$1\r\nx\r\n" 140,000 times) in SEG-byte writes
 # (TCP_NODELAY, one write per segment, as fast as it can), for each SEG in SEGS, to
 # examples/kv (one loop, io_uring and epoll) and to redis-server, each pinned to SERVER_CPUS,
-# the client (examples/kv/trickle) pinned to CLIENT_CPUS. Each server and segment size is run
-# twice:
-#   cpu   the trickle alone: the server's CPU time over the command (the sum of its threads'
+# the client (examples/kv/trickle) pinned to CLIENT_CPUS. Each run sends WARMUP commands first
+# (unmeasured: a fresh server's first big command also grows its heap), then N measured ones,
+# one after the other. Each server and segment size is run twice:
+#   cpu   the trickle alone: the server's CPU time per command (the sum of its threads'
 #         on-CPU time, /proc/PID/task/*/schedstat) and the wall time;
 #   ping  the trickle with a second client sending a PING every PING_EVERY, open loop (each
 #         PING's latency counts from when it was due): its p50, p99 and max.
@@ -24,12 +25,12 @@
 #
 # Bounded in time: each trickle is killed after RUN_TIMEOUT seconds (the run is recorded as
 # failed), and a server that does not listen within 10 seconds fails the script. With the
-# defaults it takes 1 to 3 minutes on 2 CPUs.
+# defaults it takes 2 to 4 minutes on 2 CPUs.
 #
 # Usage: scripts/bench-trickle.sh [--dry-run]
 #   --dry-run  print what it would run, and run nothing
 # Environment (defaults in parentheses):
-#   REPEATS (3)  SERVER_CPUS (0)  CLIENT_CPUS (1)  SEGS ("7 64")  ARGS (140000)
+#   REPEATS (3)  SERVER_CPUS (0)  CLIENT_CPUS (1)  SEGS ("7 64")  ARGS (140000)  WARMUP (1)  N (5)
 #   SERVERS ("kv-uring kv-epoll redis")  PING_EVERY (1ms)  RUN_TIMEOUT (120)  BASE_PORT (27600)
 #   KV_BASE (none)  OUT (docs/results/HOST-DATE-trickle)
 set -euo pipefail
@@ -43,6 +44,8 @@ SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 SEGS=${SEGS:-7 64}
 ARGS=${ARGS:-140000}
+WARMUP=${WARMUP:-1}
+N=${N:-5}
 SERVERS=${SERVERS:-kv-uring kv-epoll redis}
 PING_EVERY=${PING_EVERY:-1ms}
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
@@ -120,7 +123,7 @@ for rep in $(seq "$REPEATS"); do
         every=0
         [ "$mode" = ping ] && every=$PING_EVERY
         cmd=(timeout -k 5 "$RUN_TIMEOUT" taskset -c "$CLIENT_CPUS" "$tmp/trickle" -addr "127.0.0.1:$port"
-          -pid "$SERVER_PID" -args "$ARGS" -seg "$seg" -ping-every "$every")
+          -pid "$SERVER_PID" -args "$ARGS" -seg "$seg" -warmup "$WARMUP" -n "$N" -ping-every "$every")
         if [ "$DRY_RUN" = 1 ]; then
           printf '+ %s\n' "${cmd[*]}"
         else

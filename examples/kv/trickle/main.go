@@ -6,12 +6,15 @@
 // segment with TCP_NODELAY, as fast as it can, while a second client sends
 // a PING every -ping-every (open loop: each PING's latency counts from the
 // time it was due, so a stalled server cannot hide behind a waiting
-// client). It reports the server's CPU time over the command (the sum of
-// its threads' on-CPU time from /proc/PID/task/*/schedstat, in ns), the
-// wall time, and the PINGs' latency percentiles, on one line:
+// client). It sends -warmup commands first, unmeasured (a fresh server's
+// first big command also pays for its heap's growth), then -n measured
+// ones, one after the other, and reports the server's CPU time per
+// measured command (the sum of its threads' on-CPU time from
+// /proc/PID/task/*/schedstat), the wall time per command, and the PINGs'
+// latency percentiles over the measured commands, on one line:
 //
 //	trickle -addr 127.0.0.1:6380 -pid $(pidof kv) -seg 7
-//	bytes=980009 seg=7 writes=140002 wall_ms=612.3 server_cpu_ms=301.2 pings=612 ping_p50_us=80 ping_p99_us=950 ping_max_us=2100 reply=-ERR
+//	bytes=980009 seg=7 writes=140002 n=5 wall_ms=612.3 server_cpu_ms=301.2 pings=3012 ping_p50_us=80 ping_p99_us=950 ping_max_us=2100 reply=-ERR
 //
 // The command's name is "x", which no server knows: the server parses all
 // of it and answers an error, so the figure is the cost of reading the
@@ -41,17 +44,19 @@ func main() {
 	args := flag.Int("args", 140000, "arguments of the command, its name included, one byte each")
 	seg := flag.Int("seg", 7, "bytes per write")
 	every := flag.Duration("ping-every", time.Millisecond, "a PING from a second client this often (0: none)")
+	warmup := flag.Int("warmup", 1, "commands sent first, not measured")
+	n := flag.Int("n", 5, "commands measured, one after the other")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after this long")
 	flag.Parse()
-	if err := run(os.Stdout, *addr, *pid, *args, *seg, *every, *timeout); err != nil {
+	if err := run(os.Stdout, *addr, *pid, *args, *seg, *warmup, *n, *every, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "trickle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, addr string, pid, args, seg int, every, timeout time.Duration) error {
-	if args < 1 || seg < 1 {
-		return fmt.Errorf("-args %d, -seg %d: both at least 1", args, seg)
+func run(w io.Writer, addr string, pid, args, seg, warmup, n int, every, timeout time.Duration) error {
+	if args < 1 || seg < 1 || n < 1 || warmup < 0 {
+		return fmt.Errorf("-args %d, -seg %d, -n %d: each at least 1; -warmup %d: at least 0", args, seg, n, warmup)
 	}
 	// The writer and the pinger each on a thread of its own, so that the
 	// pinger's wake-ups do not wait for the writer's time slice.
@@ -68,6 +73,28 @@ func run(w io.Writer, addr string, pid, args, seg int, every, timeout time.Durat
 	c.(*net.TCPConn).SetNoDelay(true)
 	deadline := time.Now().Add(timeout)
 	c.SetDeadline(deadline)
+	cr := bufio.NewReader(c)
+	writes := 0
+	var reply string
+	send := func() error {
+		writes = 0
+		for i := 0; i < len(cmd); i += seg {
+			if _, err := c.Write(cmd[i:min(i+seg, len(cmd))]); err != nil {
+				return fmt.Errorf("write at byte %d: %w", i, err)
+			}
+			writes++
+		}
+		if reply, err = cr.ReadString('\n'); err != nil {
+			return fmt.Errorf("the command's reply: %w", err)
+		}
+		return nil
+	}
+	runtime.LockOSThread()
+	for range warmup {
+		if err := send(); err != nil {
+			return err
+		}
+	}
 
 	var (
 		lat  []time.Duration
@@ -100,19 +127,12 @@ func run(w io.Writer, addr string, pid, args, seg int, every, timeout time.Durat
 		return err
 	}
 	start := time.Now()
-	writes := 0
-	runtime.LockOSThread()
-	for i := 0; i < len(cmd); i += seg {
-		if _, err := c.Write(cmd[i:min(i+seg, len(cmd))]); err != nil {
-			return fmt.Errorf("write at byte %d: %w", i, err)
+	for range n {
+		if err := send(); err != nil {
+			return err
 		}
-		writes++
 	}
-	reply, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("the command's reply: %w", err)
-	}
-	wall := time.Since(start)
+	wall := time.Since(start) / time.Duration(n)
 	cpu1, err := serverCPU(pid)
 	if err != nil {
 		return err
@@ -126,9 +146,9 @@ func run(w io.Writer, addr string, pid, args, seg int, every, timeout time.Durat
 	if i := strings.IndexByte(kind, ' '); i > 0 {
 		kind = kind[:i]
 	}
-	fmt.Fprintf(w, "bytes=%d seg=%d writes=%d wall_ms=%.1f", len(cmd), seg, writes, ms(wall))
+	fmt.Fprintf(w, "bytes=%d seg=%d writes=%d n=%d wall_ms=%.1f", len(cmd), seg, writes, n, ms(wall))
 	if pid > 0 {
-		fmt.Fprintf(w, " server_cpu_ms=%.1f", float64(cpu1-cpu0)/1e6)
+		fmt.Fprintf(w, " server_cpu_ms=%.1f", float64(cpu1-cpu0)/1e6/float64(n))
 	}
 	if every > 0 {
 		slices.Sort(lat)
