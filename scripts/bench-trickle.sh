@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench-trickle.sh: issue 23's trickle, side by side. One client sends one 980 KB RESP command
 # (ARGS one-byte arguments: "*140000" then "$1\r\nx\r\n" 140,000 times) in SEG-byte writes
-# (TCP_NODELAY, one write per segment, as fast as it can), for each SEG in SEGS, to
+# (TCP_NODELAY, one write per segment, a segment every GAP), for each SEG in SEGS, to
 # examples/kv (one loop, io_uring and epoll) and to redis-server, each pinned to SERVER_CPUS,
 # the client (examples/kv/trickle) pinned to CLIENT_CPUS. Each run sends WARMUP commands first
 # (unmeasured: a fresh server's first big command also grows its heap), then N measured ones,
@@ -18,6 +18,12 @@
 # The summary gives medians (and the range) and each row's CPU ratio to redis-server's for the
 # same segment size.
 #
+# Why paced: written as fast as the client can (GAP=0), the segments coalesce in the server's
+# socket as its wake-ups happen to fall, and the CPU the same server spends on the same command
+# varied 4x between runs here (100 to 470 ms for redis-server at 7 bytes); a segment every 5 us
+# is slower than either server reads one, so each reads every segment as it comes, and the runs
+# repeat to a few percent.
+#
 # What it changes: it builds examples/kv and examples/kv/trickle into a temporary directory
 # (removed on exit), listens on 127.0.0.1 ports from BASE_PORT up (redis-server with --save ''
 # --appendonly no: no files), and writes OUT/trickle-runs.tsv and OUT/trickle-summary.md.
@@ -30,7 +36,8 @@
 # Usage: scripts/bench-trickle.sh [--dry-run]
 #   --dry-run  print what it would run, and run nothing
 # Environment (defaults in parentheses):
-#   REPEATS (3)  SERVER_CPUS (0)  CLIENT_CPUS (1)  SEGS ("7 64")  ARGS (140000)  WARMUP (1)  N (5)
+#   REPEATS (3)  SERVER_CPUS (0)  CLIENT_CPUS (1)  SEGS ("7 64")  ARGS (140000)  GAP (5us)
+#   WARMUP (1)  N (5)
 #   SERVERS ("kv-uring kv-epoll redis")  PING_EVERY (1ms)  RUN_TIMEOUT (120)  BASE_PORT (27600)
 #   KV_BASE (none)  OUT (docs/results/HOST-DATE-trickle)
 set -euo pipefail
@@ -44,6 +51,7 @@ SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 SEGS=${SEGS:-7 64}
 ARGS=${ARGS:-140000}
+GAP=${GAP:-5us}
 WARMUP=${WARMUP:-1}
 N=${N:-5}
 SERVERS=${SERVERS:-kv-uring kv-epoll redis}
@@ -123,7 +131,7 @@ for rep in $(seq "$REPEATS"); do
         every=0
         [ "$mode" = ping ] && every=$PING_EVERY
         cmd=(timeout -k 5 "$RUN_TIMEOUT" taskset -c "$CLIENT_CPUS" "$tmp/trickle" -addr "127.0.0.1:$port"
-          -pid "$SERVER_PID" -args "$ARGS" -seg "$seg" -warmup "$WARMUP" -n "$N" -ping-every "$every")
+          -pid "$SERVER_PID" -args "$ARGS" -seg "$seg" -gap "$GAP" -warmup "$WARMUP" -n "$N" -ping-every "$every")
         if [ "$DRY_RUN" = 1 ]; then
           printf '+ %s\n' "${cmd[*]}"
         else

@@ -3,7 +3,8 @@
 // Command trickle is issue 23's trickle: one client sends one large RESP
 // command (-args one-byte arguments, the name included: "*140000\r\n" and
 // "$1\r\nx\r\n" 140,000 times, 980 KB) in -seg-byte writes, one write per
-// segment with TCP_NODELAY, as fast as it can, while a second client sends
+// segment with TCP_NODELAY, a segment every -gap (paced by spinning; 0: as
+// fast as the writes go), while a second client sends
 // a PING every -ping-every (open loop: each PING's latency counts from the
 // time it was due, so a stalled server cannot hide behind a waiting
 // client). It sends -warmup commands first, unmeasured (a fresh server's
@@ -13,8 +14,8 @@
 // /proc/PID/task/*/schedstat), the wall time per command, and the PINGs'
 // latency percentiles over the measured commands, on one line:
 //
-//	trickle -addr 127.0.0.1:6380 -pid $(pidof kv) -seg 7
-//	bytes=980009 seg=7 writes=140002 n=5 wall_ms=612.3 server_cpu_ms=301.2 pings=3012 ping_p50_us=80 ping_p99_us=950 ping_max_us=2100 reply=-ERR
+//	trickle -addr 127.0.0.1:6380 -pid $(pidof kv) -seg 7 -gap 5us
+//	bytes=980009 seg=7 gap_us=5 writes=140002 n=5 wall_ms=612.3 server_cpu_ms=301.2 pings=3012 ping_p50_us=80 ping_p99_us=950 ping_max_us=2100 reply=-ERR
 //
 // The command's name is "x", which no server knows: the server parses all
 // of it and answers an error, so the figure is the cost of reading the
@@ -35,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -46,15 +48,16 @@ func main() {
 	every := flag.Duration("ping-every", time.Millisecond, "a PING from a second client this often (0: none)")
 	warmup := flag.Int("warmup", 1, "commands sent first, not measured")
 	n := flag.Int("n", 5, "commands measured, one after the other")
+	gap := flag.Duration("gap", 0, "a segment every this long, paced by spinning (0: as fast as the writes go)")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after this long")
 	flag.Parse()
-	if err := run(os.Stdout, *addr, *pid, *args, *seg, *warmup, *n, *every, *timeout); err != nil {
+	if err := run(os.Stdout, *addr, *pid, *args, *seg, *warmup, *n, *gap, *every, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "trickle:", err)
 		os.Exit(1)
 	}
 }
 
-func run(w io.Writer, addr string, pid, args, seg, warmup, n int, every, timeout time.Duration) error {
+func run(w io.Writer, addr string, pid, args, seg, warmup, n int, gap, every, timeout time.Duration) error {
 	if args < 1 || seg < 1 || n < 1 || warmup < 0 {
 		return fmt.Errorf("-args %d, -seg %d, -n %d: each at least 1; -warmup %d: at least 0", args, seg, n, warmup)
 	}
@@ -78,7 +81,16 @@ func run(w io.Writer, addr string, pid, args, seg, warmup, n int, every, timeout
 	var reply string
 	send := func() error {
 		writes = 0
+		due := time.Now()
 		for i := 0; i < len(cmd); i += seg {
+			if gap > 0 {
+				for time.Now().Before(due) {
+					// Spin, but let the pinger's thread have the CPU
+					// whenever it is ready to run.
+					syscall.Syscall(syscall.SYS_SCHED_YIELD, 0, 0, 0)
+				}
+				due = due.Add(gap)
+			}
 			if _, err := c.Write(cmd[i:min(i+seg, len(cmd))]); err != nil {
 				return fmt.Errorf("write at byte %d: %w", i, err)
 			}
@@ -103,22 +115,19 @@ func run(w io.Writer, addr string, pid, args, seg, warmup, n int, every, timeout
 	)
 	stop := make(chan struct{})
 	if every > 0 {
-		p, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		p, err := dialBlocking(addr, timeout)
 		if err != nil {
 			return err
 		}
-		defer p.Close()
-		p.(*net.TCPConn).SetNoDelay(true)
-		p.SetDeadline(deadline)
-		pr := bufio.NewReader(p)
-		if err := ping(p, pr); err != nil { // connected and served before the window opens
+		defer p.close()
+		if err := p.ping(); err != nil { // connected and served before the window opens
 			return err
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			runtime.LockOSThread()
-			lat, perr = pinger(p, pr, every, stop)
+			lat, perr = pinger(p, every, stop)
 		}()
 	}
 
@@ -146,7 +155,7 @@ func run(w io.Writer, addr string, pid, args, seg, warmup, n int, every, timeout
 	if i := strings.IndexByte(kind, ' '); i > 0 {
 		kind = kind[:i]
 	}
-	fmt.Fprintf(w, "bytes=%d seg=%d writes=%d n=%d wall_ms=%.1f", len(cmd), seg, writes, n, ms(wall))
+	fmt.Fprintf(w, "bytes=%d seg=%d gap_us=%d writes=%d n=%d wall_ms=%.1f", len(cmd), seg, gap.Microseconds(), writes, n, ms(wall))
 	if pid > 0 {
 		fmt.Fprintf(w, " server_cpu_ms=%.1f", float64(cpu1-cpu0)/1e6/float64(n))
 	}
@@ -166,7 +175,7 @@ func run(w io.Writer, addr string, pid, args, seg, warmup, n int, every, timeout
 
 // pinger sends a PING each time one is due, every, and records each
 // latency from the time it was due, until stop.
-func pinger(p net.Conn, pr *bufio.Reader, every time.Duration, stop <-chan struct{}) ([]time.Duration, error) {
+func pinger(p *blockingConn, every time.Duration, stop <-chan struct{}) ([]time.Duration, error) {
 	var lat []time.Duration
 	due := time.Now()
 	for {
@@ -178,7 +187,7 @@ func pinger(p net.Conn, pr *bufio.Reader, every time.Duration, stop <-chan struc
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
-		if err := ping(p, pr); err != nil {
+		if err := p.ping(); err != nil {
 			return lat, err
 		}
 		lat = append(lat, time.Since(due))
@@ -186,16 +195,69 @@ func pinger(p net.Conn, pr *bufio.Reader, every time.Duration, stop <-chan struc
 	}
 }
 
-func ping(p net.Conn, pr *bufio.Reader) error {
-	if _, err := p.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
-		return err
-	}
-	line, err := pr.ReadString('\n')
+// blockingConn is the pinger's connection: a blocking socket read and
+// written with plain system calls on the pinger's own thread, so that a
+// PONG wakes that thread at once. Through Go's network poller it would
+// wait for a thread to poll, which, while the writer spins on the other
+// one, can be sysmon's poll up to 10 ms later: the client's delay, not the
+// server's.
+type blockingConn struct {
+	fd  int
+	buf [64]byte
+}
+
+func dialBlocking(addr string, timeout time.Duration) (*blockingConn, error) {
+	ta, err := net.ResolveTCPAddr("tcp4", addr)
 	if err != nil {
+		return nil, err
+	}
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	c := &blockingConn{fd: fd}
+	sa := &syscall.SockaddrInet4{Port: ta.Port}
+	copy(sa.Addr[:], ta.IP.To4())
+	tv := syscall.NsecToTimeval(timeout.Nanoseconds())
+	for _, opt := range []int{syscall.SO_RCVTIMEO, syscall.SO_SNDTIMEO} {
+		if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, opt, &tv); err != nil {
+			c.close()
+			return nil, err
+		}
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_TCP, syscall.TCP_NODELAY, 1); err != nil {
+		c.close()
+		return nil, err
+	}
+	if err := syscall.Connect(fd, sa); err != nil {
+		c.close()
+		return nil, fmt.Errorf("connect %s: %w", addr, err)
+	}
+	return c, nil
+}
+
+func (c *blockingConn) close() { syscall.Close(c.fd) }
+
+var pingCmd = []byte("*1\r\n$4\r\nPING\r\n")
+
+// ping sends a PING and reads its +PONG.
+func (c *blockingConn) ping() error {
+	if _, err := syscall.Write(c.fd, pingCmd); err != nil {
 		return err
 	}
-	if line != "+PONG\r\n" {
-		return fmt.Errorf("PING answered %q", line)
+	got := 0
+	for got < len("+PONG\r\n") {
+		n, err := syscall.Read(c.fd, c.buf[got:])
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.ErrUnexpectedEOF
+		}
+		got += n
+	}
+	if string(c.buf[:got]) != "+PONG\r\n" {
+		return fmt.Errorf("PING answered %q", c.buf[:got])
 	}
 	return nil
 }

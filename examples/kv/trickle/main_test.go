@@ -23,10 +23,10 @@ func TestMain(m *testing.M) { leakcheck.Main(m) }
 func TestTrickleAgainstRedis(t *testing.T) {
 	r := pctest.StartRedis(t)
 	var out strings.Builder
-	if err := run(&out, r.Addr(), os.Getpid(), 2000, 7, 1, 3, time.Millisecond, 30*time.Second); err != nil {
+	if err := run(&out, r.Addr(), os.Getpid(), 2000, 7, 1, 3, 0, time.Millisecond, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile(`^bytes=14007 seg=7 writes=2001 n=3 wall_ms=[0-9.]+ server_cpu_ms=[0-9.]+ pings=[1-9][0-9]* ping_p50_us=[0-9]+ ping_p99_us=[0-9]+ ping_max_us=[0-9]+ reply=-ERR\n$`)
+	re := regexp.MustCompile(`^bytes=14007 seg=7 gap_us=0 writes=2001 n=3 wall_ms=[0-9.]+ server_cpu_ms=[0-9.]+ pings=[1-9][0-9]* ping_p50_us=[0-9]+ ping_p99_us=[0-9]+ ping_max_us=[0-9]+ reply=-ERR\n$`)
 	if !re.MatchString(out.String()) {
 		t.Fatalf("report %q", out.String())
 	}
@@ -44,7 +44,7 @@ func TestScriptPlans(t *testing.T) {
 		code int
 		want []string
 	}{
-		{"defaults", nil, 0, []string{"-backend uring", "-backend epoll", "redis-server --port", "-seg 7 -warmup 1 -n 5 -ping-every 0", "-seg 64 -warmup 1 -n 5 -ping-every 1ms", "-args 140000"}},
+		{"defaults", nil, 0, []string{"-backend uring", "-backend epoll", "redis-server --port", "-seg 7 -gap 5us -warmup 1 -n 5 -ping-every 0", "-seg 64 -gap 5us -warmup 1 -n 5 -ping-every 1ms", "-args 140000"}},
 		{"a base binary", []string{"SERVERS=base-uring", "KV_BASE=/bin/true", "REPEATS=1", "SEGS=7"}, 0, []string{"/bin/true -addr", "-backend uring"}},
 		{"a base without its binary", []string{"SERVERS=base-epoll"}, 2, []string{"needs KV_BASE"}},
 		{"an unknown server", []string{"SERVERS=nope"}, 2, []string{"unknown server nope"}},

@@ -280,6 +280,13 @@ type Parser struct {
 	argc  int64 // the array's count
 	left  int64 // bulk strings of the array not yet read, the current one included
 	bulk  int64
+	first int // where the array's first bulk header starts
+	// offs holds the offset and length of each argument read so far of
+	// a partial array, so that once it is whole its arguments are made
+	// without parsing it again (wide: an offset past 4 GiB, and they are
+	// parsed again).
+	offs []uint32
+	wide bool
 	// scanned counts the bytes examined (Scanned).
 	scanned int64
 }
@@ -316,24 +323,43 @@ func (p *Parser) Parse(dst [][]byte, data []byte, lim Limits) (args [][]byte, n 
 	case n == 0:
 		return dst[:start], 0, nil
 	}
-	argc := p.argc
-	p.Reset()
-	if !fresh {
-		// Resumed: the arguments read by earlier calls were in bytes
-		// that have moved since; take them all now, in one pass over
-		// the whole command, into room made once (the command is whole:
-		// its count is no longer a claim).
+	argc, inline := p.argc, p.state == inLine
+	defer p.Reset()
+	if fresh {
+		return dst, n, nil
+	}
+	// Resumed: the arguments read by earlier calls were in bytes that
+	// have moved since. An array's are made from their offsets, into
+	// room made once (the command is whole: its count is no longer a
+	// claim); an inline command's line is split again.
+	if inline || p.wide {
 		p.scanned += int64(n)
 		dst = slices.Grow(dst, int(argc))
 		if _, _, err = parse(data[:n], &lim, &dst); err != nil {
 			return dst[:start], 0, err // an inline command with too many words
 		}
+		return dst, n, nil
+	}
+	dst = slices.Grow(dst, int(argc))
+	for i := 0; i+1 < len(p.offs); i += 2 {
+		at, end := int(p.offs[i]), int(p.offs[i])+int(p.offs[i+1])
+		dst = append(dst, data[at:end:end])
 	}
 	return dst, n, nil
 }
 
+// maxKeptOffs bounds the room for argument offsets a Parser keeps between
+// commands.
+const maxKeptOffs = 8 << 10
+
 // Reset forgets the progress through a partial command.
-func (p *Parser) Reset() { p.pos, p.state, p.argc, p.left, p.bulk = 0, atStart, 0, 0, 0 }
+func (p *Parser) Reset() {
+	p.pos, p.state, p.argc, p.left, p.bulk, p.first, p.wide = 0, atStart, 0, 0, 0, 0, false
+	if cap(p.offs) > maxKeptOffs {
+		p.offs = nil
+	}
+	p.offs = p.offs[:0]
+}
 
 // Scanned returns how many bytes of input the parser has examined since it
 // was made (Reset does not clear it): about a command's size for every
@@ -369,7 +395,7 @@ func (p *Parser) scan(data []byte, lim *Limits, args *[][]byte) (int, error) {
 			case count <= 0:
 				return i, nil
 			}
-			p.state, p.argc, p.left, p.pos = atBulkHeader, count, count, i
+			p.state, p.argc, p.left, p.pos, p.first = atBulkHeader, count, count, i, i
 			if args != nil {
 				*args = slices.Grow(*args, int(min(count, int64(len(data)-i)/6+1))) // as parse does
 			}
@@ -386,7 +412,7 @@ func (p *Parser) scan(data []byte, lim *Limits, args *[][]byte) (int, error) {
 		if p.state == atBulkHeader {
 			i := p.pos
 			if i >= len(data) {
-				return p.partial(args, argc)
+				return p.partial(data, args, argc)
 			}
 			if data[i] != '$' {
 				return 0, &ProtocolError{fmt.Sprintf("expected '$', got '%c'", data[i])}
@@ -395,7 +421,7 @@ func (p *Parser) scan(data []byte, lim *Limits, args *[][]byte) (int, error) {
 			switch {
 			case st == incomplete:
 				p.scanned += int64(len(data) - i) // looked at, read again next time (at most 21 bytes)
-				return p.partial(args, argc)
+				return p.partial(data, args, argc)
 			case st == malformed || size < 0 || size > int64(lim.MaxBulk):
 				return 0, errBulkLen
 			}
@@ -403,13 +429,15 @@ func (p *Parser) scan(data []byte, lim *Limits, args *[][]byte) (int, error) {
 		}
 		end := p.pos + int(p.bulk)
 		if end+2 > len(data) {
-			return p.partial(args, argc)
+			return p.partial(data, args, argc)
 		}
 		if data[end] != '\r' || data[end+1] != '\n' {
 			return 0, errBulkEnd
 		}
 		if args != nil {
 			*args = append(*args, data[p.pos:end:end])
+		} else {
+			p.note(p.pos, int(p.bulk))
 		}
 		p.state, p.pos = atBulkHeader, end+2
 		p.left--
@@ -418,12 +446,31 @@ func (p *Parser) scan(data []byte, lim *Limits, args *[][]byte) (int, error) {
 }
 
 // partial keeps the progress of a partial array and drops the arguments
-// appended for it: they are taken again once the command is complete.
-func (p *Parser) partial(args *[][]byte, argc int) (int, error) {
-	if args != nil {
-		*args = (*args)[:argc]
+// appended for it, noting their offsets instead (found again from the
+// array's start, a walk over no more than this call's bytes), so that
+// the arguments are made once the command is complete.
+func (p *Parser) partial(data []byte, args *[][]byte, argc int) (int, error) {
+	if args == nil {
+		return 0, nil
+	}
+	*args = (*args)[:argc]
+	i := p.first
+	for range p.argc - p.left {
+		size, j, _ := header(data, i)
+		p.note(j, int(size))
+		p.scanned += int64(j + int(size) + 2 - i)
+		i = j + int(size) + 2
 	}
 	return 0, nil
+}
+
+// note keeps the offset and length of an argument of a partial array.
+func (p *Parser) note(at, size int) {
+	if uint64(at)+uint64(size) > 1<<32-1 {
+		p.wide = true
+		return
+	}
+	p.offs = append(p.offs, uint32(at), uint32(size))
 }
 
 // line looks for the end of an inline command from where the last call
