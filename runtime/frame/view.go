@@ -27,7 +27,7 @@ type ViewHandler interface {
 
 // View returns a percore.Handler that shows each connection's unconsumed
 // input to h.OnView, for parsers that find a message's end and its parts
-// in one pass (resp.Parse; a split function followed by a parse of its
+// in one pass (resp.Parser; a split function followed by a parse of its
 // token reads each message twice: docs/decisions/0018-input-buffering.md).
 // What OnView leaves is kept in a per-connection buffer, taken from the
 // shared pool only while bytes are left, and shown again, followed by the

@@ -103,7 +103,9 @@ var noLimits = Limits{MaxArgs: 1<<31 - 1, MaxBulk: 1<<31 - 1, MaxInline: 1<<31 -
 // command's arguments (slices of data) to dst and returns them with the
 // number of bytes the command took. n is 0 when data holds only the start
 // of a command. An empty command takes its bytes and has no arguments. An
-// error is a *ProtocolError.
+// error is a *ProtocolError. Parse starts from data[0] at every call: a
+// server whose commands may arrive in pieces uses a Parser, which reads
+// each byte once however many pieces a command takes.
 func Parse(dst [][]byte, data []byte, lim Limits) (args [][]byte, n int, err error) {
 	lim = lim.withDefaults()
 	start := len(dst)
