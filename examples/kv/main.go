@@ -1,42 +1,51 @@
 //go:build linux
 
 // Command kv is a sharded, shared-nothing Redis-protocol key-value server
-// on percore: each key belongs to one loop (Loop.Owner, a hash of the key
-// over the loops), and a command for a key another loop owns runs there
-// through a cross-loop call (Loop.Call), its reply coming back in order on
-// the client's connection, even when a pipeline mixes keys of several
-// loops (runtime/frame/ordered keeps the order).
+// on percore: keys live in Redis Cluster's 16,384 hash slots, each slot
+// belongs to one loop (Loop.Owner of the slot), and a command for a key
+// another loop owns runs there through a cross-loop call (Loop.Call), its
+// reply coming back in order on the client's connection, even when a
+// pipeline mixes keys of several loops (runtime/frame/ordered keeps the
+// order).
 //
 //	go run ./examples/kv -addr 127.0.0.1:6380 -maxmemory 256mb
 //	redis-cli -p 6380 SET k v EX 60
 //	redis-benchmark -p 6380 -q -t set,get -P 16
 //
 // Commands: PING, ECHO, SET (EX, PX, EXAT, PXAT, NX, XX, KEEPTTL, GET), GET,
-// DEL, EXISTS, INCR, INCRBY, DECR, DECRBY, MGET and MSET (split across the
-// keys' owners and joined), EXPIRE and PEXPIRE (NX, XX, GT, LT), TTL, PTTL,
-// DBSIZE, FLUSHALL, INFO (a few fields), QUIT; COMMAND, HELLO (2 or 3: RESP3
-// from then on), CLIENT (SETNAME and the like accepted), SELECT 0 and
-// CONFIG GET save|appendonly|maxmemory answer what redis-cli and
-// redis-benchmark ask when they start. Unknown commands, wrong arities and
-// malformed requests get Redis's error texts (a protocol error closes the
-// connection after the replies before it, as Redis does).
+// DEL, EXISTS, INCR, INCRBY, DECR, DECRBY, MGET, MSET, EXPIRE and PEXPIRE
+// (NX, XX, GT, LT), TTL, PTTL, DBSIZE, FLUSHALL, INFO (a few fields), QUIT;
+// COMMAND, HELLO (2 or 3: RESP3 from then on), CLIENT (SETNAME and the like
+// accepted), SELECT 0 and CONFIG GET save|appendonly|maxmemory answer what
+// redis-cli and redis-benchmark ask when they start. Each command's arity,
+// flags and key positions come from Redis's command table
+// (runtime/frame/resp/commands, generated from redis-server's COMMAND
+// INFO). Unknown commands, wrong arities and malformed requests get
+// Redis's error texts (a protocol error closes the connection after the
+// replies before it, as Redis does).
+//
+// Multi-key commands follow Redis Cluster: MGET, MSET, DEL and EXISTS take
+// keys of one hash slot (a {hash tag} puts keys in one slot), and run at
+// once on its loop, so that an MSET is never seen half applied nor half
+// refused; keys of several slots get Redis Cluster's CROSSSLOT error.
 //
 // Expiry is lazy (a read of an expired key deletes it) plus a sweep on
 // each loop every -sweep that samples keys with an expiry, as Redis's
 // active expiry does. Memory: -maxmemory bounds what the keys account for
-// (their bytes plus a fixed overhead each), shared equally by the loops;
-// under -maxmemory-policy noeviction (the default, as Redis's) a write
-// that would pass a loop's share gets Redis's -OOM error, under
-// allkeys-random it evicts random keys of that loop first
-// (docs/decisions/0024-redis-kv-and-proxy.md).
+// (their bytes plus a fixed overhead each), shared equally by the loops.
+// As in Redis, the check comes before a command flagged denyoom runs:
+// once a loop's memory is over its share, under -maxmemory-policy
+// noeviction (the default, as Redis's) such a command gets Redis's -OOM
+// error, and under allkeys-random random keys of that loop are evicted
+// first (docs/decisions/0024-redis-kv-and-proxy.md).
 //
 // What percore provides and this program uses: frame.View with
-// resp.Parse (the input, parsed in place), percore.PerLoop and
-// Config.LoopSetup (each loop's keys), Loop.Owner and Loop.Call (the
-// other loops' keys), ordered.Queue (the replies in order) and
-// Conn.Reserve/Commit (GET's reply written into the outbound queue).
-// testdata/handkept/main.go is issue 14's one-loop server written without
-// them.
+// resp.Parser (the input, parsed in place, its progress kept across
+// reads), percore.PerLoop and Config.LoopSetup (each loop's keys),
+// Loop.Owner and Loop.Call (the other loops' keys), ordered.Queue (the
+// replies in order) and Conn.Reserve/Commit (GET's reply written into the
+// outbound queue). testdata/handkept/main.go is issue 14's one-loop server
+// written without them.
 package main
 
 import (
@@ -80,7 +89,7 @@ func main() {
 	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
 	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
 	flag.IntVar(&cfg.maxRequest, "max-request", 1<<20, "longest request (and argument) in bytes")
-	maxMemory := flag.String("maxmemory", "0", "most memory the keys may account for, in bytes or with a kb, mb or gb suffix (0: no limit)")
+	maxMemory := flag.String("maxmemory", "0", "most memory the keys may account for, in bytes or with a suffix as Redis reads one: k, m, g (1000s), kb, mb, gb (1024s) (0: no limit)")
 	flag.StringVar(&cfg.policy, "maxmemory-policy", "noeviction", "at -maxmemory: noeviction (writes get -OOM) or allkeys-random (evict random keys)")
 	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9103 (default: off)")
 	flag.DurationVar(&cfg.sweep, "sweep", 100*time.Millisecond, "how often each loop samples keys with an expiry and deletes the expired ones")
@@ -172,22 +181,22 @@ func newServer(cfg config, loops int) (*server, error) {
 	return &server{maxRequest: cfg.maxRequest,
 		lim:       resp.Limits{MaxBulk: cfg.maxRequest, MaxInline: min(cfg.maxRequest, resp.DefaultMaxInline)},
 		maxMemory: cfg.maxMemory, evict: cfg.policy == "allkeys-random", sweep: cfg.sweep,
-		nLoop: loops, started: time.Now()}, nil
+		nLoop: loops, started: time.Now(), nCommands: len(supported)}, nil
 }
 
 // osPid is the process id INFO reports.
 var osPid = os.Getpid()
 
-// parseBytes reads a size as Redis's configuration does: a number of
-// bytes, or with a k, kb, m, mb, g or gb suffix (powers of 1024), in any
-// case.
+// parseBytes reads a size as Redis's configuration does (memtoull): a
+// number of bytes, or with a suffix in any case: k, m and g are powers of
+// 1000, kb, mb and gb powers of 1024 ("1k" is 1,000 bytes, "1kb" 1,024).
 func parseBytes(s string) (int64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	unit := int64(1)
 	for _, u := range []struct {
 		suffix string
 		n      int64
-	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+	}{{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"b", 1}} {
 		if strings.HasSuffix(t, u.suffix) {
 			t, unit = strings.TrimSuffix(t, u.suffix), u.n
 			break

@@ -34,11 +34,18 @@ func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 // serveWith starts a server of cfg on the CPUs use, one loop each.
 func serveWith(t *testing.T, b percore.Backend, use []int, cfg config) *percore.Runtime {
 	t.Helper()
+	rt, _ := serveServer(t, b, use, cfg)
+	return rt
+}
+
+// serveServer is serveWith, returning the server too.
+func serveServer(t *testing.T, b percore.Backend, use []int, cfg config) (*percore.Runtime, *server) {
+	t.Helper()
 	s, err := newServer(cfg, len(use))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pctest.Start(t, percore.Config{Backend: b, Cores: use, LoopSetup: s.setup}, s.handler())
+	return pctest.Start(t, percore.Config{Backend: b, Cores: use, LoopSetup: s.setup}, s.handler()), s
 }
 
 // cmd is one command, as a client sends it.
@@ -84,6 +91,21 @@ func TestSetThenGetElsewhere(t *testing.T) {
 type model map[string]string
 
 func (m model) reply(args []string) string {
+	// Redis Cluster's rule: a command's keys share a slot.
+	var keys []string
+	switch args[0] {
+	case "DEL", "EXISTS", "MGET":
+		keys = args[1:]
+	case "MSET":
+		for i := 1; i < len(args); i += 2 {
+			keys = append(keys, args[i])
+		}
+	}
+	for _, k := range keys {
+		if slotOf([]byte(k)) != slotOf([]byte(keys[0])) {
+			return string(replyCrossSlot)
+		}
+	}
 	switch args[0] {
 	case "SET":
 		m[args[1]] = args[2]
@@ -131,8 +153,10 @@ func (m model) reply(args []string) string {
 }
 
 // TestPipelineInOrder: one write of SET/GET pairs (and INCR, INCRBY,
-// multi-key DEL, EXISTS, MSET and MGET, PING) over keys of every loop gets exactly the replies a
-// single-threaded server gives, in order.
+// multi-key DEL, EXISTS, MSET and MGET over keys of one slot, PING, and
+// multi-key commands refused for keys of several slots) over keys of
+// every loop gets exactly the replies a single-threaded server gives, in
+// order.
 func TestPipelineInOrder(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, 2)
@@ -143,8 +167,12 @@ func TestPipelineInOrder(t *testing.T) {
 			req = append(req, wire(args...)...)
 			want.WriteString(m.reply(args))
 		}
+		// Keys in five hash tags (five slots, on both loops), so that
+		// multi-key commands have keys of one slot.
+		key := func(tag, n int) string { return "{t" + strconv.Itoa(tag) + "}k" + strconv.Itoa(n%37) }
 		for i := range 200 {
-			k := "k" + strconv.Itoa(i%37)
+			tag := i % 5
+			k := key(tag, i)
 			add("SET", k, "v"+strconv.Itoa(i))
 			add("GET", k)
 			if i%5 == 0 {
@@ -152,14 +180,17 @@ func TestPipelineInOrder(t *testing.T) {
 				add("PING")
 			}
 			if i%3 == 0 {
-				k2, k3 := "k"+strconv.Itoa((i+5)%37), "k"+strconv.Itoa((i+9)%37)
+				k2, k3 := key(tag, i+5), key(tag, i+9)
 				add("MSET", k2, "m"+strconv.Itoa(i), k3, "x", k, "y"+strconv.Itoa(i))
-				add("MGET", k, "nope", k2, k3, "n1")
+				add("MGET", k, key(tag, 100), k2, k3)
 				add("INCRBY", "n"+strconv.Itoa(i%5), strconv.Itoa(i-100))
 			}
 			if i%11 == 0 {
-				add("DEL", k, "k"+strconv.Itoa((i+1)%37), "nope")
-				add("EXISTS", k, "k"+strconv.Itoa((i+2)%37), "n0")
+				add("DEL", k, key(tag, i+1), key(tag, 99))
+				add("EXISTS", k, key(tag, i+2), key(tag, i+2))
+				add("GET", k)
+				add("MSET", k, "z", key(tag+1, i), "z") // two slots: refused, nothing written
+				add("MGET", k, key(tag+1, i))
 				add("GET", k)
 			}
 		}
@@ -337,7 +368,8 @@ func TestLikeRedisServer(t *testing.T) {
 		wire("PING"), wire("PING", "hi"), wire("ECHO", "a\r\nb"), wire("GET", "missing"),
 		wire("SET", "k", "v"), wire("GET", "k"), wire("SET", "k", "v", "XX", "NX", "bogus"),
 		wire("INCR", "k"), wire("INCR", "n"), wire("INCR", "n"), wire("SET", "big", "9223372036854775807"), wire("INCR", "big"),
-		wire("EXISTS", "k", "n", "none"), wire("DEL", "k", "none"), wire("GET"), wire("PING", "a", "b"),
+		wire("SET", "{t}a", "1"), wire("SET", "{t}b", "2"),
+		wire("EXISTS", "{t}a", "{t}b", "{t}none"), wire("DEL", "{t}a", "{t}none"), wire("GET"), wire("PING", "a", "b"),
 		wire("FOO"), wire("FOO", strings.Repeat("x", 200), "y"), wire("unknowncmd", "a\r\nb", "c"),
 		[]byte("SET inline v\r\n"), []byte("GET inline\r\n"), wire("CONFIG", "GET", "appendonly"),
 	} {
@@ -357,7 +389,7 @@ func TestLikeRedisServer(t *testing.T) {
 // pause, not synchronisation: the test passes however they arrive), on
 // both backends: the replies are the same at every cut.
 func TestEveryBoundaryOverTCP(t *testing.T) {
-	req := append(append(wire("SET", "cut", "a\r\nb"), "GET cut\r\n"...), wire("EXISTS", "cut", "nope")...)
+	req := append(append(wire("SET", "{c}cut", "a\r\nb"), "GET {c}cut\r\n"...), wire("EXISTS", "{c}cut", "{c}nope")...)
 	want := "+OK\r\n$4\r\na\r\nb\r\n:1\r\n"
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := serve(t, b, 2)

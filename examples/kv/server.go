@@ -5,6 +5,7 @@ package main
 import (
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/ordered"
 	"github.com/percore/percore/runtime/frame/resp"
+	"github.com/percore/percore/runtime/frame/resp/commands"
 )
 
 // server is the handler of every connection. The keys live in the loops:
@@ -30,6 +32,8 @@ type server struct {
 	evict     bool
 	sweep     time.Duration
 	started   time.Time
+
+	nCommands int // how many commands it runs, for COMMAND COUNT
 
 	mu    sync.Mutex
 	loops []*percore.Loop // every loop, for DBSIZE, FLUSHALL, INFO
@@ -78,20 +82,18 @@ func (s *server) allLoops() []*percore.Loop {
 type join struct {
 	mode  joinMode
 	sum   int64
-	parts [][]byte // MGET: each key's reply, in order
-	fail  []byte   // the first part's error, if any
-	info  bool     // kStats for INFO, not DBSIZE
-	stats counts   // kStats: summed over the loops
+	fail  []byte // the first part's error, if any
+	info  bool   // kStats for INFO, not DBSIZE
+	stats counts // kStats: summed over the loops
 	resp3 bool
 }
 
 type joinMode uint8
 
 const (
-	joinOne   joinMode = iota // the one part is the reply
-	joinSum                   // DEL, EXISTS, DBSIZE: an integer
-	joinArray                 // MGET: an array of the parts
-	joinOK                    // MSET, FLUSHALL: +OK unless a part failed
+	joinOne joinMode = iota // the one part is the reply
+	joinSum                 // DBSIZE, INFO: summed over the loops
+	joinOK                  // FLUSHALL: +OK unless a part failed
 )
 
 // client is one connection.
@@ -100,7 +102,10 @@ type client struct {
 	c     *percore.Conn
 	sh    *shard // the client's loop's
 	q     *ordered.Queue[join]
+	p     resp.Parser // the progress through a partial command
 	args  [][]byte
+	pos   []int    // a command's key positions
+	multi [][]byte // a command's keys
 	tmp   []byte
 	resp3 bool
 }
@@ -110,11 +115,15 @@ func (s *server) OnOpen(c *percore.Conn) {
 }
 
 // OnView runs every whole command of in and returns the bytes they took.
+// The parser keeps its progress through a partial command, so that a
+// command that arrives in many reads is read once (issue 23).
 func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
 	cl := frame.Value(c).(*client)
+	scanned := cl.p.Scanned()
+	defer func() { cl.sh.parsed += cl.p.Scanned() - scanned }()
 	done := 0
 	for done < len(in) && !cl.q.Closing() {
-		args, n, err := resp.Parse(cl.args[:0], in[done:], s.lim)
+		args, n, err := cl.p.Parse(cl.args[:0], in[done:], s.lim)
 		if err != nil {
 			// Redis answers the commands before the bad one, then
 			// the error, then closes.
@@ -131,11 +140,19 @@ func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
 			cl.command(args)
 		}
 	}
+	if cap(cl.args) > maxKeptArgs {
+		cl.args = nil // a command of many arguments: do not keep its room for the connection's life
+	}
 	if cl.q.Closing() {
+		cl.p.Reset()
 		return len(in), nil
 	}
 	return done, nil
 }
+
+// maxKeptArgs bounds the room for arguments a connection keeps between
+// reads.
+const maxKeptArgs = 1024
 
 // OnFrameError answers a request over the buffer limit; frame.View then
 // closes the connection.
@@ -187,203 +204,255 @@ func hello(resp3 bool) []byte {
 
 var hello2, hello3 = hello(false), hello(true)
 
-// command runs one command.
+// handler runs a command the table found (c: the command or its
+// subcommand), its arity checked.
+type handler func(cl *client, c *commands.Command, args [][]byte)
+
+// known is a command this server runs: its entry in Redis's command
+// table and its handler.
+type known struct {
+	cmd *commands.Command
+	run handler
+}
+
+// supported are the commands this server runs, by lower-case name. Their
+// arity, flags and key positions come from Redis's command table
+// (runtime/frame/resp/commands, generated from redis-server's COMMAND
+// INFO); only what each does is written here.
+var supported = func() map[string]known {
+	m := map[string]known{}
+	for name, h := range map[string]handler{
+		"get": (*client).get, "set": (*client).set, "incr": (*client).incr, "decr": (*client).incr,
+		"incrby": (*client).incrBy, "decrby": (*client).incrBy, "del": (*client).keys, "exists": (*client).keys,
+		"mget": (*client).keys, "mset": (*client).mset, "expire": (*client).expire, "pexpire": (*client).expire,
+		"ttl": (*client).ttl, "pttl": (*client).ttl, "ping": (*client).ping, "echo": (*client).echo,
+		"dbsize": (*client).dbsize, "flushall": (*client).flushall, "flushdb": (*client).flushall,
+		"info": (*client).info, "command": (*client).commandCmd, "hello": (*client).hello,
+		"client": (*client).clientCmd, "select": (*client).selectCmd, "config": (*client).config,
+		"quit": (*client).quit,
+	} {
+		c := commands.LookupString(name)
+		if c == nil {
+			panic("kv: " + name + " is not in Redis's command table")
+		}
+		m[name] = known{c, h}
+	}
+	return m
+}()
+
+// maxName bounds the command names looked up (Redis's longest is 20
+// bytes).
+const maxName = 32
+
+// lookup finds a command this server runs by its name, in any case,
+// without allocating.
+func lookup(name []byte) (known, bool) {
+	if len(name) > maxName {
+		return known{}, false
+	}
+	var buf [maxName]byte
+	for i, b := range name {
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		buf[i] = b
+	}
+	k, ok := supported[string(buf[:len(name)])]
+	return k, ok
+}
+
+// command runs one command, checked against Redis's command table as
+// redis-server checks it before running one: unknown command, unknown
+// subcommand of a container, arity.
 func (cl *client) command(args [][]byte) {
-	name := args[0]
-	switch {
-	case is(name, "GET"):
-		if cl.arity(args, 2, 2, "get") {
-			cl.keyed(cmd{k: kGet, key: args[1]})
-		}
-	case is(name, "SET"):
-		if cl.arity(args, 3, -1, "set") {
-			cl.set(args)
-		}
-	case is(name, "INCR"), is(name, "DECR"):
-		if cl.arity(args, 2, 2, lower(name)) {
-			n := int64(1)
-			if is(name, "DECR") {
-				n = -1
-			}
-			cl.keyed(cmd{k: kIncr, key: args[1], n: n})
-		}
-	case is(name, "INCRBY"), is(name, "DECRBY"):
-		if cl.arity(args, 3, 3, lower(name)) {
-			n, ok := parseInt(args[2])
-			switch {
-			case !ok:
-				cl.sendErr(errNotInt)
-			case is(name, "DECRBY") && n == math.MinInt64:
-				cl.sendErr("ERR decrement would overflow")
-			default:
-				if is(name, "DECRBY") {
-					n = -n
-				}
-				cl.keyed(cmd{k: kIncr, key: args[1], n: n})
-			}
-		}
-	case is(name, "DEL"), is(name, "EXISTS"):
-		if cl.arity(args, 2, -1, lower(name)) {
-			k := kDel
-			if is(name, "EXISTS") {
-				k = kExists
-			}
-			cl.multi(k, joinSum, args[1:], 1)
-		}
-	case is(name, "MGET"):
-		if cl.arity(args, 2, -1, "mget") {
-			cl.multi(kMGet, joinArray, args[1:], 1)
-		}
-	case is(name, "MSET"):
-		if len(args) < 3 || len(args)%2 == 0 {
-			cl.sendErr("ERR wrong number of arguments for 'mset' command")
-		} else {
-			cl.multi(kMSet, joinOK, args[1:], 2)
-		}
-	case is(name, "EXPIRE"), is(name, "PEXPIRE"):
-		if cl.arity(args, 3, -1, lower(name)) {
-			cl.expire(args, is(name, "PEXPIRE"))
-		}
-	case is(name, "TTL"), is(name, "PTTL"):
-		if cl.arity(args, 2, 2, lower(name)) {
-			c := cmd{k: kTTL, key: args[1]}
-			if is(name, "PTTL") {
-				c.flags = ttlMS
-			}
-			cl.keyed(c)
-		}
-	case is(name, "PING"):
-		if cl.arity(args, 1, 2, "ping") {
-			if len(args) == 1 {
-				cl.q.Send(replyPong)
-			} else {
-				cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
-			}
-		}
-	case is(name, "ECHO"):
-		if cl.arity(args, 2, 2, "echo") {
-			cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
-		}
-	case is(name, "DBSIZE"):
-		if cl.arity(args, 1, 1, "dbsize") {
-			cl.everyLoop(kStats, joinSum, false)
-		}
-	case is(name, "FLUSHALL"), is(name, "FLUSHDB"):
-		if len(args) > 2 || len(args) == 2 && !is(args[1], "SYNC") && !is(args[1], "ASYNC") {
-			cl.sendErr(replySyntax)
-		} else {
-			cl.everyLoop(kFlush, joinOK, false)
-		}
-	case is(name, "INFO"):
-		cl.everyLoop(kStats, joinSum, true)
-	case is(name, "COMMAND"):
-		cl.commandCmd(args)
-	case is(name, "HELLO"):
-		cl.hello(args)
-	case is(name, "CLIENT"):
-		cl.clientCmd(args)
-	case is(name, "SELECT"):
-		if cl.arity(args, 2, 2, "select") {
-			if string(args[1]) == "0" {
-				cl.q.Send(replyOK)
-			} else {
-				cl.sendErr("ERR DB index is out of range")
-			}
-		}
-	case is(name, "CONFIG"):
-		cl.config(args)
-	case is(name, "QUIT"):
-		cl.q.Send(replyOK)
-		cl.q.CloseWhenDone()
-	default:
+	k, ok := lookup(args[0])
+	if !ok {
 		cl.sendErr(unknown(args))
+		return
+	}
+	c := k.cmd
+	if c.Container() && len(args) > 1 {
+		if c = c.Sub(args[1]); c == nil {
+			cl.sendErr("ERR unknown subcommand '" + trunc(args[1], 128) + "'. Try " + strings.ToUpper(string(args[0])) + " HELP.")
+			return
+		}
+	}
+	if !c.ArityOK(len(args)) {
+		cl.sendErr("ERR wrong number of arguments for '" + c.Name + "' command")
+		return
+	}
+	k.run(cl, c, args)
+}
+
+func (cl *client) get(c *commands.Command, args [][]byte) {
+	cl.run(c, args, cmd{k: kGet, key: args[1]})
+}
+
+func (cl *client) incr(c *commands.Command, args [][]byte) {
+	n := int64(1)
+	if c.Name == "decr" {
+		n = -1
+	}
+	cl.run(c, args, cmd{k: kIncr, key: args[1], n: n})
+}
+
+func (cl *client) incrBy(c *commands.Command, args [][]byte) {
+	x := cmd{k: kIncr, key: args[1]}
+	n, ok := parseInt(args[2])
+	switch {
+	case !ok:
+		x.err = errNotInt
+	case c.Name == "decrby" && n == math.MinInt64:
+		x.err = "ERR decrement would overflow"
+	case c.Name == "decrby":
+		x.n = -n
+	default:
+		x.n = n
+	}
+	cl.run(c, args, x)
+}
+
+// keys runs DEL, EXISTS and MGET: their keys, as the table places them.
+func (cl *client) keys(c *commands.Command, args [][]byte) {
+	x := cmd{k: kDel}
+	switch c.Name {
+	case "exists":
+		x.k = kExists
+	case "mget":
+		x.k = kMGet
+	}
+	cl.run(c, args, x)
+}
+
+func (cl *client) mset(c *commands.Command, args [][]byte) {
+	x := cmd{k: kMSet, multi: args[1:]}
+	if len(args)%2 == 0 {
+		x.err = "ERR wrong number of arguments for 'mset' command"
+	}
+	cl.run(c, args, x)
+}
+
+func (cl *client) ttl(c *commands.Command, args [][]byte) {
+	x := cmd{k: kTTL, key: args[1]}
+	if c.Name == "pttl" {
+		x.flags = ttlMS
+	}
+	cl.run(c, args, x)
+}
+
+func (cl *client) ping(_ *commands.Command, args [][]byte) {
+	switch len(args) {
+	case 1:
+		cl.q.Send(replyPong)
+	case 2:
+		cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
+	default:
+		cl.sendErr("ERR wrong number of arguments for 'ping' command")
 	}
 }
 
-// set parses SET's options as Redis 7 does.
-func (cl *client) set(args [][]byte) {
-	c := cmd{k: kSet, key: args[1], val: args[2], resp3: cl.resp3}
-	now := cl.c.Loop().Now().UnixMilli()
+func (cl *client) echo(_ *commands.Command, args [][]byte) {
+	cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
+}
+
+func (cl *client) dbsize(*commands.Command, [][]byte) { cl.everyLoop(kStats, joinSum, false) }
+
+func (cl *client) flushall(_ *commands.Command, args [][]byte) {
+	if len(args) > 2 || len(args) == 2 && !is(args[1], "SYNC") && !is(args[1], "ASYNC") {
+		cl.sendErr(replySyntax)
+		return
+	}
+	cl.everyLoop(kFlush, joinOK, false)
+}
+
+func (cl *client) info(*commands.Command, [][]byte) { cl.everyLoop(kStats, joinSum, true) }
+
+func (cl *client) selectCmd(_ *commands.Command, args [][]byte) {
+	if string(args[1]) == "0" {
+		cl.q.Send(replyOK)
+	} else {
+		cl.sendErr("ERR DB index is out of range")
+	}
+}
+
+func (cl *client) quit(*commands.Command, [][]byte) {
+	cl.q.Send(replyOK)
+	cl.q.CloseWhenDone()
+}
+
+// set parses SET's options as Redis 7 does; an error in them is answered
+// where the command runs, after the memory check.
+func (cl *client) set(c *commands.Command, args [][]byte) {
+	x := cmd{k: kSet, key: args[1], val: args[2]}
+	x.flags, x.n, x.err = setOptions(args, cl.c.Loop().Now().UnixMilli())
+	cl.run(c, args, x)
+}
+
+// setOptions reads SET's options: the flags, the absolute expiry in unix
+// ms (0: none), or Redis's error.
+func setOptions(args [][]byte, now int64) (flags uint8, at int64, err string) {
 	expiry := false
 	for i := 3; i < len(args); i++ {
 		a := args[i]
 		switch {
-		case is(a, "NX") && c.flags&optXX == 0:
-			c.flags |= optNX
-		case is(a, "XX") && c.flags&optNX == 0:
-			c.flags |= optXX
+		case is(a, "NX") && flags&optXX == 0:
+			flags |= optNX
+		case is(a, "XX") && flags&optNX == 0:
+			flags |= optXX
 		case is(a, "GET"):
-			c.flags |= optGet
+			flags |= optGet
 		case is(a, "KEEPTTL") && !expiry:
-			c.flags |= optKeepTTL
-		case (is(a, "EX") || is(a, "PX") || is(a, "EXAT") || is(a, "PXAT")) && !expiry && c.flags&optKeepTTL == 0 && i+1 < len(args):
+			flags |= optKeepTTL
+		case (is(a, "EX") || is(a, "PX") || is(a, "EXAT") || is(a, "PXAT")) && !expiry && flags&optKeepTTL == 0 && i+1 < len(args):
 			expiry = true
 			i++
 			n, ok := parseInt(args[i])
 			if !ok {
-				cl.sendErr(errNotInt)
-				return
+				return 0, 0, errNotInt
 			}
 			unit := int64(1)
 			if is(a, "EX") || is(a, "EXAT") {
 				unit = 1000
 			}
 			if n <= 0 || n > math.MaxInt64/unit {
-				cl.sendErr("ERR invalid expire time in 'set' command")
-				return
+				return 0, 0, "ERR invalid expire time in 'set' command"
 			}
 			n *= unit
 			if is(a, "EX") || is(a, "PX") {
 				if n > math.MaxInt64-now {
-					cl.sendErr("ERR invalid expire time in 'set' command")
-					return
+					return 0, 0, "ERR invalid expire time in 'set' command"
 				}
 				n += now
 			}
-			c.n = n
+			at = n
 		default:
-			cl.sendErr(replySyntax)
-			return
+			return 0, 0, replySyntax
 		}
 	}
-	cl.keyed(c)
+	return flags, at, ""
 }
 
-// expire parses EXPIRE's and PEXPIRE's options.
-func (cl *client) expire(args [][]byte, ms bool) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		cl.sendErr(errNotInt)
-		return
-	}
-	name := "expire"
-	unit := int64(1000)
-	if ms {
-		name, unit = "pexpire", 1
-	}
-	now := cl.c.Loop().Now().UnixMilli()
-	if n > math.MaxInt64/unit || n < math.MinInt64/unit || n*unit > math.MaxInt64-now {
-		cl.sendErr("ERR invalid expire time in '" + name + "' command")
-		return
-	}
-	c := cmd{k: kExpire, key: args[1], n: n*unit + now}
+// expire parses EXPIRE's and PEXPIRE's options, then the time, in
+// Redis's order: an unknown or conflicting option is reported before a
+// time that is not an integer.
+func (cl *client) expire(c *commands.Command, args [][]byte) {
+	x := cmd{k: kExpire, key: args[1]}
 	for _, a := range args[3:] {
 		switch {
 		case is(a, "NX"):
-			c.flags |= optNX
+			x.flags |= optNX
 		case is(a, "XX"):
-			c.flags |= optXX
+			x.flags |= optXX
 		case is(a, "GT"):
-			c.flags |= optGT
+			x.flags |= optGT
 		case is(a, "LT"):
-			c.flags |= optLT
+			x.flags |= optLT
 		default:
 			cl.sendErr("ERR Unsupported option " + string(a))
 			return
 		}
 	}
-	f := c.flags
-	switch {
+	switch f := x.flags; {
 	case f&optNX != 0 && f&(optXX|optGT|optLT) != 0:
 		cl.sendErr("ERR NX and XX, GT or LT options at the same time are not compatible")
 		return
@@ -391,27 +460,54 @@ func (cl *client) expire(args [][]byte, ms bool) {
 		cl.sendErr("ERR GT and LT options at the same time are not compatible")
 		return
 	}
-	cl.keyed(c)
+	n, ok := parseInt(args[2])
+	if !ok {
+		cl.sendErr(errNotInt)
+		return
+	}
+	unit := int64(1000)
+	if c.Name == "pexpire" {
+		unit = 1
+	}
+	now := cl.c.Loop().Now().UnixMilli()
+	if n > math.MaxInt64/unit || n < math.MinInt64/unit || n*unit > math.MaxInt64-now {
+		cl.sendErr("ERR invalid expire time in '" + c.Name + "' command")
+		return
+	}
+	x.n = n*unit + now
+	cl.run(c, args, x)
 }
 
 // hello answers HELLO [protover [AUTH user pass] [SETNAME name]]: RESP2
-// or RESP3, from then on.
-func (cl *client) hello(args [][]byte) {
+// or RESP3, from then on. The server has no users and keeps no names:
+// AUTH and SETNAME are read, as Redis reads them, and accepted.
+func (cl *client) hello(_ *commands.Command, args [][]byte) {
+	resp3 := cl.resp3
 	if len(args) >= 2 {
-		switch string(args[1]) {
-		case "2":
-			cl.resp3 = false
-		case "3":
-			cl.resp3 = true
+		v, ok := parseInt(args[1])
+		switch {
+		case !ok:
+			cl.sendErr("ERR Protocol version is not an integer or out of range")
+			return
+		case v != 2 && v != 3:
+			cl.q.Send(replyNoProto)
+			return
+		}
+		resp3 = v == 3
+	}
+	for j := 2; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case is(args[j], "AUTH") && more >= 2:
+			j += 2
+		case is(args[j], "SETNAME") && more >= 1:
+			j++
 		default:
-			if _, ok := parseInt(args[1]); !ok {
-				cl.sendErr("ERR Protocol version is not an integer or out of range")
-			} else {
-				cl.q.Send(replyNoProto)
-			}
+			cl.sendErr("ERR Syntax error in HELLO option '" + string(args[j]) + "'")
 			return
 		}
 	}
+	cl.resp3 = resp3
 	if cl.resp3 {
 		cl.q.Send(hello3)
 	} else {
@@ -421,36 +517,37 @@ func (cl *client) hello(args [][]byte) {
 
 // clientCmd accepts CLIENT SETNAME and the like: the server keeps no
 // client names, but clients that set one must start.
-func (cl *client) clientCmd(args [][]byte) {
-	switch {
-	case len(args) >= 2 && is(args[1], "GETNAME"):
+func (cl *client) clientCmd(c *commands.Command, _ [][]byte) {
+	switch c.Name {
+	case "client|getname":
 		cl.q.Send(null(cl.resp3))
-	case len(args) >= 2 && is(args[1], "ID"):
+	case "client|id":
 		cl.sendTmp(resp.AppendInt(cl.tmp[:0], int64(cl.c.Fd())))
 	default:
 		cl.q.Send(replyOK)
 	}
 }
 
-// commandCmd answers COMMAND, COMMAND COUNT and COMMAND DOCS with what
-// redis-cli and redis-benchmark need to start: no command table.
-func (cl *client) commandCmd(args [][]byte) {
-	if len(args) >= 2 && is(args[1], "COUNT") {
-		cl.sendTmp(resp.AppendInt(cl.tmp[:0], int64(len(commandNames))))
+// commandCmd answers COMMAND COUNT with the number of commands the server
+// runs, and COMMAND, COMMAND DOCS and the rest with what redis-cli and
+// redis-benchmark need to start: an empty array.
+func (cl *client) commandCmd(c *commands.Command, _ [][]byte) {
+	if c.Name == "command|count" {
+		cl.sendTmp(resp.AppendInt(cl.tmp[:0], int64(cl.s.nCommands)))
 		return
 	}
 	cl.q.Send(replyEmpty)
 }
 
-// commandNames are the commands the server knows, for COMMAND COUNT.
-var commandNames = []string{"get", "set", "incr", "incrby", "decr", "decrby", "del", "exists", "mget", "mset",
-	"expire", "pexpire", "ttl", "pttl", "ping", "echo", "dbsize", "flushall", "flushdb", "info", "command",
-	"hello", "client", "select", "config", "quit"}
-
 // config answers CONFIG GET of what redis-benchmark asks (save,
-// appendonly) as a server without persistence would, and maxmemory.
-func (cl *client) config(args [][]byte) {
-	if len(args) != 3 || !is(args[1], "GET") {
+// appendonly) as a server without persistence would, and maxmemory; the
+// other subcommands are not this server's.
+func (cl *client) config(c *commands.Command, args [][]byte) {
+	if c.Name != "config|get" {
+		cl.sendErr("ERR unknown subcommand '" + trunc(args[1], 128) + "'. Try CONFIG HELP.")
+		return
+	}
+	if len(args) != 3 {
 		cl.q.Send(replyEmpty)
 		return
 	}
@@ -467,16 +564,6 @@ func (cl *client) config(args [][]byte) {
 	}
 	b := resp.AppendBulk(resp.AppendArray(cl.tmp[:0], 2), args[2])
 	cl.sendTmp(resp.AppendBulkString(b, value))
-}
-
-// arity checks the number of arguments (max -1: any), answering Redis's
-// error when it is wrong.
-func (cl *client) arity(args [][]byte, min, max int, name string) bool {
-	if len(args) >= min && (max < 0 || len(args) <= max) {
-		return true
-	}
-	cl.sendErr("ERR wrong number of arguments for '" + name + "' command")
-	return false
 }
 
 func (cl *client) sendErr(msg string) { cl.sendTmp(resp.AppendError(cl.tmp[:0], msg)) }
@@ -516,47 +603,84 @@ func is(b []byte, upper string) bool {
 	return true
 }
 
-func lower(b []byte) string {
-	out := []byte(string(b))
-	for i, c := range out {
-		if c >= 'A' && c <= 'Z' {
-			out[i] = c + 'a' - 'A'
-		}
-	}
-	return string(out)
-}
-
-// parseInt parses a Redis integer argument: decimal, no leading '+' or
-// zero, within int64.
+// parseInt parses a Redis integer as Redis's string2ll does: decimal, an
+// optional '-', no '+', no leading zero ("-0" and "-05" are not
+// integers), within int64.
 func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 || len(b) > 1 && b[0] == '0' || b[0] == '+' {
+	if len(b) == 0 || len(b) > 20 {
 		return 0, false
 	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	d := b
+	if d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || d[0] < '1' || d[0] > '9' {
+		return 0, false
+	}
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil && !(len(b) > 1 && b[0] == '-' && b[1] == '0')
+	if err != nil {
+		return 0, false
+	}
+	return n, true
 }
 
-// keyed runs a one-key command: here at once when the key is this loop's,
-// else on its owner's loop.
-func (cl *client) keyed(c cmd) {
-	c.resp3 = cl.resp3
+// run runs x, a command on the keys Redis's command table places in args,
+// on the loop that owns their hash slot: here at once when that is this
+// loop, else there, its reply coming back in order. Keys of more than one
+// slot are refused with Redis Cluster's CROSSSLOT error.
+func (cl *client) run(c *commands.Command, args [][]byte, x cmd) {
+	pos, ok := c.Keys(cl.pos[:0], args)
+	cl.pos = pos
+	if !ok || len(pos) == 0 {
+		cl.sendErr("ERR no key in '" + c.Name + "'") // not for the commands this server runs
+		return
+	}
+	slot := slotOf(args[pos[0]])
+	for _, p := range pos[1:] {
+		if slotOf(args[p]) != slot {
+			cl.q.Send(replyCrossSlot)
+			return
+		}
+	}
+	if x.k == kDel || x.k == kExists || x.k == kMGet {
+		cl.multi = cl.multi[:0]
+		for _, p := range pos {
+			cl.multi = append(cl.multi, args[p])
+		}
+		x.multi = cl.multi
+	}
+	x.denyOOM = c.Flags.Has(commands.DenyOOM)
+	if x.err != "" && !x.denyOOM {
+		cl.sendErr(x.err) // no memory check comes first
+		return
+	}
+	x.resp3 = cl.resp3
 	l := cl.c.Loop()
-	owner := l.Owner(c.key)
-	now := l.Now().UnixMilli()
+	sk := [2]byte{byte(slot >> 8), byte(slot)}
+	owner := l.Owner(sk[:])
 	if owner == l {
+		now := l.Now().UnixMilli()
 		if cl.q.Idle() {
-			cl.direct(&c, now)
+			cl.direct(&x, now)
 			return
 		}
 		r := cl.q.Push(1)
 		r.Data.mode = joinOne
-		r.Buf, _ = cl.sh.exec(&c, now, r.Buf)
+		r.Buf, _ = cl.sh.exec(&x, now, r.Buf[:0])
 		cl.q.Done(r)
 		return
 	}
 	r := cl.q.Push(1)
 	r.Data.mode = joinOne
-	cl.call(owner, r, &c, 0)
+	cl.call(owner, r, &x)
 }
 
 // direct writes the reply of a command on a key of this loop straight
@@ -579,38 +703,6 @@ func (cl *client) direct(c *cmd, now int64) {
 	}
 }
 
-// multi runs a multi-key command (DEL, EXISTS, MGET, MSET), each key (or
-// key and value, step 2) on its owner, and joins the parts.
-func (cl *client) multi(k kind, mode joinMode, keys [][]byte, step int) {
-	l := cl.c.Loop()
-	now := l.Now().UnixMilli()
-	r := cl.q.Push(1) // held until every part is sent
-	r.Data.mode, r.Data.sum, r.Data.fail, r.Data.resp3 = mode, 0, r.Data.fail[:0], cl.resp3
-	if mode == joinArray {
-		r.Data.parts = grow(r.Data.parts, len(keys))
-	}
-	for i := 0; i < len(keys); i += step {
-		c := cmd{k: k, key: keys[i], resp3: cl.resp3}
-		if step == 2 {
-			c.val = keys[i+1]
-		}
-		owner := l.Owner(c.key)
-		if owner == l {
-			var part []byte
-			var n int64
-			if mode == joinArray {
-				part = r.Data.parts[i][:0]
-			}
-			part, n = cl.sh.exec(&c, now, part)
-			cl.addPart(r, i, part, n)
-			continue
-		}
-		cl.q.Add(r, 1)
-		cl.call(owner, r, &c, i)
-	}
-	cl.partDone(r)
-}
-
 // everyLoop runs k on every loop (DBSIZE, FLUSHALL, INFO) and joins.
 func (cl *client) everyLoop(k kind, mode joinMode, info bool) {
 	r := cl.q.Push(1)
@@ -624,24 +716,17 @@ func (cl *client) everyLoop(k kind, mode joinMode, info bool) {
 				r.Data.stats.add(cl.sh.counts())
 			}
 			part, n := cl.sh.exec(&c, l.Now().UnixMilli(), nil)
-			cl.addPart(r, 0, part, n)
+			cl.addPart(r, part, n)
 			continue
 		}
 		cl.q.Add(r, 1)
-		cl.call(owner, r, &c, 0)
+		cl.call(owner, r, &c)
 	}
 	cl.partDone(r)
 }
 
-func grow(parts [][]byte, n int) [][]byte {
-	for len(parts) < n {
-		parts = append(parts, nil)
-	}
-	return parts[:n]
-}
-
-// addPart takes in one part of a joined reply: part i's bytes and count.
-func (cl *client) addPart(r *ordered.Reply[join], i int, part []byte, n int64) {
+// addPart takes in one part of a joined reply: its bytes and count.
+func (cl *client) addPart(r *ordered.Reply[join], part []byte, n int64) {
 	d := &r.Data
 	if len(part) > 0 && part[0] == '-' && len(d.fail) == 0 {
 		d.fail = append(d.fail, part...)
@@ -651,8 +736,6 @@ func (cl *client) addPart(r *ordered.Reply[join], i int, part []byte, n int64) {
 		r.Buf = append(r.Buf[:0], part...)
 	case joinSum:
 		d.sum += n
-	case joinArray:
-		d.parts[i] = part
 	}
 }
 
@@ -667,11 +750,6 @@ func (cl *client) partDone(r *ordered.Reply[join]) {
 			r.Buf = cl.s.info(r.Buf[:0], d.stats)
 		case d.mode == joinSum:
 			r.Buf = resp.AppendInt(r.Buf[:0], d.sum)
-		case d.mode == joinArray:
-			r.Buf = resp.AppendArray(r.Buf[:0], len(d.parts))
-			for _, p := range d.parts {
-				r.Buf = append(r.Buf, p...)
-			}
 		case d.mode == joinOK:
 			r.Buf = append(r.Buf[:0], replyOK...)
 		}
@@ -693,6 +771,7 @@ func (s *server) info(dst []byte, st counts) []byte {
 		"\r\nmaxmemory_policy:" + policy +
 		"\r\n\r\n# Stats\r\npercore_key_commands:" + strconv.FormatInt(st.commands, 10) +
 		"\r\npercore_cross_loop_commands:" + strconv.FormatInt(st.remote, 10) +
+		"\r\npercore_parsed_bytes:" + strconv.FormatInt(st.parsed, 10) +
 		"\r\nexpired_keys:" + strconv.FormatInt(st.expired, 10) +
 		"\r\nevicted_keys:" + strconv.FormatInt(st.evicted, 10) +
 		"\r\n\r\n# Keyspace\r\n"
@@ -702,23 +781,24 @@ func (s *server) info(dst []byte, st counts) []byte {
 	return resp.AppendBulkString(dst, body)
 }
 
-// op is one cross-loop call: a command on a key of another loop. It is
+// op is one cross-loop call: a command on keys of another loop. It is
 // made on the client's loop, runs on the owner's, and comes back, reused.
 type op struct {
 	cl     *client
 	r      *ordered.Reply[join]
 	to     *percore.Loop
 	c      cmd
-	i      int    // the part's index
 	out    []byte // the reply or part, built on the owner
 	n      int64
 	stats  counts // kStats
+	buf    []byte // the copies of the command's bytes
+	multi  [][]byte
 	runFn  func()
 	doneFn func(error)
 }
 
-// call sends c to its owner; its reply (part i) fills r.
-func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd, i int) {
+// call sends c to its owner; its reply fills r.
+func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd) {
 	var o *op
 	if n := len(cl.sh.ops); n > 0 {
 		o = cl.sh.ops[n-1]
@@ -727,10 +807,25 @@ func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd, i in
 		o = new(op)
 		o.runFn, o.doneFn = o.run, o.done
 	}
-	key, val := o.c.key, o.c.val
-	o.cl, o.r, o.to, o.c, o.i = cl, r, owner, *c, i
-	o.c.key = append(key[:0], c.key...) // the command's bytes are the read's
-	o.c.val = append(val[:0], c.val...)
+	o.cl, o.r, o.to, o.c = cl, r, owner, *c
+	// The command's bytes are the read's: copy them, once, into the
+	// op's buffer, and point the copy's slices into it.
+	o.buf = append(append(o.buf[:0], c.key...), c.val...)
+	for _, a := range c.multi {
+		o.buf = append(o.buf, a...)
+	}
+	at := 0
+	take := func(b []byte) []byte {
+		p := o.buf[at : at+len(b) : at+len(b)]
+		at += len(b)
+		return p
+	}
+	o.c.key, o.c.val = take(c.key), take(c.val)
+	o.multi = o.multi[:0]
+	for _, a := range c.multi {
+		o.multi = append(o.multi, take(a))
+	}
+	o.c.multi = o.multi
 	cl.c.Loop().Call(owner, o.runFn, o.doneFn)
 }
 
@@ -752,15 +847,10 @@ func (o *op) done(err error) {
 	} else if o.c.k == kStats {
 		r.Data.stats.add(o.stats)
 	}
-	if r.Data.mode == joinArray {
-		// The part's bytes move into the reply; the op takes the
-		// part's old buffer.
-		r.Data.parts[o.i], o.out = o.out, r.Data.parts[o.i][:0]
-		cl.addPart(r, o.i, r.Data.parts[o.i], o.n)
-	} else if r.Data.mode == joinOne && err == nil {
+	if r.Data.mode == joinOne && err == nil {
 		r.Buf, o.out = o.out, r.Buf[:0] // the owner built it: take it
 	} else {
-		cl.addPart(r, o.i, o.out, o.n)
+		cl.addPart(r, o.out, o.n)
 	}
 	o.cl, o.r, o.to = nil, nil, nil
 	cl.sh.ops = append(cl.sh.ops, o)

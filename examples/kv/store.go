@@ -21,8 +21,9 @@ type shard struct {
 	evict       bool // allkeys-random, else noeviction
 	evicted     int64
 	expired     int64
-	commands    int64 // key commands run here (each part of a multi-key or every-loop command counts)
+	commands    int64 // key commands run here (each part of an every-loop command counts)
 	remote      int64 // of which for clients of other loops
+	parsed      int64 // bytes the request parsers of this loop's clients examined
 	ops         []*op // cross-loop call records, reused
 }
 
@@ -39,20 +40,20 @@ func newShard(limit int64, evict bool) shard {
 	return shard{keys: make(map[string]*entry), volatile: make(map[string]struct{}), limit: limit, evict: evict}
 }
 
-// kind is a command on one key, or one loop's part of a multi-key or
+// kind is a command on the keys of one slot, or one loop's part of a
 // whole-keyspace command.
 type kind uint8
 
 const (
 	kGet kind = iota
 	kSet
-	kIncr // by n
-	kDel
-	kExists
+	kIncr   // by n
+	kDel    // the keys in multi
+	kExists // the keys in multi
 	kExpire // at n (unix ms), with flags
 	kTTL    // flags&ttlMS: in ms
-	kMGet   // one key of an MGET
-	kMSet   // one pair of an MSET
+	kMGet   // the keys in multi
+	kMSet   // the key, value pairs in multi
 	kStats  // this loop's counts (shard.counts), for DBSIZE and INFO
 	kFlush  // this loop's part of FLUSHALL
 )
@@ -68,14 +69,25 @@ const (
 	ttlMS
 )
 
-// cmd is a parsed command for one shard. key and val are the client's
-// bytes (or the call's copies); n is INCRBY's delta or an expiry.
+// cmd is a parsed command for one shard. key and val (one-key commands)
+// and multi (the keys of MGET, DEL and EXISTS, MSET's pairs) are the
+// client's bytes, or the call's copies; n is INCRBY's delta or an expiry.
 type cmd struct {
 	k        kind
 	flags    uint8
 	resp3    bool
 	key, val []byte
+	multi    [][]byte
 	n        int64
+	// denyOOM is the command table's denyoom flag: the command is
+	// refused once memory is over the limit (after eviction, under
+	// allkeys-random).
+	denyOOM bool
+	// err is an error in the command's arguments, found by the client's
+	// loop and answered by the shard after the memory check: Redis checks
+	// memory before a command runs, and a command reads its arguments
+	// when it runs.
+	err string
 }
 
 // The replies a shard gives, by protocol version.
@@ -113,24 +125,26 @@ func (sh *shard) remove(key string, e *entry) {
 	}
 }
 
-// room makes room for a write of grow bytes: under noeviction it reports
-// whether memory is below the limit (Redis refuses a write once used >
-// maxmemory); under allkeys-random it evicts keys first.
-func (sh *shard) room(grow int64) bool {
-	if sh.limit <= 0 || sh.used+grow <= sh.limit {
+// room is Redis's memory check before a denyoom command runs, over this
+// loop's share of the limit: under allkeys-random it evicts random keys
+// while used memory is over the limit; it reports whether memory is
+// within the limit, so that the command may run (and may take memory past
+// it: the next write evicts, or is refused). It runs before the command
+// looks any key up, so that no entry it holds can be evicted under it.
+func (sh *shard) room() bool {
+	if sh.limit <= 0 || sh.used <= sh.limit {
 		return true
 	}
-	if !sh.evict {
-		return sh.used <= sh.limit && grow <= 0
-	}
-	for k, e := range sh.keys { // Go starts a map's range at a random key
-		if sh.used+grow <= sh.limit {
-			break
+	if sh.evict {
+		for k, e := range sh.keys { // Go starts a map's range at a random key
+			sh.remove(k, e)
+			sh.evicted++
+			if sh.used <= sh.limit {
+				break
+			}
 		}
-		sh.remove(k, e)
-		sh.evicted++
 	}
-	return sh.used+grow <= sh.limit
+	return sh.used <= sh.limit
 }
 
 // store sets key to val with expiry exp (unix ms, 0: none), keeping the
@@ -159,32 +173,49 @@ func (sh *shard) store(key, val []byte, e *entry, exp int64) {
 // for kStats the keys (and dst holds nothing).
 func (sh *shard) exec(c *cmd, now int64, dst []byte) ([]byte, int64) {
 	sh.commands++
+	if c.denyOOM && !sh.room() {
+		return append(dst, replyOOM...), 0
+	}
+	if c.err != "" {
+		return resp.AppendError(dst, c.err), 0
+	}
 	switch c.k {
-	case kGet, kMGet:
+	case kGet:
 		if e := sh.live(c.key, now); e != nil {
 			return resp.AppendBulk(dst, e.v), 0
 		}
 		return append(dst, null(c.resp3)...), 0
+	case kMGet:
+		dst = resp.AppendArray(dst, len(c.multi))
+		for _, k := range c.multi {
+			if e := sh.live(k, now); e != nil {
+				dst = resp.AppendBulk(dst, e.v)
+			} else {
+				dst = append(dst, null(c.resp3)...)
+			}
+		}
+		return dst, 0
 	case kSet:
 		return sh.set(c, now, dst), 0
 	case kMSet:
-		e := sh.live(c.key, now)
-		if !sh.room(growth(c.key, c.val, e)) {
-			return append(dst, replyOOM...), 0
+		for i := 0; i+1 < len(c.multi); i += 2 {
+			k := c.multi[i]
+			sh.store(k, c.multi[i+1], sh.live(k, now), 0)
 		}
-		sh.store(c.key, c.val, e, 0)
-		return dst, 0
+		return append(dst, replyOK...), 0
 	case kIncr:
 		return sh.incr(c, now, dst), 0
 	case kDel, kExists:
-		e := sh.live(c.key, now)
-		if e == nil {
-			return dst, 0
+		n := int64(0)
+		for _, k := range c.multi {
+			if e := sh.live(k, now); e != nil {
+				n++
+				if c.k == kDel {
+					sh.remove(string(k), e)
+				}
+			}
 		}
-		if c.k == kDel {
-			sh.remove(string(c.key), e)
-		}
-		return dst, 1
+		return resp.AppendInt(dst, n), n
 	case kExpire:
 		return sh.expire(c, now, dst), 0
 	case kTTL:
@@ -211,11 +242,11 @@ func (sh *shard) exec(c *cmd, now int64, dst []byte) ([]byte, int64) {
 
 // counts are a shard's figures for INFO, summed over the loops.
 type counts struct {
-	keys, expires, used, evicted, expired, commands, remote int64
+	keys, expires, used, evicted, expired, commands, remote, parsed int64
 }
 
 func (sh *shard) counts() counts {
-	return counts{int64(len(sh.keys)), int64(len(sh.volatile)), sh.used, sh.evicted, sh.expired, sh.commands, sh.remote}
+	return counts{int64(len(sh.keys)), int64(len(sh.volatile)), sh.used, sh.evicted, sh.expired, sh.commands, sh.remote, sh.parsed}
 }
 
 func (c *counts) add(o counts) {
@@ -226,14 +257,7 @@ func (c *counts) add(o counts) {
 	c.expired += o.expired
 	c.commands += o.commands
 	c.remote += o.remote
-}
-
-// growth is what storing val at key costs beyond what e holds now.
-func growth(key, val []byte, e *entry) int64 {
-	if e == nil {
-		return int64(entryOverhead + len(key) + len(val))
-	}
-	return int64(len(val) - cap(e.v))
+	c.parsed += o.parsed
 }
 
 // set is SET with its options, parsed by the client (c.flags, c.n the
@@ -245,9 +269,6 @@ func (sh *shard) set(c *cmd, now int64, dst []byte) []byte {
 			return resp.AppendBulk(dst, e.v)
 		}
 		return append(dst, null(c.resp3)...)
-	}
-	if !sh.room(growth(c.key, c.val, e)) {
-		return append(dst, replyOOM...)
 	}
 	if c.flags&optGet != 0 {
 		if e != nil {
@@ -271,9 +292,8 @@ func (sh *shard) incr(c *cmd, now int64, dst []byte) []byte {
 	e := sh.live(c.key, now)
 	var v int64
 	if e != nil {
-		var err error
-		v, err = strconv.ParseInt(string(e.v), 10, 64)
-		if err != nil || len(e.v) > 1 && (e.v[0] == '0' || e.v[0] == '+') || len(e.v) > 20 {
+		var ok bool
+		if v, ok = parseInt(e.v); !ok {
 			return resp.AppendError(dst, errNotInt)
 		}
 	}
@@ -283,9 +303,6 @@ func (sh *shard) incr(c *cmd, now int64, dst []byte) []byte {
 	v += c.n
 	var buf [20]byte
 	val := strconv.AppendInt(buf[:0], v, 10)
-	if !sh.room(growth(c.key, val, e)) {
-		return append(dst, replyOOM...)
-	}
 	exp := int64(0)
 	if e != nil {
 		exp = e.exp

@@ -234,7 +234,7 @@ func TestCrashConsistency(t *testing.T) {
 			wg.Wait()
 
 			var log []string
-			rec, err := recoverLog(dir, 1<<20, func(p []byte) { log = append(log, string(p)) })
+			rec, err := recoverLog(dir, func(p []byte) { log = append(log, string(p)) })
 			if err != nil {
 				t.Fatalf("run %d (seed %d): recover: %v", run, seed, err)
 			}
@@ -312,4 +312,72 @@ func waitStderr(s *server, want string) bool {
 		time.Sleep(5 * time.Millisecond)
 	}
 	return false
+}
+
+// send writes one record and returns the LSN its acknowledgement carries.
+func send(t *testing.T, c net.Conn, payload string) uint64 {
+	t.Helper()
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(payload)))
+	frame = append(frame, payload...)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	ack := make([]byte, 8)
+	if _, err := io.ReadFull(c, ack); err != nil {
+		t.Fatalf("acknowledgement of a %d-byte record: %v", len(payload), err)
+	}
+	return binary.BigEndian.Uint64(ack)
+}
+
+// TestLowerMaxRecordKeepsTheLog (issue 23, fault 6): records accepted under
+// one -max-record stay in the log when the server restarts with a lower
+// one, in the last segment and in an earlier one: the checksum says a
+// record is whole, and the limit bounds new records only. Before, recovery
+// cut the log at the first record over today's limit (losing it and every
+// record after it), or refused to start when it lay in an earlier segment.
+func TestLowerMaxRecordKeepsTheLog(t *testing.T) {
+	big := strings.Repeat("B", 3000)
+	tests := []struct {
+		name string
+		args []string // the first run's
+	}{
+		{"in the last segment", []string{"-max-record", "4096"}},
+		{"in an earlier segment", []string{"-max-record", "4096", "-segment-size", "2048"}},
+	}
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				dir := t.TempDir()
+				s := startServer(t, dir, b, tt.args...)
+				c := pctest.Dial(t, s.addr)
+				want := []string{"a", big, "c", "d", "e"}
+				for i, p := range want {
+					if lsn := send(t, c, p); lsn != uint64(i) {
+						t.Fatalf("record %d acknowledged at LSN %d", i, lsn)
+					}
+				}
+				c.Close()
+				s.stop(t, os.Interrupt)
+
+				s = startServer(t, dir, b, "-max-record", "1024")
+				if !waitStderr(s, "recovered 5 records") {
+					t.Fatalf("restart with -max-record 1024: %s", s.stderrText())
+				}
+				c = pctest.Dial(t, s.addr)
+				if lsn := send(t, c, "f"); lsn != 5 {
+					t.Errorf("the next record got LSN %d, want 5", lsn)
+				}
+				c.Close()
+				s.stop(t, os.Interrupt)
+				var log []string
+				if _, err := recoverLog(dir, func(p []byte) { log = append(log, string(p)) }); err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(log) != fmt.Sprint(append(want, "f")) {
+					t.Fatalf("the log holds %d records, want the 6 acknowledged", len(log))
+				}
+			})
+		}
+	})
 }

@@ -79,9 +79,12 @@ type scanResult struct {
 
 // scanSegment reads the records of one segment, calling each (if not nil)
 // with every intact payload, and stops at the first record that is not
-// intact: a header or payload cut short, a length past maxRecord, or a
-// bad CRC. A zero header (preallocated space) ends the data cleanly.
-func scanSegment(name string, maxRecord int, each func(payload []byte)) (scanResult, error) {
+// intact: a header or payload cut short (a torn length reads as one past
+// the segment's end), or a bad CRC. A zero header (preallocated space)
+// ends the data cleanly. The checksum alone says a record is whole: no
+// size limit applies here, so that a record accepted under a larger
+// -max-record than today's is kept (the limit bounds new records only).
+func scanSegment(name string, each func(payload []byte)) (scanResult, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return scanResult{}, err
@@ -114,11 +117,7 @@ func scanSegment(name string, maxRecord int, each func(payload []byte)) (scanRes
 			}
 			break
 		}
-		if int64(n) > int64(maxRecord) {
-			r.torn = fmt.Sprintf("a length of %d bytes, over the limit of %d, at offset %d", n, maxRecord, off)
-			break
-		}
-		if len(rest) < recordHeader+int(n) {
+		if int64(len(rest)) < recordHeader+int64(n) {
 			r.torn = fmt.Sprintf("a record of %d bytes cut short at offset %d", n, off)
 			break
 		}
@@ -172,8 +171,9 @@ var errCorrupt = errors.New("corrupt record before the last segment")
 // recoverLog scans the log in dir, keeps every intact record, and cuts a
 // torn tail from the last segment (and the preallocated zeros after the
 // data, which the server allocates again). each, if not nil, sees every
-// intact payload in order.
-func recoverLog(dir string, maxRecord int, each func(payload []byte)) (recovery, error) {
+// intact payload in order. Whether a record is intact is the checksum's
+// say alone, whatever its size.
+func recoverLog(dir string, each func(payload []byte)) (recovery, error) {
 	nums, err := segments(dir)
 	if err != nil {
 		return recovery{}, err
@@ -181,7 +181,7 @@ func recoverLog(dir string, maxRecord int, each func(payload []byte)) (recovery,
 	var r recovery
 	for i, n := range nums {
 		name := filepath.Join(dir, segName(n))
-		s, err := scanSegment(name, maxRecord, each)
+		s, err := scanSegment(name, each)
 		if err != nil {
 			return r, err
 		}

@@ -26,7 +26,7 @@ func writeSegment(t *testing.T, dir string, n uint64, payloads ...string) string
 func recovered(t *testing.T, dir string) (recovery, []string, error) {
 	t.Helper()
 	var got []string
-	r, err := recoverLog(dir, 1<<20, func(p []byte) { got = append(got, string(p)) })
+	r, err := recoverLog(dir, func(p []byte) { got = append(got, string(p)) })
 	return r, got, err
 }
 
@@ -49,7 +49,7 @@ func TestRecoverTornTails(t *testing.T) {
 		{"half a header", rec3[:5], true},
 		{"half a record", rec3[:len(rec3)-2], true},
 		{"a bad CRC", badCRC, true},
-		{"a length past the limit", huge, true},
+		{"a length past the end of the segment", huge, true},
 		{"data after a zero header", append(make([]byte, 8), 1), true},
 	}
 	for _, tc := range tests {

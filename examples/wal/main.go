@@ -11,8 +11,10 @@
 // one fdatasync (an IOSQE_IO_LINK chain on io_uring) as soon as the one in
 // flight completes (-depth allows more groups in flight, acknowledged in
 // order). Each record is framed on disk with its length and a CRC-32C;
-// at start the server scans the log, keeps every intact record, cuts a
-// torn tail, and says what it found. The log rotates to a new segment past
+// at start the server scans the log, keeps every intact record (the
+// checksum says whether it is whole: -max-record bounds new records only,
+// so lowering it loses nothing already acknowledged), cuts a torn tail,
+// and says what it found. The log rotates to a new segment past
 // -segment-size. -sync=false acknowledges after the write alone, for
 // comparison.
 //
@@ -50,7 +52,7 @@ func run() error {
 	depth := flag.Int("depth", 1, "groups written and synced at once, at most")
 	segSize := flag.Int64("segment-size", 64<<20, "rotate to a new segment past this many bytes")
 	prealloc := flag.Bool("prealloc", true, "fallocate each segment to -segment-size")
-	maxRecord := flag.Int("max-record", 1<<20, "the largest record accepted, in bytes")
+	maxRecord := flag.Int("max-record", 1<<20, "the largest new record accepted, in bytes (records already in the log are kept whatever their size)")
 	backendName := flag.String("backend", "auto", "auto, uring or epoll")
 	core := flag.Int("cpu", 0, "the CPU of the server's loop")
 	flag.Parse()
@@ -67,7 +69,7 @@ func run() error {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
 	}
-	rec, err := recoverLog(*dir, *maxRecord, nil)
+	rec, err := recoverLog(*dir, nil)
 	if err != nil {
 		return fmt.Errorf("recover %s: %w", *dir, err)
 	}

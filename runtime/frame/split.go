@@ -45,6 +45,10 @@ type tail struct {
 	// retainBuffer bytes (a Decoder).
 	pool *sync.Pool
 	box  *buffer // buf's box from pool
+	// copied counts the bytes copied into buf (held bytes moved or
+	// grown included), for the tests that check a partial message costs
+	// a copy linear in its size.
+	copied int64
 }
 
 // buffer boxes a pooled slice, so that putting it back allocates nothing.
@@ -248,14 +252,16 @@ func (t *tail) append(p []byte, limit int) {
 	}
 	if len(t.buf)+len(p) > cap(t.buf) && t.off > 0 {
 		t.buf = t.buf[:copy(t.buf, t.buf[t.off:])]
+		t.copied += int64(len(t.buf))
 		t.off = 0
 	}
 	if need := len(t.buf) + len(p); need > cap(t.buf) {
 		nb := make([]byte, len(t.buf), max(need, min(max(2*cap(t.buf), minBuffer), limit)))
-		copy(nb, t.buf)
+		t.copied += int64(copy(nb, t.buf))
 		t.buf = nb
 	}
 	t.buf = append(t.buf, p...)
+	t.copied += int64(len(p))
 }
 
 // release gives the buffer back: to the pool, or kept when small.

@@ -11,6 +11,14 @@ import percore "github.com/percore/percore/runtime"
 // not block; in is valid only during the call. An error closes the
 // connection after the handler's OnFrameError.
 //
+// in always begins with the bytes the last call left: what it did not
+// consume, unchanged, followed by what arrived since (the same bytes, not
+// necessarily at the same address). A parser may therefore keep its
+// progress through a partial message between calls, as resp.Parser and
+// http1's decoders do, and read each byte once however many reads a
+// message takes; a parser that starts again from in[0] at every call reads
+// a message that arrives in k pieces k times over.
+//
 // A ViewHandler may also implement ErrorHandler and the runtime's optional
 // interfaces, which the adapter forwards.
 type ViewHandler interface {
@@ -19,7 +27,7 @@ type ViewHandler interface {
 
 // View returns a percore.Handler that shows each connection's unconsumed
 // input to h.OnView, for parsers that find a message's end and its parts
-// in one pass (resp.Parse; a split function followed by a parse of its
+// in one pass (resp.Parser; a split function followed by a parse of its
 // token reads each message twice: docs/decisions/0018-input-buffering.md).
 // What OnView leaves is kept in a per-connection buffer, taken from the
 // shared pool only while bytes are left, and shown again, followed by the
@@ -111,7 +119,13 @@ func (a *adapter) deliverView(c *percore.Conn, s *session, data []byte) {
 			}
 			continue
 		default:
-			t.hold(data, a.limit) // all of the read, and still partial (or paused)
+			// All of the read, and still partial (or paused).
+			if k == len(data) {
+				t.buf = t.buf[:t.off+held+k] // the probe was the whole read: keep it where it lies
+				t.short = false
+			} else {
+				t.hold(data, a.limit)
+			}
 			data = nil
 			if left := t.held(); left > a.limit && !s.paused {
 				a.reject(c, t.fail(&TooLongError{Limit: a.limit, Got: left}))

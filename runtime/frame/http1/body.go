@@ -65,6 +65,11 @@ type body struct {
 	lim       *Limits
 	trailer   *Headers
 	tooLarge  *Error // what a body over max is
+	// lineSeen is how far the search for a chunk-size line's end got
+	// (from the line's start); ts is the progress through a partial
+	// trailer section.
+	lineSeen int
+	ts       headScan
 }
 
 // next decodes from data: it returns the bytes it consumed (framing and
@@ -119,7 +124,7 @@ func (b *body) next(data []byte) (n int, ev Event, piece []byte, err *Error) {
 			n += 2
 			b.chunk = chunkSize
 		case chunkSize:
-			ln, k, ok, err := line(data[n:])
+			ln, k, ok, err := b.chunkLine(data[n:])
 			if err != nil {
 				return n, NeedMore, nil, err
 			}
@@ -144,7 +149,7 @@ func (b *body) next(data []byte) (n int, ev Event, piece []byte, err *Error) {
 				if err != nil || !ok {
 					return n, NeedMore, nil, err
 				}
-				b.mode = bodyNone
+				b.mode, b.lineSeen = bodyNone, 0
 				return n + k + m, End, nil, nil
 			}
 			b.total += size
@@ -152,14 +157,52 @@ func (b *body) next(data []byte) (n int, ev Event, piece []byte, err *Error) {
 				return n, NeedMore, nil, b.tooLarge
 			}
 			n += k
+			b.lineSeen = 0
 			b.remaining = size
 			b.chunk = chunkData
 		}
 	}
 }
 
-// trailers parses the trailer section after the last chunk.
+// chunkLine is line over a chunk-size line, searching for its end from
+// where the last call stopped (data begins at the line, as it did then).
+func (b *body) chunkLine(data []byte) (ln []byte, n int, ok bool, err *Error) {
+	if b.lineSeen > len(data) {
+		b.lineSeen = 0
+	}
+	i := bytes.IndexByte(data[b.lineSeen:], '\n')
+	if i < 0 {
+		b.lineSeen = len(data)
+		return nil, 0, false, nil
+	}
+	i += b.lineSeen
+	b.lineSeen = i // found again at once if the line is not taken (the last chunk, its trailers partial)
+	if i == 0 || data[i-1] != '\r' {
+		return nil, 0, false, errBareLF
+	}
+	return data[:i-1], i + 1, true, nil
+}
+
+// trailers parses the trailer section after the last chunk, keeping the
+// progress through a partial one as a head's is kept.
 func (b *body) trailers(data []byte) (int, bool, *Error) {
+	if b.ts.active() {
+		whole, err := b.ts.trailers(data, b.lim)
+		if err != nil || !whole {
+			return 0, false, err
+		}
+		b.ts.reset()
+	}
+	m, ok, err := b.parseTrailers(data)
+	if err == nil && !ok {
+		// Partial: note how far it is whole, for the next call.
+		b.ts.trailers(data, b.lim)
+	}
+	return m, ok, err
+}
+
+// parseTrailers parses the trailer section at the start of data.
+func (b *body) parseTrailers(data []byte) (int, bool, *Error) {
 	lim := b.lim
 	b.trailer.reset()
 	end := data[:min(len(data), lim.MaxHeaderBytes)]

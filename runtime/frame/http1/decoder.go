@@ -14,10 +14,13 @@ type RequestDecoder struct {
 	req    Request
 	body   body
 	err    *Error
+	scan   headScan // progress through a partial head
 }
 
 // Next decodes from data, the connection's input that earlier calls did not
-// consume. It returns how many bytes it consumed and what it found:
+// consume (followed by what arrived since: the decoder reads on from where
+// it stopped in a partial head). It returns how many bytes it consumed and
+// what it found:
 //
 //   - Head: Request returns the head, whose slices point into data (valid
 //     as long as data is). A partial head is never consumed: it is shown
@@ -36,7 +39,7 @@ func (d *RequestDecoder) Next(data []byte) (n int, ev Event, piece []byte, err e
 		d.lim, d.ready = d.Limits.withDefaults(), true
 	}
 	if !d.inBody {
-		if e := parseRequest(data, &d.req, &d.lim); e != nil {
+		if e := d.head(data); e != nil {
 			d.err = e
 			return 0, NeedMore, nil, e
 		}
@@ -64,6 +67,27 @@ func (d *RequestDecoder) Next(data []byte) (n int, ev Event, piece []byte, err e
 	return n, ev, piece, nil
 }
 
+// head parses the request head at the start of data, keeping the progress
+// through a partial head (d.req.HeadLen is 0 while it is partial): a head
+// whole in one read is parsed once; one in pieces is read on from where
+// the last call stopped, and parsed once it is whole.
+func (d *RequestDecoder) head(data []byte) *Error {
+	if !d.scan.active() {
+		d.scan.scanned += int64(len(data))
+		if e := parseRequest(data, &d.req, &d.lim); e != nil || d.req.HeadLen > 0 {
+			return e
+		}
+	}
+	whole, e := d.scan.request(data, &d.lim)
+	if e != nil || !whole {
+		d.req.HeadLen = 0
+		return e
+	}
+	d.scan.scanned += int64(d.scan.checked)
+	d.scan.reset()
+	return parseRequest(data, &d.req, &d.lim)
+}
+
 // Request returns the head of the request being decoded, from its Head
 // event until the next request's Head. Its slices point into the input that
 // Head was returned for.
@@ -84,6 +108,7 @@ func (d *RequestDecoder) Err() error {
 // Reset makes the decoder ready for a new connection.
 func (d *RequestDecoder) Reset() {
 	d.inBody, d.err = false, nil
+	d.scan.reset()
 	d.req.Header.reset()
 	d.req.Trailer.reset()
 }

@@ -31,7 +31,13 @@
 //	}
 //
 // A head is parsed only when it is whole (Next takes nothing of a partial
-// head, so View keeps it and shows it again with the next read); body bytes
+// head, so View keeps it and shows it again with the next read). A decoder
+// keeps its progress through a partial head, a chunk-size line and a
+// trailer section between calls, so that each byte is read about once
+// however many reads a head takes (a head trickled in pieces is not parsed
+// again from its start at every piece); each call's data must therefore
+// begin with the bytes the last call did not consume, as View's does, or
+// follow a Reset. Body bytes
 // are handed over as they arrive, without a copy, so that a body is never
 // held whole. Every byte Next consumes belongs to the message: a proxy
 // forwards a body's framing as it came by forwarding in[off:off+n] after

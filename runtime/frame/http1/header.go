@@ -214,28 +214,38 @@ func parseFields(data []byte, h *Headers, max int) (n int, ok bool, err *Error) 
 		if len(ln) == 0 {
 			return n, true, nil
 		}
-		if ln[0] == ' ' || ln[0] == '\t' {
-			return n, false, errObsFold
-		}
-		colon := bytes.IndexByte(ln, ':')
-		if colon <= 0 {
-			return n, false, errNoColon
-		}
-		name := ln[:colon]
-		if !isToken(name) {
-			// Whitespace before the colon is RFC 9112's explicit case
-			// (section 5.1): rejected, as every invalid name is.
-			return n, false, errFieldName
-		}
-		value := trimOWS(ln[colon+1:])
-		if !validValue(value) {
-			return n, false, errFieldValue
-		}
-		if h.Len() >= max {
-			return n, false, errTooManyFields
+		name, value, err := fieldLine(ln, h.Len(), max)
+		if err != nil {
+			return n, false, err
 		}
 		h.add(name, value)
 	}
+}
+
+// fieldLine checks a field line (without its CRLF, not empty) that would
+// be field number have+1 of at most max, and returns its name and value.
+func fieldLine(ln []byte, have, max int) (name, value []byte, err *Error) {
+	if ln[0] == ' ' || ln[0] == '\t' {
+		return nil, nil, errObsFold
+	}
+	colon := bytes.IndexByte(ln, ':')
+	if colon <= 0 {
+		return nil, nil, errNoColon
+	}
+	name = ln[:colon]
+	if !isToken(name) {
+		// Whitespace before the colon is RFC 9112's explicit case
+		// (section 5.1): rejected, as every invalid name is.
+		return nil, nil, errFieldName
+	}
+	value = trimOWS(ln[colon+1:])
+	if !validValue(value) {
+		return nil, nil, errFieldValue
+	}
+	if have >= max {
+		return nil, nil, errTooManyFields
+	}
+	return name, value, nil
 }
 
 // parseContentLength parses a Content-Length value: 1*DIGIT, no sign, no

@@ -69,42 +69,15 @@ func parseResponse(data []byte, r *Response, head bool, lim *Limits) *Error {
 		}
 		return nil
 	}
-	// HTTP-version SP 3DIGIT SP reason-phrase; the SP before an empty
-	// reason is often left out, and tolerated.
-	if len(ln) < 12 || (len(ln) > 12 && ln[12] != ' ') || ln[8] != ' ' {
-		return errStatusLine
-	}
-	minor, e := parseVersion(ln[:8])
+	minor, status, reason, e := statusLine(ln)
 	if e != nil {
-		return errStatusLine
-	}
-	status := 0
-	for _, c := range ln[9:12] {
-		if c < '0' || c > '9' {
-			return errStatusLine
-		}
-		status = status*10 + int(c-'0')
-	}
-	if status < 100 {
-		return errStatusLine
-	}
-	reason := []byte(nil)
-	if len(ln) > 13 {
-		reason = ln[13:]
-	}
-	for _, c := range reason {
-		if !fieldValue[c] {
-			return errStatusLine
-		}
+		return e
 	}
 	r.Header.reset()
 	r.Trailer.reset()
 	m, ok, err := parseFields(end[n:], &r.Header, lim.MaxHeaders)
 	if err != nil {
-		if err.Status == 431 {
-			return errResponseHead
-		}
-		return &Error{502, "malformed response: " + err.Reason}
+		return responseFieldError(err)
 	}
 	if !ok {
 		if len(data) > lim.MaxHeaderBytes {
@@ -118,6 +91,45 @@ func parseResponse(data []byte, r *Response, head bool, lim *Limits) *Error {
 	}
 	r.HeadLen = n + m
 	return nil
+}
+
+// statusLine parses HTTP-version SP 3DIGIT SP reason-phrase; the SP
+// before an empty reason is often left out, and tolerated.
+func statusLine(ln []byte) (minor, status int, reason []byte, err *Error) {
+	if len(ln) < 12 || (len(ln) > 12 && ln[12] != ' ') || ln[8] != ' ' {
+		return 0, 0, nil, errStatusLine
+	}
+	minor, e := parseVersion(ln[:8])
+	if e != nil {
+		return 0, 0, nil, errStatusLine
+	}
+	for _, c := range ln[9:12] {
+		if c < '0' || c > '9' {
+			return 0, 0, nil, errStatusLine
+		}
+		status = status*10 + int(c-'0')
+	}
+	if status < 100 {
+		return 0, 0, nil, errStatusLine
+	}
+	if len(ln) > 13 {
+		reason = ln[13:]
+	}
+	for _, c := range reason {
+		if !fieldValue[c] {
+			return 0, 0, nil, errStatusLine
+		}
+	}
+	return minor, status, reason, nil
+}
+
+// responseFieldError is what a bad field line of a response head is: the
+// proxy's 502.
+func responseFieldError(err *Error) *Error {
+	if err.Status == 431 {
+		return errResponseHead
+	}
+	return &Error{502, "malformed response: " + err.Reason}
 }
 
 // framing applies RFC 9112 section 6.3 to the response's fields.
@@ -188,6 +200,7 @@ type ResponseDecoder struct {
 	resp   Response
 	body   body
 	err    *Error
+	scan   headScan // progress through a partial head
 }
 
 // Expect tells the decoder that the next response answers a HEAD request
@@ -204,7 +217,7 @@ func (d *ResponseDecoder) Next(data []byte) (n int, ev Event, piece []byte, err 
 		d.lim, d.ready = d.Limits.withDefaults(), true
 	}
 	if !d.inBody {
-		if e := parseResponse(data, &d.resp, d.head, &d.lim); e != nil {
+		if e := d.parseHead(data); e != nil {
 			d.err = e
 			return 0, NeedMore, nil, e
 		}
@@ -238,6 +251,25 @@ func (d *ResponseDecoder) Next(data []byte) (n int, ev Event, piece []byte, err 
 	return n, ev, piece, nil
 }
 
+// parseHead parses the response head at the start of data, keeping the
+// progress through a partial head, as RequestDecoder.head does.
+func (d *ResponseDecoder) parseHead(data []byte) *Error {
+	if !d.scan.active() {
+		d.scan.scanned += int64(len(data))
+		if e := parseResponse(data, &d.resp, d.head, &d.lim); e != nil || d.resp.HeadLen > 0 {
+			return e
+		}
+	}
+	whole, e := d.scan.response(data, &d.lim)
+	if e != nil || !whole {
+		d.resp.HeadLen = 0
+		return e
+	}
+	d.scan.scanned += int64(d.scan.checked)
+	d.scan.reset()
+	return parseResponse(data, &d.resp, d.head, &d.lim)
+}
+
 // EOF tells the decoder that the connection's stream ended, and says
 // whether the body in progress was complete: nil for a body that runs until
 // close (it ends here) and between messages (whether a response was still
@@ -262,6 +294,7 @@ func (d *ResponseDecoder) InBody() bool { return d.inBody }
 // Reset makes the decoder ready for a new connection.
 func (d *ResponseDecoder) Reset() {
 	d.inBody, d.err, d.head = false, nil, false
+	d.scan.reset()
 	d.resp.Header.reset()
 	d.resp.Trailer.reset()
 }

@@ -17,7 +17,12 @@
 //		}), frame.SplitConfig{MaxBuffered: 1 << 20})
 //
 // Parse reads one command in place instead, for a frame.View handler
-// (docs/decisions/0018-input-buffering.md compares the two). ScanReply is
+// (docs/decisions/0018-input-buffering.md compares the two), and a Parser
+// does the same while keeping its progress through a partial command
+// between reads, so that a command that arrives in many pieces is read
+// once rather than again from its start at every piece: a server's
+// connection holds one (docs/decisions/0029-parsers-keep-their-progress.md).
+// ScanReply is
 // the split function for a server's replies, of every RESP2 and RESP3 type,
 // nested up to a limit: a proxy reads one reply from a pooled connection with it
 // and upstream.Exchange.
@@ -38,4 +43,5 @@
 // not interpreted (a client that quotes sends arrays).
 //
 // The package holds no state: its functions are safe for concurrent use.
+// A Parser belongs to one connection.
 package resp

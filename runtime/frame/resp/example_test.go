@@ -48,3 +48,27 @@ func ExampleParse() {
 	// left: "*1\r\n$4\r\nPI", <nil>
 	// "+OK\r\n$4\r\na\r\nb\r\n"
 }
+
+// A Parser reads a command that arrives in pieces once, as a frame.View
+// handler is shown it: what the last call left, followed by the new bytes.
+func ExampleParser() {
+	var p resp.Parser
+	var held []byte // what View keeps between reads
+	for _, read := range []string{"*2\r\n$4\r\nEC", "HO\r\n$5\r\nhel", "lo\r\n"} {
+		held = append(held, read...)
+		args, n, err := p.Parse(nil, held, resp.Limits{})
+		if err != nil {
+			panic(err)
+		}
+		if n == 0 {
+			fmt.Println("partial, progress kept:", p.Partial())
+			continue
+		}
+		fmt.Printf("%q\n", args)
+		held = held[n:]
+	}
+	// Output:
+	// partial, progress kept: true
+	// partial, progress kept: true
+	// ["ECHO" "hello"]
+}

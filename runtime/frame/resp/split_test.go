@@ -165,7 +165,8 @@ func chunk(stream, cuts []byte) [][]byte {
 
 // FuzzCommands checks the parser against refCommands, on the whole
 // stream (Parse, command after command) and in the chunks cuts describe
-// (ScanCommand through a frame.Splitter, then Args).
+// (ScanCommand through a frame.Splitter, then Args; and a Parser, shown
+// the input as frame.View shows it).
 func FuzzCommands(f *testing.F) {
 	f.Add([]byte(pipeline), []byte{3, 0, 17}, uint8(4), uint8(8), uint8(16))
 	f.Add([]byte("*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n*1\r\n"), []byte{1}, uint8(0), uint8(0), uint8(0))
@@ -205,6 +206,13 @@ func FuzzCommands(f *testing.F) {
 		if !equalCmds(split, want) || (err != nil) != wantFail {
 			t.Fatalf("split in %d chunks: %q, %v; the reference: %q, failed %v",
 				len(chunk(stream, cuts)), split, err, want, wantFail)
+		}
+
+		var p Parser
+		view, err := viewAll(&p, lim, chunk(stream, cuts)...)
+		if !equalCmds(view, want) || (err != nil) != wantFail {
+			t.Fatalf("a Parser in %d chunks: %q, %v; the reference: %q, failed %v",
+				len(chunk(stream, cuts)), view, err, want, wantFail)
 		}
 	})
 }
