@@ -45,7 +45,8 @@ import (
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
 //	fileStart                  hand a file operation to the kernel (or the file workers)
 //	sendFile                   move the next part of a connection's file send (Conn.sf)
-//	poll, submit               a turn: hand over and wait; hand over without waiting
+//	prepare, poll              a turn (Loop.turn): hand over what the turn made; wait and dispatch
+//	submit                     hand over without waiting (prepare, and io_uring's enter)
 //	discardBuffers, idle       memory and exit checks
 //	wake, wakeFrom             from any goroutine, or from another loop: interrupt poll
 //	close                      the loop is exiting
@@ -119,8 +120,8 @@ type driver interface {
 	write(c *Conn, p []byte)
 	writev(c *Conn, bufs [][]byte)
 	// committed sends bytes the handler added to c.out in place
-	// (Conn.Reserve, Commit): epoll writes them at once if nothing was
-	// queued before, io_uring lists c for this turn's sends.
+	// (Conn.Reserve, Commit): both backends list c, epoll for the end of
+	// the turn's writes, io_uring for this turn's sends.
 	committed(c *Conn)
 	// shutdownWrite shuts the write side down; the loop calls it once the
 	// queue is empty.
@@ -143,9 +144,17 @@ type driver interface {
 	// reporting progress through loop.fileSent and going on while it
 	// reports more; release cancels what is in flight of it.
 	sendFile(c *Conn)
-	// poll runs one turn: hand everything prepared to the kernel, wait up
-	// to timeout (negative: no limit) for events, call loop.awoke, and
-	// dispatch the events.
+	// prepare is the turn's first phase: it hands the kernel what the
+	// turn's callbacks made (epoll writes the gathered writes and the
+	// queued datagrams; io_uring prepares the sends). It may run
+	// callbacks (a failed write closes its connection; a drained queue
+	// runs OnDrain), which may schedule timers and write again.
+	prepare()
+	// poll waits up to timeout (negative: no limit) for events, calls
+	// loop.awoke, and dispatches the events. The loop computes timeout
+	// after prepare, so poll runs nothing of the handlers' before its
+	// wait; when prepare's callbacks listed more work (writes, sends), it
+	// only looks, and the next prepare hands that work over.
 	poll(timeout time.Duration) error
 	// submit hands everything prepared to the kernel without waiting.
 	submit()

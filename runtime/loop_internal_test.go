@@ -43,6 +43,7 @@ func (d *fakeDriver) resumeRead(*Conn)                { d.log("resumeRead") }
 func (d *fakeDriver) shutdownWrite(*Conn)             { d.log("shutdownWrite") }
 func (d *fakeDriver) release(c *Conn)                 { c.fd = -1; d.l.freeSlot(c) }
 func (d *fakeDriver) connect(*Conn, *dialState) error { return nil }
+func (d *fakeDriver) prepare()                        {}
 func (d *fakeDriver) poll(time.Duration) error        { return nil }
 func (d *fakeDriver) submit()                         {}
 func (d *fakeDriver) discardBuffers() bool            { return true }
