@@ -72,6 +72,7 @@ func (l *Loop) accepted(fd int, ln *Listener) {
 		return
 	}
 	l.opened(c)
+	l.sweepLate(c)
 }
 
 // handOver spreads the connections of a shared listener (a Unix or an
@@ -363,7 +364,7 @@ func (l *Loop) forceStop(err error) {
 	}
 }
 
-// beginShutdown stops accepting and tells every connection's handler.
+// beginShutdown stops accepting and sweeps every connection.
 func (l *Loop) beginShutdown() {
 	if l.stopping {
 		return
@@ -371,15 +372,33 @@ func (l *Loop) beginShutdown() {
 	l.stopping = true
 	l.closeListener()
 	for _, c := range l.conns {
-		if c == nil || c.closed() {
-			continue
+		if c != nil && !c.closed() {
+			l.sweep(c)
 		}
-		if c.state&stOpen != 0 {
-			l.callOnShutdown(c)
-		}
-		if !c.closed() {
-			l.closeIfIdle(c)
-		}
+	}
+}
+
+// sweep is a graceful shutdown's pass over c: its handler's OnShutdown,
+// then a close once c is idle (closeIfIdle). A dial still connecting is
+// swept when it connects.
+func (l *Loop) sweep(c *Conn) {
+	if c.state&stOpen == 0 {
+		return
+	}
+	l.callOnShutdown(c)
+	if !c.closed() {
+		l.closeIfIdle(c)
+	}
+}
+
+// sweepLate sweeps a connection that opened after the shutdown's sweep
+// passed: accepted from a completion already on its way, handed over by
+// another loop just before its own shutdown, or dialed and connecting
+// then. Without it such a connection, if it never sends, holds the
+// shutdown until its deadline.
+func (l *Loop) sweepLate(c *Conn) {
+	if l.stopping && !c.closed() {
+		l.sweep(c)
 	}
 }
 
