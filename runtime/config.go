@@ -185,9 +185,11 @@ type Config struct {
 	// datagrams and 65,000 bytes each; the kernel splits them again, so
 	// the receiver sees the same datagrams (Stats.PacketsSegmented counts
 	// such sends). If the kernel refuses a segmented send (EIO, EINVAL,
-	// EMSGSIZE, ENOPROTOOPT) its datagrams are sent again one by one, GSO
-	// is turned off for that socket, and the refusal is counted in
-	// Stats.PacketErrors. False (the zero value) leaves it off.
+	// EMSGSIZE, ENOPROTOOPT) its datagrams are sent again one by one and
+	// the refusal is counted in Stats.PacketErrors; GSO is turned off for
+	// that socket when the error is the socket's (EIO, ENOPROTOOPT), not
+	// when it is one destination's (EINVAL, EMSGSIZE: its path's MTU).
+	// False (the zero value) leaves it off.
 	UDPGSO bool
 	// Backlog is each listener's accept queue length. Zero means the
 	// kernel's net.core.somaxconn.

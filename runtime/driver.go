@@ -58,7 +58,8 @@ import (
 //	Loop.packetIn                      a receive on a UDP socket: one datagram, or several
 //	                                   coalesced (UDP_GRO), which packetIn splits (packet.go)
 //	Loop.packetSent                    sends of datagrams completed or failed
-//	Loop.gsoRefused                    the kernel refused a UDP_SEGMENT send: GSO off for that socket
+//	Loop.gsoRefused                    the kernel refused a UDP_SEGMENT send (GSO off for that socket
+//	                                   if the error is the socket's, not the destination's)
 //	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
 //	Loop.readFailed                    a receive failed (not EAGAIN)
 //	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
