@@ -253,6 +253,18 @@ type Config struct {
 	// and queue for good. Zero means DefaultLinger; negative means no
 	// bound.
 	Linger time.Duration
+	// LingerInput bounds how long Conn.CloseLinger, once the answer is
+	// sent and the write side shut down, reads and discards what the
+	// peer still sends before it closes (nginx's lingering_time); it
+	// closes sooner when the peer ends its stream. Zero means
+	// DefaultLingerInput; negative means no bound (until the peer ends
+	// its stream, or LingerInputBytes).
+	LingerInput time.Duration
+	// LingerInputBytes bounds what Conn.CloseLinger discards: past it the
+	// connection closes, so that a peer that sends without end costs a
+	// bounded amount of reading. Zero means DefaultLingerInputBytes;
+	// negative means no bound.
+	LingerInputBytes int
 	// MaxOutbound caps the bytes a connection may have queued for
 	// sending before OutboundPolicy applies. Zero means
 	// DefaultMaxOutbound; negative means no cap.
@@ -319,11 +331,17 @@ const (
 	DefaultWaitMin      = 20 * time.Microsecond
 	DefaultWriteTimeout = 60 * time.Second
 	DefaultLinger       = 30 * time.Second
-	DefaultMaxOutbound  = 4 << 20
-	DefaultTurnBudget   = 64 << 10
-	DefaultMaxPosted    = 1 << 16
-	DefaultMaxGo        = 1024
-	DefaultFileWorkers  = 4
+	// A lingering close's bounds (Conn.CloseLinger): nginx's
+	// lingering_timeout (the wait for more input) and, for the bytes,
+	// four times net/http's maxPostHandlerReadBytes (what it discards of
+	// a body left unread before it closes instead).
+	DefaultLingerInput      = 5 * time.Second
+	DefaultLingerInputBytes = 1 << 20
+	DefaultMaxOutbound      = 4 << 20
+	DefaultTurnBudget       = 64 << 10
+	DefaultMaxPosted        = 1 << 16
+	DefaultMaxGo            = 1024
+	DefaultFileWorkers      = 4
 	// DefaultPacketBufferSize takes the largest UDP datagram (65,507
 	// bytes over IPv4, 65,527 over IPv6).
 	DefaultPacketBufferSize  = 64 << 10
@@ -384,6 +402,8 @@ func (c Config) withDefaults() Config {
 	}
 	c.WriteTimeout = limit.OrDefault(c.WriteTimeout, DefaultWriteTimeout)
 	c.Linger = limit.OrDefault(c.Linger, DefaultLinger)
+	c.LingerInput = limit.OrDefault(c.LingerInput, DefaultLingerInput)
+	c.LingerInputBytes = limit.OrDefault(c.LingerInputBytes, DefaultLingerInputBytes)
 	if c.FileWorkers <= 0 {
 		c.FileWorkers = DefaultFileWorkers
 	}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"slices"
 	"testing"
+	"time"
 )
 
 // sweepLog is a handler that logs its connections' OnShutdown and OnClose
@@ -67,3 +68,71 @@ func TestConnectionsOpenedAfterTheShutdownSweepAreSwept(t *testing.T) {
 		t.Fatalf("after the grace: callbacks %v, %d open; want %v, none", log, l.open, want)
 	}
 }
+
+// A lingering close (Conn.CloseLinger) sends the queue, shuts the write
+// side down, reads and discards until the peer ends its stream or a bound
+// (time, bytes) is reached, and then closes, with nil. Reading that the
+// handler paused resumes, to discard.
+func TestCloseLinger(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		cfg   Config
+		end   func(l *Loop, c *Conn, clock *fakeClock) // what ends the lingering
+		bytes int                                      // discarded in all
+	}{
+		{"the peer ends its stream", Config{}, func(l *Loop, c *Conn, _ *fakeClock) {
+			l.received(c, make([]byte, 100))
+			l.peerEOF(c)
+		}, 100},
+		{"the time bound", Config{LingerInput: time.Second}, func(l *Loop, c *Conn, clock *fakeClock) {
+			l.received(c, make([]byte, 100))
+			tick(l, clock, time.Second)
+		}, 100},
+		{"the byte bound", Config{LingerInputBytes: 1000}, func(l *Loop, c *Conn, _ *fakeClock) {
+			l.received(c, make([]byte, 600))
+			if c.closed() {
+				t.Fatal("closed before its byte bound")
+			}
+			l.received(c, make([]byte, 600))
+		}, 1200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var closeErr []error
+			h := &lingerHandler{closed: &closeErr}
+			l, d, clock := newTestLoop(t, tc.cfg, h)
+			l.acceptResult(fakeFd, 0, 0)
+			c := l.conns[0]
+			l.safely("test", func() {
+				c.PauseRead()
+				c.Write([]byte("431 too large"))
+				c.CloseLinger()
+			})
+			if c.closed() || c.Buffered() == 0 || slices.Contains(d.calls, "shutdownWrite") {
+				t.Fatalf("before the queue is sent: closed %v, %d queued, driver %v", c.closed(), c.Buffered(), d.calls)
+			}
+			d.take = -1
+			d.flush(c)
+			if c.closed() || !slices.Contains(d.calls, "shutdownWrite") || !slices.Contains(d.calls, "resumeRead") || c.readPaused() {
+				t.Fatalf("once sent: closed %v, driver %v, paused %v; want open, write side shut, reading", c.closed(), d.calls, c.readPaused())
+			}
+			if _, err := c.Write([]byte("x")); err == nil {
+				t.Fatal("a write after CloseLinger succeeded")
+			}
+			tc.end(l, c, clock)
+			if !c.closed() || len(closeErr) != 1 || closeErr[0] != nil {
+				t.Fatalf("closed %v, OnClose %v; want closed once with nil", c.closed(), closeErr)
+			}
+			if h.data != 0 || l.cnt[sLingerDiscarded] != uint64(tc.bytes) {
+				t.Fatalf("OnData saw %d bytes, %d discarded; want none, %d", h.data, l.cnt[sLingerDiscarded], tc.bytes)
+			}
+		})
+	}
+}
+
+type lingerHandler struct {
+	data   int
+	closed *[]error
+}
+
+func (h *lingerHandler) OnData(_ *Conn, data []byte) { h.data += len(data) }
+func (h *lingerHandler) OnClose(_ *Conn, err error)  { *h.closed = append(*h.closed, err) }

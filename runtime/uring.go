@@ -642,7 +642,10 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	d.packetTurn()
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
-		if c.wantsInput() && c.state&stClosing == 0 && c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
+		// A closing connection is not re-armed, unless it lingers
+		// (Conn.CloseLinger: it reads to discard).
+		if c.wantsInput() && (c.state&stClosing == 0 || c.state&stLingering != 0) &&
+			c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
 			if err := d.start(c); err != nil {
 				d.l.fail(c, "read", err)
 			}
