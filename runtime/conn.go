@@ -293,7 +293,7 @@ func (c *Conn) Close() error {
 // was sent. OnClose runs once the descriptor is released, with nil when
 // the peer ended its stream or a bound was reached. Like Close, it is
 // idempotent, and writes fail after it; reading paused with PauseRead
-// resumes, to discard.
+// resumes, to discard, and PauseRead does nothing after it.
 func (c *Conn) CloseLinger() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
@@ -496,8 +496,8 @@ func (c *Conn) EndRequest() {
 // proxy pausing a client while its upstream is slow). It composes with the
 // outbound cap: c reads again only when neither holds it.
 func (c *Conn) PauseRead() {
-	if c.state&stReadHeld != 0 || c.closed() {
-		return
+	if c.state&(stReadHeld|stLinger) != 0 || c.closed() {
+		return // a lingering close reads until it ends (CloseLinger)
 	}
 	was := c.readPaused()
 	c.state |= stReadHeld
