@@ -255,8 +255,9 @@ type Config struct {
 	Linger time.Duration
 	// LingerInput bounds how long Conn.CloseLinger, once the answer is
 	// sent and the write side shut down, reads and discards what the
-	// peer still sends before it closes (nginx's lingering_time); it
-	// closes sooner when the peer ends its stream. Zero means
+	// peer still sends before it closes (nginx's lingering_time, with
+	// the default of its lingering_timeout); it closes sooner when the
+	// peer ends its stream. Zero means
 	// DefaultLingerInput; negative means no bound (until the peer ends
 	// its stream, or LingerInputBytes).
 	LingerInput time.Duration
@@ -332,9 +333,9 @@ const (
 	DefaultWriteTimeout = 60 * time.Second
 	DefaultLinger       = 30 * time.Second
 	// A lingering close's bounds (Conn.CloseLinger): nginx's
-	// lingering_timeout (the wait for more input) and, for the bytes,
+	// lingering_timeout (its wait for more input) and, for the bytes,
 	// four times net/http's maxPostHandlerReadBytes (what it discards of
-	// a body left unread before it closes instead).
+	// a body left unread before it closes instead); docs/decisions/0028.
 	DefaultLingerInput      = 5 * time.Second
 	DefaultLingerInputBytes = 1 << 20
 	DefaultMaxOutbound      = 4 << 20

@@ -265,7 +265,10 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 }
 
 // Close sends what is queued and then closes the connection; OnClose runs
-// once the descriptor is released. It is idempotent.
+// once the descriptor is released. It is idempotent. Input that waits
+// unread then is dropped; input that arrives after the close resets the
+// connection, which can cost the peer what it was sent: after an error
+// answer to a peer that may still be sending, use CloseLinger.
 func (c *Conn) Close() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
