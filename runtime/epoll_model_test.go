@@ -73,15 +73,15 @@ func FuzzModelEpollWrite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64) { runEpollModel(t, seed, *epollModelSteps) })
 }
 
-// modelFault stops a sequence at its first broken invariant.
-type modelFault struct{ msg string }
+// epollModelFault stops a sequence at its first broken invariant.
+type epollModelFault struct{ msg string }
 
 func runEpollModel(t *testing.T, seed uint64, steps int) {
 	t.Helper()
 	m := newEpollModel(t, seed)
 	defer func() {
 		if r := recover(); r != nil {
-			f, ok := r.(modelFault)
+			f, ok := r.(epollModelFault)
 			if !ok {
 				panic(r)
 			}
@@ -108,7 +108,7 @@ type epollModel struct {
 	d     *epollDriver
 	clock *fakeClock
 
-	socks    map[int]*modelSock
+	socks    map[int]*epollModelSock
 	interest map[int]uint32 // the epoll set: fd -> events
 	tags     map[int]uint64 // fd -> event data
 	woken    bool
@@ -117,13 +117,13 @@ type epollModel struct {
 	files   []*File
 	content map[int][]byte // a file's bytes, by descriptor
 	refuse  map[int]bool   // files sendfile refuses (EINVAL): they go by the fallback
-	conns   []*modelConn
+	conns   []*epollModelConn
 	nextFd  int
 }
 
-// modelSock is a stand-in socket: a send buffer of cap bytes the peer
+// epollModelSock is a stand-in socket: a send buffer of cap bytes the peer
 // reads from, and the peer's input.
-type modelSock struct {
+type epollModelSock struct {
 	cap    int
 	taken  []byte // every byte the socket took
 	read   int    // how many of them the peer has read
@@ -134,13 +134,13 @@ type modelSock struct {
 	closed bool
 }
 
-func (s *modelSock) room() int { return s.cap - (len(s.taken) - s.read) }
+func (s *epollModelSock) room() int { return s.cap - (len(s.taken) - s.read) }
 
-// modelConn is one connection of the model.
-type modelConn struct {
+// epollModelConn is one connection of the model.
+type epollModelConn struct {
 	c       *Conn
 	fd      int
-	sock    *modelSock
+	sock    *epollModelSock
 	want    []byte // every byte written to it, in call order
 	checked int    // how many of the socket's bytes check has compared with want
 	seq     byte   // the next byte a write carries
@@ -151,29 +151,29 @@ type modelConn struct {
 
 func newEpollModel(t *testing.T, seed uint64) *epollModel {
 	m := &epollModel{t: t, rng: rand.New(rand.NewPCG(seed, 0xe9011)),
-		socks: map[int]*modelSock{}, interest: map[int]uint32{}, tags: map[int]uint64{},
+		socks: map[int]*epollModelSock{}, interest: map[int]uint32{}, tags: map[int]uint64{},
 		content: map[int][]byte{}, refuse: map[int]bool{}, nextFd: fakeFd + 100}
 	// No write timeout or linger bound: the fake clock jumps to the next
 	// timer when the loop waits, and the model's peers are slow on
 	// purpose. A small outbound cap: pauses and OnDrain.
 	cfg := Config{WriteTimeout: -1, Linger: -1, LingerInput: -1, MaxOutbound: 48 << 10, BufferSize: 4 << 10}
-	l, _, clock := newTestLoop(t, cfg, modelHandler{m})
+	l, _, clock := newTestLoop(t, cfg, epollModelHandler{m})
 	m.l, m.clock = l, clock
 	m.d = &epollDriver{l: l, p: m, sys: m, buf: make([]byte, l.cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}
 	l.d = m.d
 	for i := range 3 {
 		fd := fakeFd + 10 + i
 		n := 1 + m.rng.IntN(300<<10)
-		off := m.rng.IntN(len(modelFileBytes) - n)
-		m.content[fd] = modelFileBytes[off : off+n]
+		off := m.rng.IntN(len(epollModelFiles) - n)
+		m.content[fd] = epollModelFiles[off : off+n]
 		m.refuse[fd] = i == 2
 		m.files = append(m.files, l.addFile(fd, fmt.Sprintf("file%d", i), false))
 	}
 	return m
 }
 
-// modelFileBytes is what the model's files hold: windows of it.
-var modelFileBytes = func() []byte {
+// epollModelFiles is what the model's files hold: windows of it.
+var epollModelFiles = func() []byte {
 	b := make([]byte, 1<<20)
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range b {
@@ -183,7 +183,7 @@ var modelFileBytes = func() []byte {
 }()
 
 func (m *epollModel) fail(format string, args ...any) {
-	panic(modelFault{fmt.Sprintf(format, args...)})
+	panic(epollModelFault{fmt.Sprintf(format, args...)})
 }
 
 // The steps.
@@ -241,8 +241,8 @@ func (m *epollModel) randomStep() {
 	}
 }
 
-func (m *epollModel) open() []*modelConn {
-	var open []*modelConn
+func (m *epollModel) open() []*epollModelConn {
+	var open []*epollModelConn
 	for _, mc := range m.conns {
 		if !mc.c.closed() {
 			open = append(open, mc)
@@ -254,12 +254,12 @@ func (m *epollModel) open() []*modelConn {
 func (m *epollModel) openConn() {
 	fd := m.nextFd
 	m.nextFd++
-	sock := &modelSock{cap: 1 + m.rng.IntN(24<<10)}
+	sock := &epollModelSock{cap: 1 + m.rng.IntN(24<<10)}
 	if m.rng.IntN(10) == 0 {
 		sock.cap = 1 + m.rng.IntN(64) // a socket that takes a few bytes at a time
 	}
 	m.socks[fd] = sock
-	mc := &modelConn{fd: fd, sock: sock}
+	mc := &epollModelConn{fd: fd, sock: sock}
 	m.conns = append(m.conns, mc)
 	n := len(m.l.conns)
 	m.l.acceptResult(fd, 0, 0)
@@ -274,7 +274,7 @@ func (m *epollModel) openConn() {
 	mc.c.SetValue(mc)
 }
 
-func (m *epollModel) closeConn(mc *modelConn) {
+func (m *epollModel) closeConn(mc *epollModelConn) {
 	mc.closing = true
 	if m.rng.IntN(2) == 0 {
 		mc.c.CloseLinger()
@@ -285,7 +285,7 @@ func (m *epollModel) closeConn(mc *modelConn) {
 
 // act makes a few random writes and file sends on mc from a callback;
 // done functions and OnDrain act again, depth bounding the chain.
-func (m *epollModel) act(mc *modelConn, depth int) {
+func (m *epollModel) act(mc *epollModelConn, depth int) {
 	c := mc.c
 	for range 1 + m.rng.IntN(3) {
 		switch r := m.rng.IntN(100); {
@@ -364,7 +364,7 @@ func (m *epollModel) size() int {
 	}
 }
 
-func (m *epollModel) writeConn(mc *modelConn, n int) {
+func (m *epollModel) writeConn(mc *epollModelConn, n int) {
 	p := mc.bytes(n)
 	if _, err := mc.c.Write(p); err == nil {
 		mc.want = append(mc.want, p...)
@@ -373,7 +373,7 @@ func (m *epollModel) writeConn(mc *modelConn, n int) {
 
 // bytes returns n bytes that continue mc's sequence: a byte lost, doubled
 // or moved shows as a mismatch.
-func (mc *modelConn) bytes(n int) []byte {
+func (mc *epollModelConn) bytes(n int) []byte {
 	p := make([]byte, n)
 	for i := range p {
 		p[i] = mc.seq
@@ -382,7 +382,7 @@ func (mc *modelConn) bytes(n int) []byte {
 	return p
 }
 
-func (m *epollModel) peerReads(s *modelSock, all bool) {
+func (m *epollModel) peerReads(s *epollModelSock, all bool) {
 	k := len(s.taken) - s.read
 	if !all && k > 0 {
 		k = 1 + m.rng.IntN(k)
@@ -443,7 +443,7 @@ func (m *epollModel) drain() {
 		}
 		if got := mc.sock.taken[:mc.sock.read]; !bytes.Equal(got, mc.want) {
 			m.fail("fd %d: the peer read %d bytes of %d, the first difference at %d",
-				mc.fd, len(got), len(mc.want), firstDifference(got, mc.want))
+				mc.fd, len(got), len(mc.want), epollFirstDiff(got, mc.want))
 		}
 		if !mc.sock.closed {
 			m.fail("fd %d: the connection closed, its descriptor did not", mc.fd)
@@ -451,7 +451,7 @@ func (m *epollModel) drain() {
 	}
 }
 
-func firstDifference(a, b []byte) int {
+func epollFirstDiff(a, b []byte) int {
 	for i := range min(len(a), len(b)) {
 		if a[i] != b[i] {
 			return i
@@ -467,7 +467,7 @@ func (m *epollModel) check() {
 		c, s := mc.c, mc.sock
 		if n := len(s.taken); n > len(mc.want) || !bytes.Equal(s.taken[mc.checked:], mc.want[mc.checked:n]) {
 			m.fail("fd %d: the socket took %d bytes that are not what was written (first difference at %d)",
-				mc.fd, n, firstDifference(s.taken, mc.want))
+				mc.fd, n, epollFirstDiff(s.taken, mc.want))
 		}
 		mc.checked = len(s.taken)
 		if c.closed() {
@@ -592,7 +592,7 @@ func (m *epollModel) Close() error  { return nil }
 
 // The stand-in sockets and files (epollSys).
 
-func (m *epollModel) sock(fd int) *modelSock {
+func (m *epollModel) sock(fd int) *epollModelSock {
 	s := m.socks[fd]
 	if s == nil || s.closed {
 		m.fail("a call on fd %d, which is not an open socket", fd)
@@ -601,7 +601,7 @@ func (m *epollModel) sock(fd int) *modelSock {
 }
 
 // take is how much of n bytes s takes now.
-func (m *epollModel) take(s *modelSock, n int) int {
+func (m *epollModel) take(s *epollModelSock, n int) int {
 	k := min(n, s.room())
 	if s.short && k > 1 {
 		k /= 2
@@ -683,23 +683,23 @@ func (m *epollModel) close(fd int) error {
 	return nil
 }
 
-// modelHandler acts on its connection's input and drains.
-type modelHandler struct{ m *epollModel }
+// epollModelHandler acts on its connection's input and drains.
+type epollModelHandler struct{ m *epollModel }
 
-func (h modelHandler) OnData(c *Conn, _ []byte) {
-	if mc, ok := c.Value().(*modelConn); ok && h.m.rng.IntN(2) == 0 {
+func (h epollModelHandler) OnData(c *Conn, _ []byte) {
+	if mc, ok := c.Value().(*epollModelConn); ok && h.m.rng.IntN(2) == 0 {
 		h.m.act(mc, 0)
 	}
 }
 
-func (h modelHandler) OnDrain(c *Conn) {
-	if mc, ok := c.Value().(*modelConn); ok && h.m.rng.IntN(2) == 0 {
+func (h epollModelHandler) OnDrain(c *Conn) {
+	if mc, ok := c.Value().(*epollModelConn); ok && h.m.rng.IntN(2) == 0 {
 		h.m.act(mc, 1)
 	}
 }
 
-func (h modelHandler) OnClose(c *Conn, err error) {
-	if mc, ok := c.Value().(*modelConn); ok {
+func (h epollModelHandler) OnClose(c *Conn, err error) {
+	if mc, ok := c.Value().(*epollModelConn); ok {
 		mc.closes = append(mc.closes, err)
 	}
 }

@@ -9,31 +9,33 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spliceRing is the stand-in ring with the file operations a file send
+// sendfileRing is the stand-in ring with the file operations a file send
 // prepares (splices, a poll for writability), recorded like the others.
-type spliceRing struct{ *fakeRing }
+type sendfileRing struct{ *fakeRing }
 
-func (r spliceRing) PrepareOpenat(_ int, _ *byte, _ int, _ uint32, ud uint64) error {
+func (r sendfileRing) PrepareOpenat(_ int, _ *byte, _ int, _ uint32, ud uint64) error {
 	return r.prep(ud)
 }
-func (r spliceRing) PrepareOpenat2(_ int, _ *byte, _ *unix.OpenHow, ud uint64) error {
+func (r sendfileRing) PrepareOpenat2(_ int, _ *byte, _ *unix.OpenHow, ud uint64) error {
 	return r.prep(ud)
 }
-func (r spliceRing) PrepareReadv(_ int, _ []unix.Iovec, _ uint64, ud uint64) error { return r.prep(ud) }
-func (r spliceRing) PrepareWrite(_ int, _ []byte, _ uint64, ud uint64) error       { return r.prep(ud) }
-func (r spliceRing) PrepareFsync(_ int, _ uint32, ud uint64) error                 { return r.prep(ud) }
-func (r spliceRing) PrepareFallocate(_ int, _ uint32, _, _ uint64, ud uint64) error {
+func (r sendfileRing) PrepareReadv(_ int, _ []unix.Iovec, _ uint64, ud uint64) error {
 	return r.prep(ud)
 }
-func (r spliceRing) PrepareStatx(_ int, _ *byte, _ int, _ uint32, _ *unix.Statx_t, ud uint64) error {
+func (r sendfileRing) PrepareWrite(_ int, _ []byte, _ uint64, ud uint64) error { return r.prep(ud) }
+func (r sendfileRing) PrepareFsync(_ int, _ uint32, ud uint64) error           { return r.prep(ud) }
+func (r sendfileRing) PrepareFallocate(_ int, _ uint32, _, _ uint64, ud uint64) error {
 	return r.prep(ud)
 }
-func (r spliceRing) PrepareSplice(_ int, _ int64, _ int, _ int64, _ uint32, _ uint32, ud uint64) error {
+func (r sendfileRing) PrepareStatx(_ int, _ *byte, _ int, _ uint32, _ *unix.Statx_t, ud uint64) error {
 	return r.prep(ud)
 }
-func (r spliceRing) PreparePollOut(_ int, ud uint64) error { return r.prep(ud) }
-func (r spliceRing) Reserve(uint32) error                  { return nil }
-func (r spliceRing) Link()                                 {}
+func (r sendfileRing) PrepareSplice(_ int, _ int64, _ int, _ int64, _ uint32, _ uint32, ud uint64) error {
+	return r.prep(ud)
+}
+func (r sendfileRing) PreparePollOut(_ int, ud uint64) error { return r.prep(ud) }
+func (r sendfileRing) Reserve(uint32) error                  { return nil }
+func (r sendfileRing) Link()                                 {}
 
 // A file send aborted while its splice is in flight (io_uring) runs done
 // at once, but its file stays open until the splice completes: a
@@ -42,7 +44,7 @@ func (r spliceRing) Link()                                 {}
 // (or finds given to another file).
 func TestFileCloseWaitsForAnAbortedSplice(t *testing.T) {
 	l, d, fr, _, c, _ := uringTestLoop(t)
-	d.fr, d.splice = spliceRing{fr}, true
+	d.fr, d.splice = sendfileRing{fr}, true
 	l.files.workers = newFileWorkers(0, func() {}) // they take nothing: the test looks at their queue
 	name := filepath.Join(t.TempDir(), "f")
 	if err := os.WriteFile(name, make([]byte, 1000), 0o644); err != nil {
