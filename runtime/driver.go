@@ -67,9 +67,12 @@ import (
 //	Loop.fileResult                    a file operation (or the sync linked to it) completed
 //	Loop.offload                       run a file operation on the file workers instead
 //	Loop.fileSent                      the kernel took n bytes of a file send, or it failed
+//	Loop.deadFileSendDone              the last kernel operation of an aborted file send completed
 //	Loop.runPosted                     the wake-up fired: run what other goroutines posted
 //	Loop.fail                          a driver operation on c failed: close it
 //	Loop.freeSlot                      the kernel holds nothing of c any more
+//	Loop.holdNotes, releaseNotes       bracket a driver pass (epoll's flush): the callbacks its
+//	                                   reports cause run at its end, once its state is in order
 //
 // None of these run a handler's OnClose or OnDrain inside a handler's own
 // callback: the loop queues them as notes that run when the callback
