@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -62,6 +63,7 @@ type Config struct {
 // loop, then close) is the caller's job.
 type Listener struct {
 	fd          atomic.Int64 // -1 once closed
+	mu          sync.Mutex   // orders Close and Dup
 	network     string
 	stream      bool
 	addr        net.Addr      // the bound address, with the resolved port
@@ -108,6 +110,8 @@ func (l *Listener) IncomingCPU() (int, error) {
 // the socket file it created. Only the first call does anything; later calls
 // return nil.
 func (l *Listener) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	fd := l.fd.Swap(-1)
 	if fd < 0 {
 		return nil
@@ -122,6 +126,30 @@ func (l *Listener) Close() error {
 	}
 	return nil
 }
+
+// Dup returns a new close-on-exec descriptor of the socket, which the
+// caller owns (to hand the socket to another process). It is ordered with
+// Close: once l is closed it returns net.ErrClosed, and it never
+// duplicates a descriptor number that a concurrent Close released (and
+// an open elsewhere may have been given).
+func (l *Listener) Dup() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	fd := l.Fd()
+	if fd < 0 {
+		return -1, l.opError("dup", net.ErrClosed)
+	}
+	dupHook()
+	d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, l.opError("dup", os.NewSyscallError("fcntl", err))
+	}
+	return d, nil
+}
+
+// dupHook runs in Dup between reading the descriptor and duplicating it,
+// for the test of Dup against a concurrent Close.
+var dupHook = func() {}
 
 // KeepPath makes Close leave the Unix socket file in place: the socket was
 // handed to another process (a restart), which serves it from the same

@@ -373,3 +373,43 @@ func TestV6OnlyBeforeBind(t *testing.T) {
 		})
 	}
 }
+
+// Dup and a concurrent Close are ordered: Dup never duplicates the
+// descriptor number that Close released and an open elsewhere was given
+// (Runtime.Files dups a loop's socket while the loop may be closing it).
+// The hook runs Close while Dup is between reading the descriptor and
+// duplicating it, and takes the lowest free number as an open would.
+func TestDupIsOrderedWithClose(t *testing.T) {
+	l := mustListen(t, "tcp", "127.0.0.1:0", Config{})
+	closed := make(chan error, 1)
+	var squatter *os.File
+	dupHook = func() {
+		go func() { closed <- l.Close() }()
+		select {
+		case <-closed: // Close released the number (it must not, yet)
+			closed <- nil
+		case <-time.After(100 * time.Millisecond):
+		}
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			t.Error(err)
+		}
+		squatter = f
+	}
+	t.Cleanup(func() { dupHook = func() {} })
+	d, err := l.Dup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(d)
+	defer squatter.Close()
+	if v, err := unix.GetsockoptInt(d, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || v != 1 {
+		t.Fatalf("Dup returned descriptor %d, not the listening socket: SO_ACCEPTCONN %d, %v", d, v, err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Dup(); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("Dup after Close: %v, want net.ErrClosed", err)
+	}
+}

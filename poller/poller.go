@@ -38,6 +38,14 @@ func (e *Event) Events() uint32 { return e.raw.Events }
 // Data returns the 64-bit value the descriptor was registered with.
 func (e *Event) Data() uint64 { return *(*uint64)(unsafe.Pointer(&e.raw.Fd)) }
 
+// NewEvent returns the event that reports events for the descriptor
+// registered with data, for code that stands in for a Poller in tests.
+func NewEvent(events uint32, data uint64) Event {
+	e := Event{raw: unix.EpollEvent{Events: events}}
+	*(*uint64)(unsafe.Pointer(&e.raw.Fd)) = data
+	return e
+}
+
 // Poller is one epoll instance with its wake-up eventfd.
 type Poller struct {
 	epfd   int

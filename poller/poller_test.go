@@ -244,6 +244,9 @@ func TestDataRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			only(t, look(t, p), ^v, Out)
+			if e := NewEvent(In|Hup, v); e.Data() != v || e.Events() != In|Hup {
+				t.Errorf("NewEvent(%#x, %#x) = %#x, %#x", In|Hup, v, e.Events(), e.Data())
+			}
 		})
 	}
 }

@@ -119,7 +119,7 @@ func TestReadiness(t *testing.T) {
 		name        string
 		events      uint32
 		st          connState
-		pollOut     bool
+		full        bool
 		read, write bool
 	}{
 		{"readable", in, 0, false, true, false},
@@ -133,7 +133,7 @@ func TestReadiness(t *testing.T) {
 		{"hang-up, nothing to write", hup, stPaused, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Conn{state: tc.st, ep: epollConn{pollOut: tc.pollOut}}
+			c := &Conn{state: tc.st, ep: epollConn{full: tc.full}}
 			read, write := readiness(tc.events, c)
 			if read != tc.read || write != tc.write {
 				t.Errorf("readiness(%#x, %#x) = read %v write %v, want %v %v", tc.events, tc.st, read, write, tc.read, tc.write)

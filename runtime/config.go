@@ -185,9 +185,11 @@ type Config struct {
 	// datagrams and 65,000 bytes each; the kernel splits them again, so
 	// the receiver sees the same datagrams (Stats.PacketsSegmented counts
 	// such sends). If the kernel refuses a segmented send (EIO, EINVAL,
-	// EMSGSIZE, ENOPROTOOPT) its datagrams are sent again one by one, GSO
-	// is turned off for that socket, and the refusal is counted in
-	// Stats.PacketErrors. False (the zero value) leaves it off.
+	// EMSGSIZE, ENOPROTOOPT) its datagrams are sent again one by one and
+	// the refusal is counted in Stats.PacketErrors; GSO is turned off for
+	// that socket when the error is the socket's (EIO, ENOPROTOOPT), not
+	// when it is one destination's (EINVAL, EMSGSIZE: its path's MTU).
+	// False (the zero value) leaves it off.
 	UDPGSO bool
 	// Backlog is each listener's accept queue length. Zero means the
 	// kernel's net.core.somaxconn.
@@ -251,6 +253,19 @@ type Config struct {
 	// and queue for good. Zero means DefaultLinger; negative means no
 	// bound.
 	Linger time.Duration
+	// LingerInput bounds how long Conn.CloseLinger, once the answer is
+	// sent and the write side shut down, reads and discards what the
+	// peer still sends before it closes (nginx's lingering_time, with
+	// the default of its lingering_timeout); it closes sooner when the
+	// peer ends its stream. Zero means
+	// DefaultLingerInput; negative means no bound (until the peer ends
+	// its stream, or LingerInputBytes).
+	LingerInput time.Duration
+	// LingerInputBytes bounds what Conn.CloseLinger discards: past it the
+	// connection closes, so that a peer that sends without end costs a
+	// bounded amount of reading. Zero means DefaultLingerInputBytes;
+	// negative means no bound.
+	LingerInputBytes int
 	// MaxOutbound caps the bytes a connection may have queued for
 	// sending before OutboundPolicy applies. Zero means
 	// DefaultMaxOutbound; negative means no cap.
@@ -317,11 +332,17 @@ const (
 	DefaultWaitMin      = 20 * time.Microsecond
 	DefaultWriteTimeout = 60 * time.Second
 	DefaultLinger       = 30 * time.Second
-	DefaultMaxOutbound  = 4 << 20
-	DefaultTurnBudget   = 64 << 10
-	DefaultMaxPosted    = 1 << 16
-	DefaultMaxGo        = 1024
-	DefaultFileWorkers  = 4
+	// A lingering close's bounds (Conn.CloseLinger): nginx's
+	// lingering_timeout (its wait for more input) and, for the bytes,
+	// four times net/http's maxPostHandlerReadBytes (what it discards of
+	// a body left unread before it closes instead); docs/decisions/0028.
+	DefaultLingerInput      = 5 * time.Second
+	DefaultLingerInputBytes = 1 << 20
+	DefaultMaxOutbound      = 4 << 20
+	DefaultTurnBudget       = 64 << 10
+	DefaultMaxPosted        = 1 << 16
+	DefaultMaxGo            = 1024
+	DefaultFileWorkers      = 4
 	// DefaultPacketBufferSize takes the largest UDP datagram (65,507
 	// bytes over IPv4, 65,527 over IPv6).
 	DefaultPacketBufferSize  = 64 << 10
@@ -382,6 +403,8 @@ func (c Config) withDefaults() Config {
 	}
 	c.WriteTimeout = limit.OrDefault(c.WriteTimeout, DefaultWriteTimeout)
 	c.Linger = limit.OrDefault(c.Linger, DefaultLinger)
+	c.LingerInput = limit.OrDefault(c.LingerInput, DefaultLingerInput)
+	c.LingerInputBytes = limit.OrDefault(c.LingerInputBytes, DefaultLingerInputBytes)
 	if c.FileWorkers <= 0 {
 		c.FileWorkers = DefaultFileWorkers
 	}

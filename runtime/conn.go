@@ -52,6 +52,7 @@ type Conn struct {
 	writeTimer  *Timer
 	lingerTimer *Timer
 	requests    int // in flight, as BeginRequest/EndRequest count them
+	discarded   int // input dropped by a lingering close (CloseLinger)
 }
 
 // connState is a connection's lifecycle, as the loop sees it on either
@@ -72,6 +73,8 @@ const (
 	stReadHeld                              // reading paused by the handler (PauseRead)
 	stSpoke                                 // the peer has sent something (a graceful shutdown waits for a new connection's first request)
 	stGraceArmed                            // a graceful shutdown's timer waits for its first request
+	stLinger                                // CloseLinger asked: once the queue is sent, shut writing and discard input
+	stLingering                             // the write side is shut: input is discarded until it ends (CloseLinger)
 )
 
 // closed reports whether c is closed (its OnClose has run or is queued).
@@ -262,7 +265,10 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 }
 
 // Close sends what is queued and then closes the connection; OnClose runs
-// once the descriptor is released. It is idempotent.
+// once the descriptor is released. It is idempotent. Input that waits
+// unread then is dropped; input that arrives after the close resets the
+// connection, which can cost the peer what it was sent: after an error
+// answer to a peer that may still be sending, use CloseLinger.
 func (c *Conn) Close() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
@@ -276,6 +282,42 @@ func (c *Conn) Close() error {
 		c.lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
 	}
 	return nil
+}
+
+// CloseLinger closes c the way a server closes after an error answer
+// (nginx's lingering close), so that the answer arrives even while the
+// peer is still sending: it sends what is queued (within Config.Linger, as
+// Close), shuts the write side down, so that the peer reads the answer and
+// then the end of the stream, and then reads and discards what the peer
+// still sends until the peer ends its stream, Config.LingerInput has
+// passed or Config.LingerInputBytes were discarded; then it closes. Close
+// instead closes once the queue is sent: input that arrives after that
+// resets the connection, and a reset can make the peer drop the answer it
+// was sent. OnClose runs once the descriptor is released, with nil when
+// the peer ended its stream or a bound was reached. Like Close, it is
+// idempotent, and writes fail after it; reading paused with PauseRead
+// resumes, to discard, and PauseRead does nothing after it.
+func (c *Conn) CloseLinger() error {
+	if c.state&(stClosing|stClosed) != 0 {
+		return nil
+	}
+	c.state |= stClosing | stLinger
+	if c.idleOut() || c.state&stWriteClosed != 0 {
+		c.loop.lingerStart(c)
+		return nil
+	}
+	if d := c.loop.cfg.Linger; d > 0 {
+		c.lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
+	}
+	return nil
+}
+
+// lingerInputDone closes a lingering connection whose peer did not end
+// its stream within Config.LingerInput.
+func (c *Conn) lingerInputDone() {
+	if c.state&stClosed == 0 {
+		c.loop.closeConn(c, nil)
+	}
 }
 
 // lingerExpired aborts a closing connection whose queue did not drain
@@ -457,8 +499,8 @@ func (c *Conn) EndRequest() {
 // proxy pausing a client while its upstream is slow). It composes with the
 // outbound cap: c reads again only when neither holds it.
 func (c *Conn) PauseRead() {
-	if c.state&stReadHeld != 0 || c.closed() {
-		return
+	if c.state&(stReadHeld|stLinger) != 0 || c.closed() {
+		return // a lingering close reads until it ends (CloseLinger)
 	}
 	was := c.readPaused()
 	c.state |= stReadHeld

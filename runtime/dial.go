@@ -157,6 +157,7 @@ func (l *Loop) connected(c *Conn, err error) {
 	if d != nil && d.done != nil {
 		l.safely("dial done function", func() { d.done(c, nil) })
 	}
+	l.sweepLate(c)
 }
 
 func putPort(p *uint16, port uint16) {

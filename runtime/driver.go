@@ -45,7 +45,8 @@ import (
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
 //	fileStart                  hand a file operation to the kernel (or the file workers)
 //	sendFile                   move the next part of a connection's file send (Conn.sf)
-//	poll, submit               a turn: hand over and wait; hand over without waiting
+//	prepare, poll              a turn (Loop.turn): hand over what the turn made; wait and dispatch
+//	submit                     hand over without waiting (prepare, and io_uring's enter)
 //	discardBuffers, idle       memory and exit checks
 //	wake, wakeFrom             from any goroutine, or from another loop: interrupt poll
 //	close                      the loop is exiting
@@ -57,7 +58,8 @@ import (
 //	Loop.packetIn                      a receive on a UDP socket: one datagram, or several
 //	                                   coalesced (UDP_GRO), which packetIn splits (packet.go)
 //	Loop.packetSent                    sends of datagrams completed or failed
-//	Loop.gsoRefused                    the kernel refused a UDP_SEGMENT send: GSO off for that socket
+//	Loop.gsoRefused                    the kernel refused a UDP_SEGMENT send (GSO off for that socket
+//	                                   if the error is the socket's, not the destination's)
 //	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
 //	Loop.readFailed                    a receive failed (not EAGAIN)
 //	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
@@ -65,9 +67,12 @@ import (
 //	Loop.fileResult                    a file operation (or the sync linked to it) completed
 //	Loop.offload                       run a file operation on the file workers instead
 //	Loop.fileSent                      the kernel took n bytes of a file send, or it failed
+//	Loop.deadFileSendDone              the last kernel operation of an aborted file send completed
 //	Loop.runPosted                     the wake-up fired: run what other goroutines posted
 //	Loop.fail                          a driver operation on c failed: close it
 //	Loop.freeSlot                      the kernel holds nothing of c any more
+//	Loop.holdNotes, releaseNotes       bracket a driver pass (epoll's flush): the callbacks its
+//	                                   reports cause run at its end, once its state is in order
 //
 // None of these run a handler's OnClose or OnDrain inside a handler's own
 // callback: the loop queues them as notes that run when the callback
@@ -119,8 +124,8 @@ type driver interface {
 	write(c *Conn, p []byte)
 	writev(c *Conn, bufs [][]byte)
 	// committed sends bytes the handler added to c.out in place
-	// (Conn.Reserve, Commit): epoll writes them at once if nothing was
-	// queued before, io_uring lists c for this turn's sends.
+	// (Conn.Reserve, Commit): both backends list c, epoll for the end of
+	// the turn's writes, io_uring for this turn's sends.
 	committed(c *Conn)
 	// shutdownWrite shuts the write side down; the loop calls it once the
 	// queue is empty.
@@ -143,9 +148,17 @@ type driver interface {
 	// reporting progress through loop.fileSent and going on while it
 	// reports more; release cancels what is in flight of it.
 	sendFile(c *Conn)
-	// poll runs one turn: hand everything prepared to the kernel, wait up
-	// to timeout (negative: no limit) for events, call loop.awoke, and
-	// dispatch the events.
+	// prepare is the turn's first phase: it hands the kernel what the
+	// turn's callbacks made (epoll writes the gathered writes and the
+	// queued datagrams; io_uring prepares the sends). It may run
+	// callbacks (a failed write closes its connection; a drained queue
+	// runs OnDrain), which may schedule timers and write again.
+	prepare()
+	// poll waits up to timeout (negative: no limit) for events, calls
+	// loop.awoke, and dispatches the events. The loop computes timeout
+	// after prepare, so poll runs nothing of the handlers' before its
+	// wait; when prepare's callbacks listed more work (writes, sends), it
+	// only looks, and the next prepare hands that work over.
 	poll(timeout time.Duration) error
 	// submit hands everything prepared to the kernel without waiting.
 	submit()

@@ -16,11 +16,28 @@ import (
 // readable connection per turn into the loop's single read buffer, a
 // connection's first write of a turn made at once when nothing is queued,
 // and its later writes of the turn gathered into one write at the end of
-// the turn (what the socket does not take waits for writability). The socket calls are poller's raw
-// system calls on non-blocking descriptors: the kernel never blocks them.
+// the turn (what the socket does not take waits for writability). The
+// socket calls are poller's raw system calls on non-blocking descriptors:
+// the kernel never blocks them.
+//
+// The write path. Bytes leave a connection in the order they were
+// written, through two doors only: write and writev send a turn's first
+// write straight from the handler's buffer when nothing is queued; flush
+// sends everything else (the queue, the file send that waits behind it,
+// the writes made during the file, in that order) and is the one place
+// that decides, when it ends, whether the connection waits for
+// writability. The state is three facts (epollConn): whether the socket
+// said it is full (full), whether the connection is on the end-of-turn
+// list (batched), and what is registered in the epoll set (events); the
+// interest registered is always computed from the connection's state
+// (interest), never set by hand, so that a pass that changes the state
+// cannot leave a registration behind it. A connection with bytes to send
+// is, between turns, either full and registered for writability, or on the
+// end-of-turn list (the model test checks it: epoll_model_test.go).
 type epollDriver struct {
 	l   *Loop
-	p   *poller.Poller
+	p   epollPoller
+	sys epollSys
 	buf []byte
 	iov []unix.Iovec
 	// lns are the stream listeners, by their index in Loop.lns (fd -1
@@ -30,9 +47,52 @@ type epollDriver struct {
 	// batch lists the connections whose writes wait for the end of the
 	// turn (writes after the first of a turn: a pipelined client's
 	// replies go out in one write, not one each).
-	batch []*Conn
-	pk    epollPackets // the datagram sockets (epoll_packet.go)
+	batch   []*Conn
+	discard []byte       // what release drains a closed socket into (drainInput)
+	pk      epollPackets // the datagram sockets (epoll_packet.go)
 }
+
+// epollPoller is what the driver needs of its epoll instance: a
+// *poller.Poller, or the model test's stand-in.
+type epollPoller interface {
+	Add(fd int, events uint32, data uint64) error
+	Modify(fd int, events uint32, data uint64) error
+	Delete(fd int) error
+	Wait(timeout time.Duration) ([]poller.Event, error)
+	Drain()
+	Wake() error
+	Waits() uint64
+	Close() error
+}
+
+// epollSys is the system calls the driver makes on a connection and on the
+// file it sends: the kernel's (kernelSys), or the model test's stand-in
+// socket, as Go's internal/poll swaps its system call hooks in tests.
+type epollSys interface {
+	read(fd int, p []byte) (int, unix.Errno)
+	write(fd int, p []byte) (int, unix.Errno)
+	writev(fd int, iov []unix.Iovec) (int, unix.Errno)
+	sendfile(out, in int, off *int64, n int) (int, error)
+	// preadNowait is preadv2 with RWF_NOWAIT into one buffer.
+	preadNowait(fd int, p []byte, off int64) (int, error)
+	shutdownWrite(fd int) error
+	close(fd int) error
+}
+
+// kernelSys is epollSys on the kernel.
+type kernelSys struct{}
+
+func (kernelSys) read(fd int, p []byte) (int, unix.Errno)           { return poller.Read(fd, p) }
+func (kernelSys) write(fd int, p []byte) (int, unix.Errno)          { return poller.Write(fd, p) }
+func (kernelSys) writev(fd int, iov []unix.Iovec) (int, unix.Errno) { return poller.Writev(fd, iov) }
+func (kernelSys) sendfile(out, in int, off *int64, n int) (int, error) {
+	return unix.Sendfile(out, in, off, n)
+}
+func (kernelSys) preadNowait(fd int, p []byte, off int64) (int, error) {
+	return unix.Preadv2(fd, [][]byte{p}, off, unix.RWF_NOWAIT)
+}
+func (kernelSys) shutdownWrite(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }
+func (kernelSys) close(fd int) error         { return unix.Close(fd) }
 
 // epollListener is one stream listener of the epoll driver.
 type epollListener struct {
@@ -42,9 +102,11 @@ type epollListener struct {
 
 // epollConn is the epoll driver's own state of a connection.
 type epollConn struct {
-	pollOut  bool   // registered for writability: bytes are queued
-	unpolled bool   // out of the epoll set: nothing to wait for
+	events   uint32 // the interest registered in the epoll set; 0: out of it
+	full     bool   // the socket took less than it was given: wait for writability
 	batched  bool   // on the driver's end-of-turn list
+	flushing bool   // flush is running: it sets the interest when it ends
+	unread   bool   // the last read filled the buffer: input may wait in the socket
 	wrote    uint64 // the turn of its last write straight to the socket
 }
 
@@ -56,7 +118,7 @@ func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &epollDriver{l: l, p: p, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
+	return &epollDriver{l: l, p: p, sys: kernelSys{}, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
 }
 
 func connTag(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }
@@ -112,41 +174,59 @@ func (d *epollDriver) stopListening() {
 func (d *epollDriver) pauseAccept()  { d.unregister() }
 func (d *epollDriver) resumeAccept() { d.register() }
 
-func (d *epollDriver) pauseRead(c *Conn)  { d.update(c) }
-func (d *epollDriver) resumeRead(c *Conn) { d.update(c) }
+func (d *epollDriver) pauseRead(c *Conn) {
+	c.ep.unread = false // a paused connection's input stays in the kernel, as on io_uring
+	d.update(c)
+}
+
+func (d *epollDriver) resumeRead(c *Conn) {
+	c.ep.unread = true // what arrived meanwhile
+	d.update(c)
+}
 
 func (d *epollDriver) start(c *Conn) error {
 	d.calls++
-	return d.p.Add(c.fd, poller.In|poller.RDHup, connTag(c))
+	ev := uint32(poller.In | poller.RDHup)
+	if err := d.p.Add(c.fd, ev, connTag(c)); err != nil {
+		return err
+	}
+	c.ep.events = ev
+	return nil
 }
 
-func (d *epollDriver) events(c *Conn) uint32 {
+// interest is the epoll interest c's state asks for: input while the loop
+// takes it, writability while the socket is full.
+func (d *epollDriver) interest(c *Conn) uint32 {
 	var ev uint32
 	if c.wantsInput() {
 		ev |= poller.In | poller.RDHup
 	}
-	if c.ep.pollOut {
+	if c.ep.full {
 		ev |= poller.Out
 	}
 	return ev
 }
 
-// update sets c's epoll interest from its state. A connection with nothing
-// to wait for (not reading, nothing queued) leaves the epoll set: epoll
-// reports hang-ups and errors whatever the interest, so a connection kept
-// in the set after its peer is gone would wake the loop on every wait.
-// Like the io_uring loop, it then hears of the peer at its next write.
+// update registers the interest c's state asks for, if it is not what is
+// registered already (while flush runs, flush does it when it ends). A
+// connection with nothing to wait for (not reading, nothing queued) leaves
+// the epoll set: epoll reports hang-ups and errors whatever the interest,
+// so a connection kept in the set after its peer is gone would wake the
+// loop on every wait. Like the io_uring loop, it then hears of the peer
+// at its next write.
 func (d *epollDriver) update(c *Conn) {
-	ev := d.events(c)
+	if c.ep.flushing || c.state&(stClosed|stConnecting) != 0 {
+		return
+	}
+	ev := d.interest(c)
+	if ev == c.ep.events {
+		return
+	}
 	var err error
 	switch {
-	case ev == 0 && c.ep.unpolled:
-		return
 	case ev == 0:
-		c.ep.unpolled = true
 		err = d.p.Delete(c.fd)
-	case c.ep.unpolled:
-		c.ep.unpolled = false
+	case c.ep.events == 0:
 		err = d.p.Add(c.fd, ev, connTag(c))
 	default:
 		err = d.p.Modify(c.fd, ev, connTag(c))
@@ -154,41 +234,47 @@ func (d *epollDriver) update(c *Conn) {
 	d.calls++
 	if err != nil {
 		d.l.fail(c, "write", err)
+		return
 	}
+	c.ep.events = ev
 }
 
 // writeLater reports whether c's next write waits in its queue: bytes are
-// queued before it, or c has written straight to the socket this turn
-// already (the rest of the turn's writes then go out together, at its end).
+// queued before it, the socket is full, flush is sending, or c has written
+// straight to the socket this turn already (the rest of the turn's writes
+// then go out together, at its end).
 func (d *epollDriver) writeLater(c *Conn) bool {
-	return c.out.buffered() > 0 || c.ep.pollOut || c.ep.wrote == d.l.cnt[sTurns]
+	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.l.cnt[sTurns]
 }
 
-// later queues p for the end of the turn (or for writability).
-func (d *epollDriver) later(c *Conn, p []byte) {
-	c.out.add(d.l, p)
-	d.list(c)
-}
-
-// list puts c on the end-of-turn list, unless it waits for writability.
+// list puts c on the end-of-turn list, unless the socket is full (its
+// writability flushes it) or flush is running (it sends what is queued
+// before it ends).
 func (d *epollDriver) list(c *Conn) {
-	if !c.ep.pollOut && !c.ep.batched {
+	if !c.ep.full && !c.ep.batched && !c.ep.flushing {
 		c.ep.batched = true
 		d.batch = append(d.batch, c)
 	}
 }
 
-// flushBatch writes the queues of the connections that wrote more than
-// once this turn; the loop's turn ends here (poll, submit).
+// full records that c's socket took less than it was given: c waits for
+// writability.
+func (d *epollDriver) fullSocket(c *Conn) {
+	c.ep.full = true
+	d.update(c)
+}
+
+// flushBatch flushes the connections that wrote more than once this turn
+// (the turn's prepare phase).
 func (d *epollDriver) flushBatch() {
-	// By index: a write that completes a file send (sendResult) can list
-	// the connection again while the list is flushed.
+	// By index: a callback that runs after one connection's flush can
+	// list another.
 	for i := 0; i < len(d.batch); i++ {
 		c := d.batch[i]
 		d.batch[i] = nil
 		c.ep.batched = false
-		if !c.closed() && !c.ep.pollOut {
-			d.writeOut(c)
+		if !c.closed() && !c.ep.full {
+			d.flush(c)
 		}
 	}
 	d.batch = d.batch[:0]
@@ -196,12 +282,13 @@ func (d *epollDriver) flushBatch() {
 
 func (d *epollDriver) write(c *Conn, p []byte) {
 	if d.writeLater(c) {
-		d.later(c, p)
+		c.out.add(d.l, p)
+		d.list(c)
 		return
 	}
 	c.ep.wrote = d.l.cnt[sTurns]
 	d.calls++
-	n, errno := poller.Write(c.fd, p)
+	n, errno := d.sys.write(c.fd, p)
 	if errno != 0 && errno != unix.EAGAIN {
 		d.l.fail(c, "write", errnoErr("write", errno))
 		return
@@ -209,7 +296,7 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 	d.l.wroteDirect(n)
 	if n < len(p) {
 		c.out.add(d.l, p[n:])
-		d.waitWritable(c)
+		d.fullSocket(c)
 	}
 }
 
@@ -231,7 +318,7 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 		}
 	}
 	d.calls++
-	n, errno := poller.Writev(c.fd, iov)
+	n, errno := d.sys.writev(c.fd, iov)
 	clear(iov)
 	if errno != 0 {
 		if errno != unix.EAGAIN {
@@ -250,66 +337,119 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 		n = 0
 	}
 	if c.out.buffered() > 0 {
-		d.waitWritable(c)
+		d.fullSocket(c)
 	}
 }
 
 // committed sends bytes built in place: with the turn's other writes.
 func (d *epollDriver) committed(c *Conn) { d.list(c) }
 
-// waitWritable registers c for writability: bytes are queued.
-func (d *epollDriver) waitWritable(c *Conn) {
-	if !c.ep.pollOut {
-		c.ep.pollOut = true
-		d.update(c)
-	}
-}
-
-// writeOut sends queued bytes while the socket takes them; called when it
-// is writable.
-func (d *epollDriver) writeOut(c *Conn) {
-	if c.sf != nil && d.fileWritable(c) {
+// flush sends c's outbound bytes while the socket takes them, in order:
+// the queue, then the file send waiting for it to empty, then what was
+// written during the file (which endFileSend moves into the queue), and
+// so on. It is the one place that sends queued bytes and file parts, and
+// when it ends it sets c's interest from what is left: writability if the
+// socket filled, nothing more to wait for otherwise. The callbacks its
+// reports to the loop cause (OnDrain, a file send's done function,
+// OnClose) run after it has set the interest, so that none sees, or
+// changes, a pass half done. Called at writability and at the end of the
+// turn; a call while it runs (a file send started from inside it) returns
+// at once: the running pass sends it.
+func (d *epollDriver) flush(c *Conn) {
+	if c.ep.flushing {
 		return
 	}
-	for {
-		p := c.out.pending()
-		if len(p) == 0 {
-			break
+	l := d.l
+	l.holdNotes()
+	c.ep.flushing = true
+	c.ep.full = false
+	for !c.closed() {
+		if p := c.out.pending(); len(p) > 0 {
+			d.calls++
+			n, errno := d.sys.write(c.fd, p)
+			if errno == unix.EAGAIN {
+				c.ep.full = true
+				break
+			}
+			if errno != 0 {
+				l.sendResult(c, 0, errnoErr("write", errno))
+				break
+			}
+			l.sendResult(c, n, nil)
+			if n < len(p) {
+				c.ep.full = true
+				break
+			}
+			continue
 		}
-		d.calls++
-		n, errno := poller.Write(c.fd, p)
-		if errno == unix.EAGAIN {
-			d.waitWritable(c)
-			return
+		if d.fileReady(c) {
+			if !d.sendFilePart(c) {
+				c.ep.full = true
+				break
+			}
+			continue
 		}
-		var err error
-		if errno != 0 {
-			err, n = errnoErr("write", errno), 0
-		}
-		if !d.l.sendResult(c, n, err) {
-			break
-		}
+		break
 	}
-	if c.ep.pollOut && !c.closed() {
-		c.ep.pollOut = false
+	c.ep.flushing = false
+	if !c.closed() {
+		if c.out.buffered() == 0 && !d.fileReady(c) {
+			c.ep.full = false
+		}
 		d.update(c)
 	}
+	l.releaseNotes()
 }
 
 func (d *epollDriver) shutdownWrite(c *Conn) {
 	d.calls++
-	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
+	if err := d.sys.shutdownWrite(c.fd); err != nil {
 		d.l.fail(c, "shutdown", os.NewSyscallError("shutdown", err))
 	}
 }
 
+// closeDrainMax bounds what release reads and discards of input that
+// waits in a closed connection's socket, discardSize bytes at a time (in
+// a buffer of its own: a handler that closes its connection in OnData
+// still holds the loop's read buffer).
+const (
+	closeDrainMax = 256 << 10
+	discardSize   = 16 << 10
+)
+
 func (d *epollDriver) release(c *Conn) {
 	if c.fd >= 0 {
+		if c.ep.unread {
+			d.drainInput(c)
+		}
 		d.calls++
-		unix.Close(c.fd) // also leaves the epoll set: nothing else holds the file
+		d.sys.close(c.fd) // also leaves the epoll set: nothing else holds the file
 		c.fd = -1
 	}
 	d.l.freeSlot(c)
+}
+
+// drainInput reads and drops what waits in c's socket (up to
+// closeDrainMax), before release closes it: a socket closed with unread
+// input resets the connection, and its peer may then lose the answer it
+// was sent. The io_uring loop's multishot receive has taken what arrived
+// by then, so both backends close the same way; input that arrives after
+// the close resets on both (Conn.CloseLinger waits for it).
+func (d *epollDriver) drainInput(c *Conn) {
+	if d.discard == nil {
+		d.discard = make([]byte, discardSize)
+	}
+	for read := 0; read < closeDrainMax; {
+		d.calls++
+		n, errno := d.sys.read(c.fd, d.discard)
+		if errno != 0 || n <= 0 {
+			return
+		}
+		read += n
+		if n < len(d.discard) {
+			return
+		}
+	}
 }
 
 func (d *epollDriver) connect(c *Conn, ds *dialState) error {
@@ -318,15 +458,31 @@ func (d *epollDriver) connect(c *Conn, ds *dialState) error {
 		return errnoErr("connect", errno)
 	}
 	d.calls++
-	return d.p.Add(c.fd, poller.Out, connTag(c))
+	if err := d.p.Add(c.fd, poller.Out, connTag(c)); err != nil {
+		return err
+	}
+	c.ep.events = poller.Out
+	return nil
 }
 
-func (d *epollDriver) poll(timeout time.Duration) error {
+// prepare sends what waits for the end of the turn: the connections'
+// gathered writes and the datagrams queued.
+func (d *epollDriver) prepare() {
 	if len(d.batch) > 0 {
 		d.flushBatch()
 	}
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets()
+	}
+}
+
+// poll waits for readiness and dispatches it. It runs nothing of the
+// handlers' before the wait: what a callback in the turn's prepare phase
+// wrote or queued is still listed, so it only looks (timeout 0), and the
+// next turn's prepare sends it.
+func (d *epollDriver) poll(timeout time.Duration) error {
+	if len(d.batch) > 0 || len(d.pk.dirty) > 0 {
+		timeout = 0
 	}
 	d.calls++
 	evs, err := d.p.Wait(timeout)
@@ -381,6 +537,7 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 			l.connected(c, err)
 			return
 		}
+		c.ep.events = 0
 		l.connected(c, nil)
 		return
 	}
@@ -389,7 +546,7 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 		d.read(c)
 	}
 	if write && !c.closed() {
-		d.writeOut(c)
+		d.flush(c)
 	}
 }
 
@@ -400,19 +557,21 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 // instead of the queue waiting for a writability that never comes.
 func readiness(events uint32, c *Conn) (read, write bool) {
 	read = events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.wantsInput()
-	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && c.ep.pollOut
+	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && c.ep.full
 	return read, write
 }
 
 func (d *epollDriver) read(c *Conn) {
 	d.calls++
-	n, errno := poller.Read(c.fd, d.buf)
+	n, errno := d.sys.read(c.fd, d.buf)
 	switch {
 	case errno == unix.EAGAIN:
+		c.ep.unread = false
 		return
 	case errno != 0:
 		n = -int(errno)
 	}
+	c.ep.unread = n == len(d.buf)
 	d.l.readResult(c, d.buf, n, "read")
 	if n == 0 && !c.closed() {
 		d.update(c) // the stream ended: stop polling for input
@@ -444,15 +603,9 @@ func (d *epollDriver) acceptAll(i int) {
 	}
 }
 
-// submit writes what waits for the end of the turn.
-func (d *epollDriver) submit() {
-	if len(d.batch) > 0 {
-		d.flushBatch()
-	}
-	if len(d.pk.dirty) > 0 {
-		d.flushPackets()
-	}
-}
+// submit writes what waits for the end of the turn: epoll has nothing to
+// hand over but that.
+func (d *epollDriver) submit() { d.prepare() }
 
 // discardBuffers has nothing to give back: the epoll loop reads into one
 // buffer.

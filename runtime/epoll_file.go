@@ -40,7 +40,7 @@ func (d *epollDriver) inline(op *fileOp) bool {
 	switch op.kind {
 	case fRead:
 		d.calls++
-		n, err = unix.Preadv2(op.fd, [][]byte{op.buf[op.done:op.want]}, op.off+int64(op.done), unix.RWF_NOWAIT)
+		n, err = d.sys.preadNowait(op.fd, op.buf[op.done:op.want], op.off+int64(op.done))
 	case fWrite:
 		off := int64(-1)
 		if op.off >= 0 {
@@ -71,51 +71,40 @@ func (d *epollDriver) inline(op *fileOp) bool {
 }
 
 // sendFile sends c's file with sendfile(2) while the socket takes it, and
-// waits for writability when it is full. sendfile reads the file's pages
-// on the loop's thread: cached files cost no wait; a page-cache miss
-// blocks the loop for the read (docs/decisions/0023-sending-files.md).
-func (d *epollDriver) sendFile(c *Conn) {
+// waits for writability when it is full: flush moves it, after the queue
+// and before what is written meanwhile. sendfile reads the file's pages on
+// the loop's thread: cached files cost no wait; a page-cache miss blocks
+// the loop for the read (docs/decisions/0023-sending-files.md).
+func (d *epollDriver) sendFile(c *Conn) { d.flush(c) }
+
+// fileReady reports whether c's file send is flush's to move: it runs,
+// by sendfile, and nothing is queued before it.
+func (d *epollDriver) fileReady(c *Conn) bool {
 	sf := c.sf
-	for {
-		off := sf.off
-		d.calls++
-		n, err := unix.Sendfile(c.fd, sf.f.fd, &off, int(min(sf.left, fileSendChunk)))
-		switch {
-		case err == unix.EAGAIN:
-			d.waitWritable(c)
-			return
-		case err == unix.EINTR:
-			continue
-		case (err == unix.EINVAL || err == unix.ENOSYS) && sf.sent == 0:
-			d.l.fileSent(c, 0, errSendUnsupported)
-			return
-		case err == unix.EPIPE || err == unix.ECONNRESET:
-			d.l.fileSent(c, 0, errnoErr("sendfile", err.(unix.Errno)))
-			return
-		case err != nil:
-			d.l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err})
-			return
-		case n == 0:
-			d.l.fileSent(c, 0, sf.fileShort())
-			return
-		}
-		if !d.l.fileSent(c, n, nil) {
-			return
-		}
-	}
+	return sf != nil && sf.running && !sf.fallback && !sf.dead && c.out.buffered() == 0
 }
 
-// fileWritable is writeOut's part: a file send waiting for writability
-// goes on. It reports whether it took the event.
-func (d *epollDriver) fileWritable(c *Conn) bool {
+// sendFilePart makes one sendfile(2) call of c's file send and reports
+// it to the loop; it returns false when the socket is full.
+func (d *epollDriver) sendFilePart(c *Conn) bool {
 	sf := c.sf
-	if sf == nil || !sf.running || sf.fallback || c.out.buffered() > 0 {
+	off := sf.off
+	d.calls++
+	n, err := d.sys.sendfile(c.fd, sf.f.fd, &off, int(min(sf.left, fileSendChunk)))
+	switch {
+	case err == unix.EAGAIN:
 		return false
+	case err == unix.EINTR:
+	case (err == unix.EINVAL || err == unix.ENOSYS) && sf.sent == 0:
+		d.l.fileSent(c, 0, errSendUnsupported)
+	case err == unix.EPIPE || err == unix.ECONNRESET:
+		d.l.fileSent(c, 0, errnoErr("sendfile", err.(unix.Errno)))
+	case err != nil:
+		d.l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err})
+	case n == 0:
+		d.l.fileSent(c, 0, sf.fileShort())
+	default:
+		d.l.fileSent(c, n, nil)
 	}
-	if c.ep.pollOut {
-		c.ep.pollOut = false
-		d.update(c)
-	}
-	d.sendFile(c)
 	return true
 }

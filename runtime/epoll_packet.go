@@ -229,9 +229,9 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 			q := &e.queue[e.head]
 			if q.seg > 0 && isGSOError(errno) {
 				// The kernel refuses UDP_SEGMENT: the entry's
-				// datagrams go out one by one from its buffer,
-				// and GSO is off for the socket.
-				d.l.gsoRefused(p)
+				// datagrams go out one by one from its buffer
+				// (and GSO may go off for the socket).
+				d.l.gsoRefused(p, errno)
 				d.sendSplit(p, q)
 			} else {
 				// The first datagram was refused (an

@@ -7,6 +7,8 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"os"
+	"os/exec"
 	"sync"
 	"testing"
 
@@ -191,4 +193,87 @@ func TestUDPGSOAllocs(t *testing.T) {
 			t.Fatal("no segmented sends")
 		}
 	})
+}
+
+// mtuReplier answers "far" with three datagrams of 1400 bytes to
+// 10.9.9.9, which the test's network namespace routes with an MTU of 1000
+// (the kernel refuses a segmented send there with EINVAL: that path's
+// limit, not the socket's), and anything else with three to the sender.
+type mtuReplier struct{}
+
+func (mtuReplier) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) {
+	to := from
+	if string(data) == "far" {
+		to = netip.MustParseAddrPort("10.9.9.9:9")
+	}
+	b := bytes.Repeat([]byte{7}, 1400)
+	for range 3 {
+		_ = p.WriteTo(b, to)
+	}
+}
+
+// A segmented send that one destination refuses (EINVAL: a path MTU below
+// the segment size; a link-local destination without its zone is the same
+// case on kernels that refuse it) is that destination's: its datagrams go
+// out one by one, and GSO stays on for the socket's other destinations.
+// It runs in a network namespace of its own, where lo has a route with a
+// small MTU.
+func TestUDPGSOStaysOnAfterOneDestinationsError(t *testing.T) {
+	if os.Getenv(netnsEnv) == "" {
+		runInNetns(t, "ip link set lo up && ip route add 10.9.9.9/32 dev lo mtu 1000")
+		return
+	}
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := startUDP(t, b, "127.0.0.1:0", mtuReplier{}, percore.Config{UDPGSO: true})
+		c := udpClient(t, rt)
+		if _, err := c.Write([]byte("far")); err != nil {
+			t.Fatal(err)
+		}
+		// The refused batch, then its three datagrams one by one.
+		pctest.WaitFor(t, "the refused batch, sent again", func() bool {
+			s := rt.Stats()
+			return s.PacketErrors == 1 && s.PacketsOut == 3
+		})
+		if _, err := c.Write([]byte("near")); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 2000)
+		for range 3 {
+			readReply(t, c, buf, 1400, 7, "reply")
+		}
+		pctest.WaitFor(t, "the counters", func() bool { return rt.Stats().PacketsOut == 6 })
+		if s := rt.Stats(); s.PacketsSegmented != 1 {
+			t.Fatalf("%d segmented sends after one destination's error, want 1 (GSO still on)", s.PacketsSegmented)
+		}
+	})
+}
+
+// netnsEnv marks the test binary running in a network namespace of its
+// own (runInNetns).
+const netnsEnv = "PERCORE_TEST_NETNS"
+
+// runInNetns runs t again in a child test binary, in a new network
+// namespace set up by the shell commands setup, and fails t if the child
+// fails. It needs unshare(1) and ip(8), and the privilege to make a
+// namespace (root, or CAP_SYS_ADMIN); without them it skips.
+func runInNetns(t *testing.T, setup string) {
+	t.Helper()
+	if out, err := exec.Command("unshare", "-n", "sh", "-c", setup).CombinedOutput(); err != nil {
+		t.Skipf("needs a network namespace of its own (unshare -n, ip, root): %v: %s", err, bytes.TrimSpace(out))
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", "-n", "sh", "-c", setup+` && exec "$0" "$@"`, exe,
+		"-test.run=^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), netnsEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("in its network namespace: %v\n%s", err, out)
+	}
+	if !bytes.Contains(out, []byte("--- PASS: "+t.Name())) {
+		t.Fatalf("in its network namespace, the test did not pass:\n%s", out)
+	}
+	t.Logf("in its network namespace:\n%s", out)
 }

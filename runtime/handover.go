@@ -134,7 +134,8 @@ type socketRef struct {
 // one accepts it. A Unix listener's socket file is kept when this runtime
 // closes (the new process serves it). Call Files while the runtime
 // serves, before Shutdown; the caller closes the files once the child has
-// them.
+// them. A call that meets a shutdown under way fails with net.ErrClosed
+// (each socket's duplicate is ordered with its loop closing it).
 func (rt *Runtime) Files() ([]*os.File, error) {
 	rt.sockMu.Lock()
 	defer rt.sockMu.Unlock()
@@ -168,9 +169,13 @@ func (rt *Runtime) Files() ([]*os.File, error) {
 		}
 		for _, ref := range rt.sockets {
 			if ref.info == s.info {
-				if err := dup(ref.ln.Fd(), s.info); err != nil {
-					return fail(err)
+				// A loop may be closing its socket now (a shutdown
+				// began): Dup is ordered with that Close.
+				d, err := ref.ln.Dup()
+				if err != nil {
+					return fail(fmt.Errorf("listener %s: %w", s.info, err))
 				}
+				files = append(files, os.NewFile(uintptr(d), s.info.String()))
 			}
 		}
 	}

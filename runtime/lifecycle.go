@@ -72,6 +72,7 @@ func (l *Loop) accepted(fd int, ln *Listener) {
 		return
 	}
 	l.opened(c)
+	l.sweepLate(c)
 }
 
 // handOver spreads the connections of a shared listener (a Unix or an
@@ -155,7 +156,11 @@ func (l *Loop) readResult(c *Conn, data []byte, n int, call string) {
 // received delivers data to the handler.
 func (l *Loop) received(c *Conn, data []byte) {
 	if c.state&(stClosing|stClosed|stEOF) != 0 {
-		return // closing, closed or past the end of stream: nobody reads it
+		// Closing, closed or past the end of stream: nobody reads it.
+		if c.state&stLingering != 0 {
+			l.lingerDiscard(c, len(data))
+		}
+		return
 	}
 	l.cnt[sBytesIn] += uint64(len(data))
 	c.lastRead = l.now
@@ -173,10 +178,51 @@ func (l *Loop) peerEOF(c *Conn) {
 		return
 	}
 	c.state |= stEOF
+	if c.state&stLingering != 0 {
+		l.closeConn(c, nil) // the peer has read the answer and ended
+		return
+	}
 	if c.state&stClosing == 0 && l.callOnEOF(c) {
 		return
 	}
 	c.Close()
+}
+
+// lingerStart begins a lingering close (Conn.CloseLinger) once c's queue
+// is sent: the write side is shut down, and c reads and discards until
+// its peer ends its stream or a bound is reached.
+func (l *Loop) lingerStart(c *Conn) {
+	if c.lingerTimer != nil {
+		c.lingerTimer.Stop()
+	}
+	if c.state&stEOF != 0 {
+		l.closeConn(c, nil) // nothing more can come
+		return
+	}
+	l.shutWrite(c)
+	if c.closed() {
+		return
+	}
+	c.state |= stLingering
+	if c.state&stReadHeld != 0 {
+		c.state &^= stReadHeld
+		if !c.readPaused() {
+			l.d.resumeRead(c)
+		}
+	}
+	if d := l.cfg.LingerInput; d > 0 {
+		c.lingerTimer = l.AfterFunc(d, c.lingerInputDone)
+	}
+}
+
+// lingerDiscard counts n bytes a lingering connection dropped, and closes
+// it past Config.LingerInputBytes.
+func (l *Loop) lingerDiscard(c *Conn, n int) {
+	c.discarded += n
+	l.cnt[sLingerDiscarded] += uint64(n)
+	if max := l.cfg.LingerInputBytes; max > 0 && c.discarded >= max {
+		l.closeConn(c, nil)
+	}
 }
 
 // queued is called after bytes were added to c's outbound queue: it arms
@@ -252,6 +298,10 @@ func (l *Loop) wroteDirect(n int) { l.cnt[sBytesOut] += uint64(n) }
 func (l *Loop) drained(c *Conn) {
 	switch {
 	case c.closed():
+	case c.state&stLinger != 0:
+		if c.state&stLingering == 0 {
+			l.lingerStart(c)
+		}
 	case c.state&stClosing != 0:
 		l.closeConn(c, nil)
 	case c.state&stCloseWriteAsked != 0:
@@ -363,7 +413,7 @@ func (l *Loop) forceStop(err error) {
 	}
 }
 
-// beginShutdown stops accepting and tells every connection's handler.
+// beginShutdown stops accepting and sweeps every connection.
 func (l *Loop) beginShutdown() {
 	if l.stopping {
 		return
@@ -371,15 +421,33 @@ func (l *Loop) beginShutdown() {
 	l.stopping = true
 	l.closeListener()
 	for _, c := range l.conns {
-		if c == nil || c.closed() {
-			continue
+		if c != nil && !c.closed() {
+			l.sweep(c)
 		}
-		if c.state&stOpen != 0 {
-			l.callOnShutdown(c)
-		}
-		if !c.closed() {
-			l.closeIfIdle(c)
-		}
+	}
+}
+
+// sweep is a graceful shutdown's pass over c: its handler's OnShutdown,
+// then a close once c is idle (closeIfIdle). A dial still connecting is
+// swept when it connects.
+func (l *Loop) sweep(c *Conn) {
+	if c.state&stOpen == 0 {
+		return
+	}
+	l.callOnShutdown(c)
+	if !c.closed() {
+		l.closeIfIdle(c)
+	}
+}
+
+// sweepLate sweeps a connection that opened after the shutdown's sweep
+// passed: accepted from a completion already on its way, handed over by
+// another loop just before its own shutdown, or dialed and connecting
+// then. Without it such a connection, if it never sends, holds the
+// shutdown until its deadline.
+func (l *Loop) sweepLate(c *Conn) {
+	if l.stopping && !c.closed() {
+		l.sweep(c)
 	}
 }
 

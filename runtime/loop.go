@@ -125,23 +125,7 @@ func (l *Loop) run() {
 		if l.now.Sub(l.lastYield) >= yieldInterval {
 			l.yield()
 		}
-		timeout := time.Duration(-1)
-		if t := l.timers.next(); t != nil {
-			timeout = max(t.when.Sub(l.clock()), 0)
-		}
-		if len(l.calls.dirty) > 0 || len(l.calls.held) > 0 {
-			l.flushCalls()
-			if len(l.calls.held) > 0 && (timeout < 0 || timeout > heldCallsWait) {
-				// A full queue to another loop: try again soon,
-				// whether or not anything wakes this one.
-				timeout = heldCallsWait
-			}
-		}
-		if len(l.pk.gso) > 0 {
-			l.flushBatches() // the turn's GSO batches, before the driver sends
-		}
-		l.publish()
-		if err := l.d.poll(timeout); err != nil {
+		if err := l.turn(); err != nil {
 			// The backend itself failed (not one connection): close
 			// everything; if the kernel keeps failing, give up waiting
 			// for it rather than spin.
@@ -156,11 +140,6 @@ func (l *Loop) run() {
 			continue
 		}
 		kernelErrors = 0
-		now := l.clock()
-		l.lag.Record(int64(now.Sub(l.now)))
-		l.now = now
-		l.cnt[sTurns]++
-		l.runTimers()
 	}
 	for _, f := range l.onStop {
 		l.safely("OnStop function", f)
@@ -178,6 +157,82 @@ func (l *Loop) run() {
 		l.stopErr = errors.Join(l.stopErr, fmt.Errorf("loop %d: close backend: %w", l.id, err))
 	}
 	l.bufs.releaseAll()
+}
+
+// turn is one loop turn, in its phases, the same on both backends:
+//
+//	prepare   hand over what the last turn's callbacks made: cross-loop
+//	          calls, datagram batches, the driver's gathered writes.
+//	          Callbacks can run here (a drained queue's OnDrain, a file
+//	          send's done function, a failed call's done function), and
+//	          they may schedule timers, call other loops, write.
+//	wait      how long to wait is computed after prepare, and nothing a
+//	          handler sees runs between that and the kernel's wait: the
+//	          driver's poll waits first (only looking when prepare's
+//	          callbacks listed more work, which the next prepare sends)
+//	dispatch  the driver hands over what the kernel reported (in poll)
+//	after     the clock, then the expired timers
+//
+// So a timer due now, or a call made, by a callback of the turn's own
+// prepare is never slept past.
+func (l *Loop) turn() error {
+	l.prepare()
+	timeout := l.waitTimeout()
+	l.publish()
+	if err := l.d.poll(timeout); err != nil {
+		return err
+	}
+	now := l.clock()
+	l.lag.Record(int64(now.Sub(l.now)))
+	l.now = now
+	l.cnt[sTurns]++
+	l.runTimers()
+	return nil
+}
+
+// prepare is the turn's first phase: everything the last turn's callbacks
+// made goes to the kernel and to the other loops.
+func (l *Loop) prepare() {
+	if len(l.calls.dirty) > 0 || len(l.calls.held) > 0 {
+		l.flushCalls()
+	}
+	if len(l.pk.gso) > 0 {
+		l.flushBatches() // the turn's GSO batches, before the driver sends
+	}
+	l.d.prepare()
+}
+
+// waitTimeout is how long the turn may wait in the kernel: until the next
+// timer (none: no limit), not at all when prepare's callbacks made calls or
+// datagram batches that the next prepare hands over, and at most
+// heldCallsWait while a queue to another loop is full.
+func (l *Loop) waitTimeout() time.Duration {
+	if len(l.calls.dirty) > 0 || len(l.pk.gso) > 0 {
+		return 0
+	}
+	timeout := time.Duration(-1)
+	if t := l.timers.next(); t != nil {
+		timeout = max(t.when.Sub(l.clock()), 0)
+	}
+	if len(l.calls.held) > 0 && (timeout < 0 || timeout > heldCallsWait) {
+		// A full queue to another loop: try again soon, whether or not
+		// anything wakes this one.
+		timeout = heldCallsWait
+	}
+	return timeout
+}
+
+// holdNotes and releaseNotes bracket a driver's pass whose reports to the
+// loop cause callbacks (OnDrain, OnClose, a file send's done function):
+// they run at releaseNotes, once the pass has put its own state in order,
+// as they run once a handler's callback returns.
+func (l *Loop) holdNotes() { l.depth++ }
+
+func (l *Loop) releaseNotes() {
+	l.depth--
+	if l.depth == 0 && len(l.notes) > 0 {
+		l.runNotes()
+	}
 }
 
 // heldCallsWait bounds a loop's wait while a queue to another loop is full.

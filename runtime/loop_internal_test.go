@@ -43,6 +43,7 @@ func (d *fakeDriver) resumeRead(*Conn)                { d.log("resumeRead") }
 func (d *fakeDriver) shutdownWrite(*Conn)             { d.log("shutdownWrite") }
 func (d *fakeDriver) release(c *Conn)                 { c.fd = -1; d.l.freeSlot(c) }
 func (d *fakeDriver) connect(*Conn, *dialState) error { return nil }
+func (d *fakeDriver) prepare()                        {}
 func (d *fakeDriver) poll(time.Duration) error        { return nil }
 func (d *fakeDriver) submit()                         {}
 func (d *fakeDriver) discardBuffers() bool            { return true }
@@ -143,6 +144,38 @@ func TestTimersRunInOrderAndInSlices(t *testing.T) {
 	tick(l, clock, 2*time.Millisecond)
 	if ran[len(ran)-1] != 1000 {
 		t.Error("a reset timer did not run at its new time")
+	}
+}
+
+// Timers due at the same time run in the order they were scheduled, also
+// when they are scheduled while others run and when some are stopped or
+// reset among them (the file operations' results, which arrive as
+// AfterFunc(0), depend on it).
+func TestTimersWithEqualDeadlinesRunInOrder(t *testing.T) {
+	l, _, clock := newTestLoop(t, Config{}, nil)
+	var ran []int
+	var want []int
+	timers := make([]*Timer, 100)
+	for i := range 100 {
+		timers[i] = l.AfterFunc(0, func() { ran = append(ran, i) })
+	}
+	for i := 0; i < 100; i += 7 {
+		timers[i].Stop()
+	}
+	for i := 3; i < 100; i += 11 {
+		timers[i].Reset(0) // to the back of the line
+	}
+	for i := range 100 {
+		if i%7 != 0 && (i < 3 || (i-3)%11 != 0) {
+			want = append(want, i)
+		}
+	}
+	for i := 3; i < 100; i += 11 {
+		want = append(want, i) // stopped or not, Reset schedules it
+	}
+	tick(l, clock, 0)
+	if !slices.Equal(ran, want) {
+		t.Fatalf("ran %v\nwant %v", ran, want)
 	}
 }
 

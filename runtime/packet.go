@@ -206,16 +206,32 @@ func (l *Loop) flushBatches() {
 }
 
 // gsoRefused is the driver's report that the kernel refused a send with
-// UDP_SEGMENT on p: counted once in PacketErrors, and GSO is off for p
-// (the driver sends the datagrams again one by one).
-func (l *Loop) gsoRefused(p *PacketConn) {
+// UDP_SEGMENT on p with errno (the driver sends its datagrams again one by
+// one): counted in PacketErrors. GSO goes off for p only when errno says
+// the socket cannot segment for any destination (gsoUnsupported); an error
+// of one destination's (a path MTU below the segment size) would otherwise
+// turn it off for all the others, for good.
+func (l *Loop) gsoRefused(p *PacketConn, errno unix.Errno) {
 	l.cnt[sPacketErrors]++
-	p.gso.off = true
+	if gsoUnsupported(errno) {
+		p.gso.off = true
+	}
 }
 
-// isGSOError reports whether errno is the kernel refusing UDP_SEGMENT.
+// isGSOError reports whether errno may be the kernel refusing UDP_SEGMENT
+// for one send: its datagrams are then sent again one by one.
 func isGSOError(errno unix.Errno) bool {
 	return errno == unix.EIO || errno == unix.EINVAL || errno == unix.EMSGSIZE || errno == unix.ENOPROTOOPT
+}
+
+// gsoUnsupported reports whether errno, refusing a send with UDP_SEGMENT,
+// says that the socket cannot segment at all: EIO (the device has no
+// checksum offload, which segmentation needs: udp(7)), ENOPROTOOPT (a
+// kernel without UDP_SEGMENT). EINVAL (a segment that does not fit the
+// path's MTU, a link-local destination without its zone) and EMSGSIZE are
+// the destination's, and cost that destination one refused send per batch.
+func gsoUnsupported(errno unix.Errno) bool {
+	return errno == unix.EIO || errno == unix.ENOPROTOOPT
 }
 
 // gsoControlLen is CMSG_SPACE(2): a UDP_SEGMENT control message.

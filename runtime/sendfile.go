@@ -65,8 +65,9 @@ const fileSendChunk = 256 << 10
 
 // SendFile sends n bytes of f from offset off on c, after what is queued,
 // and calls done with the bytes sent once all of them are (err nil) or the
-// transfer stopped. f must belong to c's loop and stay open until done
-// runs. One file at a time per connection: a second SendFile before done
+// transfer stopped. f must belong to c's loop; a File.Close made while the
+// transfer runs (also from done) closes f once the kernel holds nothing
+// of the transfer any more. One file at a time per connection: a second SendFile before done
 // returns an error. A transfer that fails (the file is shorter than off+n,
 // a read error, the peer gone) closes c after done runs, since its peer
 // has a partial message; done then runs with the error, and OnClose after
@@ -87,6 +88,7 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 	}
 	sf := &fileSend{f: f, off: off, left: n, done: done}
 	c.sf = sf
+	f.inflight++ // until fileSendGone
 	if forceSendFallback.Load() {
 		sf.fallback = true
 	}
@@ -151,33 +153,49 @@ func (sf *fileSend) fileShort() error {
 	return &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: io.ErrUnexpectedEOF}
 }
 
-// endFileSend ends c's transfer: done runs once the current callback
-// returns, the writes made meanwhile go out, and an error closes c.
+// endFileSend ends c's transfer: the writes made meanwhile join the queue,
+// done runs once the current callback returns (its own writes follow
+// those), and an error closes c after done.
 func (l *Loop) endFileSend(c *Conn, err error) {
 	sf := c.sf
 	c.sf = nil
-	l.notify(note{kind: noteFileSent, c: c, err: err, sf: sf})
+	l.fileSendGone(sf)
 	if err != nil {
 		l.putBuf(sf.after.next)
 		sf.after.next = nil
+		l.notify(note{kind: noteFileSent, c: c, err: err, sf: sf})
 		l.fail(c, "sendfile", err)
 		return
 	}
-	if c.closed() {
-		return
+	moved := false
+	if !c.closed() && sf.after.buffered() > 0 {
+		// Before done runs: what done writes goes behind these.
+		if len(c.out.next) == 0 {
+			l.putBuf(c.out.next)
+			c.out.next, c.out.reserved = sf.after.next, sf.after.reserved
+		} else {
+			c.out.add(l, sf.after.next)
+			l.putBuf(sf.after.next)
+		}
+		moved = true
+	} else {
+		l.putBuf(sf.after.next)
 	}
-	if sf.after.buffered() > 0 {
-		c.out.next, c.out.reserved = sf.after.next, sf.after.reserved
-		sf.after.next = nil
+	sf.after.next = nil
+	l.notify(note{kind: noteFileSent, c: c, err: nil, sf: sf})
+	switch {
+	case c.closed():
+	case moved:
 		l.d.committed(c)
-		return
+	case c.idleOut():
+		l.drained(c)
 	}
-	l.drained(c)
 }
 
 // abortFileSend ends the transfer of a connection being closed: done runs
-// with err; what the kernel still holds (a splice in flight) is the
-// driver's to finish.
+// with err; what the kernel still holds (a splice in flight, a fallback
+// read) is the driver's to finish, and the file stays open until it has
+// (fileSendGone).
 func (l *Loop) abortFileSend(c *Conn, err error) {
 	sf := c.sf
 	if err == nil {
@@ -188,8 +206,29 @@ func (l *Loop) abortFileSend(c *Conn, err error) {
 	sf.dead = true
 	l.notify(note{kind: noteFileSent, c: c, err: err, sf: sf})
 	if sf.ops == 0 && !sf.reading {
-		l.files.pipes.release(sf)
-		c.sf = nil
+		l.deadFileSendDone(c)
+	}
+}
+
+// deadFileSendDone is called once nothing of an aborted file send is in
+// flight any more: its pipe goes back and its file is let go.
+func (l *Loop) deadFileSendDone(c *Conn) {
+	sf := c.sf
+	c.sf = nil
+	l.fileSendGone(sf)
+}
+
+// fileSendGone lets go of a transfer's pipe and of its file. A file send
+// counts as an operation in flight on its file from SendFile until the
+// kernel holds nothing of it, so that a File.Close made meanwhile (by
+// done, say) waits for a splice still reading it instead of closing a
+// descriptor the splice would then resolve, or find reused.
+func (l *Loop) fileSendGone(sf *fileSend) {
+	l.files.pipes.release(sf)
+	f := sf.f
+	f.inflight--
+	if f.closing && f.inflight == 0 && f.fd >= 0 {
+		l.closeFile(f)
 	}
 }
 
@@ -202,7 +241,7 @@ func (l *Loop) fallbackRead(c *Conn) {
 	sf.f.ReadAt(sf.off, int(min(sf.left, fileSendChunk)), func(data []byte, err error) {
 		sf.reading = false
 		if sf.dead {
-			c.sf = nil
+			l.deadFileSendDone(c)
 			return
 		}
 		if len(data) == 0 {

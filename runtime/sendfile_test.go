@@ -161,3 +161,159 @@ func TestSendFileDisconnect(t *testing.T) {
 		}
 	})
 }
+
+// shapeStep is one step of a sendfile shape: a write of n bytes (file
+// false), or a send of n bytes of the file from off; then, the steps
+// that the send's done function takes.
+type shapeStep struct {
+	file   bool
+	vec    bool // a write as Writev of two buffers
+	commit bool // a write built in place (Reserve, Commit)
+	off, n int64
+	then   []shapeStep
+}
+
+func sw(n int64) shapeStep { return shapeStep{n: n} }
+func sf(off, n int64, then ...shapeStep) shapeStep {
+	return shapeStep{file: true, off: off, n: n, then: then}
+}
+
+// shapeServer runs a shape's steps on the first request, and says when it
+// has run them.
+type shapeServer struct {
+	f     *percore.File
+	steps []shapeStep
+	ran   chan error
+	seq   int // writes made, for their contents
+}
+
+func (h *shapeServer) OnData(c *percore.Conn, _ []byte) {
+	h.run(c, h.steps)
+	h.ran <- nil
+}
+
+// writeBytes is the content of the i'th write of a shape: n bytes that
+// name it, so that a reordering shows.
+func writeBytes(i int, n int64) []byte {
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = byte(i*7 + j%251)
+	}
+	return b
+}
+
+func (h *shapeServer) run(c *percore.Conn, steps []shapeStep) {
+	for _, s := range steps {
+		if !s.file {
+			p := writeBytes(h.seq, s.n)
+			h.seq++
+			switch {
+			case s.vec:
+				c.Writev(p[:len(p)/2], p[len(p)/2:])
+			case s.commit:
+				copy(c.Reserve(len(p)), p)
+				c.Commit(len(p))
+			default:
+				c.Write(p)
+			}
+			continue
+		}
+		then := s.then
+		if err := c.SendFile(h.f, s.off, s.n, func(sent int64, err error) {
+			if err != nil {
+				h.ran <- fmt.Errorf("done(%d, %v)", sent, err)
+				return
+			}
+			h.run(c, then)
+		}); err != nil {
+			h.ran <- err
+		}
+	}
+}
+
+// shapeBytes is what the peer must read of steps, in order.
+func shapeBytes(content []byte, steps []shapeStep, seq *int) []byte {
+	var out []byte
+	var thens [][]shapeStep
+	for _, s := range steps {
+		if s.file {
+			out = append(out, content[s.off:s.off+s.n]...)
+			thens = append(thens, s.then)
+			continue
+		}
+		out = append(out, writeBytes(*seq, s.n)...)
+		*seq++
+	}
+	// A done function runs after the steps of the callback that sent
+	// its file; its writes follow everything written before it ran.
+	for _, then := range thens {
+		out = append(out, shapeBytes(content, then, seq)...)
+	}
+	return out
+}
+
+// TestSendFileShapes sends files around queued writes, as a new user
+// would, to a peer that reads only once the server has queued all of it
+// (so that every write and file send meets a full socket), and checks that
+// the peer gets every byte once, in order: a file send that starts from a
+// draining queue keeps waiting for writability (it stalled), and bytes
+// written during a file send go out after it (they were stranded).
+func TestSendFileShapes(t *testing.T) {
+	content := make([]byte, 16<<20)
+	for i := range content {
+		content[i] = byte(i*31 + i>>11)
+	}
+	shapes := []struct {
+		name  string
+		steps []shapeStep
+	}{
+		{"two writes then a large file", []shapeStep{sw(100), sw(200), sf(0, 16<<20), sw(10)}},
+		{"a large write, a small file, one byte", []shapeStep{sw(8 << 20), sf(1000, 10), sw(1)}},
+		{"a file, writes during it, a file from done", []shapeStep{
+			sf(0, 4<<20, sw(3), sf(10, 2<<20, sw(1)), sw(7)),
+			sw(5), {vec: true, n: 3000}, {commit: true, n: 70000},
+		}},
+		{"a file with nothing queued, then a large write", []shapeStep{sf(5, 1<<20), sw(3 << 20)}},
+	}
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
+			defer percore.SetSendFallback(fallback)()
+			pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+				for _, shape := range shapes {
+					t.Run(shape.name, func(t *testing.T) {
+						name := filepath.Join(t.TempDir(), "content")
+						must(t, os.WriteFile(name, content, 0o644))
+						h := &shapeServer{steps: shape.steps, ran: make(chan error, 8)}
+						// A stall ends in the write timeout, not the test's.
+						rt := start(t, percore.Config{Backend: b, WriteTimeout: 3 * time.Second}, h)
+						l := rt.Loops()[0]
+						must(t, await(t, l, func(done func(error)) {
+							l.OpenFile(name, os.O_RDONLY, 0, func(f *percore.File, err error) { h.f = f; done(err) })
+						}))
+						seq := 0
+						want := shapeBytes(content, shape.steps, &seq)
+						c := pctest.Dial(t, rt.Addr().String())
+						c.SetDeadline(time.Now().Add(10 * time.Second))
+						c.SetReadBuffer(32 << 10)
+						fmt.Fprintf(c, "go\n")
+						if err := pctest.Recv(t, h.ran, "the shape's steps"); err != nil {
+							t.Fatal(err)
+						}
+						got := make([]byte, len(want))
+						n, err := io.ReadFull(c, got)
+						if err != nil {
+							if i := firstDiff(got[:n], want[:n]); i < n {
+								t.Fatalf("read %d of %d bytes (byte %d differs): %v", n, len(want), i, err)
+							}
+							t.Fatalf("read %d of %d bytes, in order: %v", n, len(want), err)
+						}
+						if !bytes.Equal(got, want) {
+							i := firstDiff(got, want)
+							t.Fatalf("byte %d of %d differs", i, len(want))
+						}
+					})
+				}
+			})
+		})
+	}
+}

@@ -46,8 +46,9 @@ type Stats struct {
 	Pauses, Deferrals, Panics                             uint64
 	// WriteTimeouts counts connections closed because their queued bytes
 	// made no progress for WriteTimeout; LingerTimeouts, closing
-	// connections aborted after Linger.
-	WriteTimeouts, LingerTimeouts uint64
+	// connections aborted after Linger. LingerDiscarded counts the bytes
+	// lingering closes read and dropped (Conn.CloseLinger).
+	WriteTimeouts, LingerTimeouts, LingerDiscarded uint64
 	// Paused is how many connections are paused for backpressure now.
 	Paused uint64
 	// PostRejects counts Posts refused at MaxPosted; GoRejects, Go calls
@@ -138,6 +139,7 @@ const (
 	sPanics
 	sWriteTimeouts
 	sLingerTimeouts
+	sLingerDiscarded
 	sPaused
 	sPostRejects
 	sGoRejects
@@ -204,6 +206,7 @@ var statTable = [numStats]statField{
 	sPanics:           {n: func(s *Stats) *uint64 { return &s.Panics }},
 	sWriteTimeouts:    {n: func(s *Stats) *uint64 { return &s.WriteTimeouts }},
 	sLingerTimeouts:   {n: func(s *Stats) *uint64 { return &s.LingerTimeouts }},
+	sLingerDiscarded:  {n: func(s *Stats) *uint64 { return &s.LingerDiscarded }},
 	sPaused:           {n: func(s *Stats) *uint64 { return &s.Paused }},
 	sPostRejects:      {n: func(s *Stats) *uint64 { return &s.PostRejects }},
 	sGoRejects:        {n: func(s *Stats) *uint64 { return &s.GoRejects }},

@@ -9,12 +9,14 @@ import "time"
 type Timer struct {
 	loop  *Loop
 	when  time.Time
+	seq   uint64 // the order it was scheduled in, among equal deadlines
 	f     func()
 	index int // in the heap; -1 when not scheduled
 }
 
 // AfterFunc runs f on the loop's thread once d has passed (at the end of the
-// loop turn in which it expires). A panic in f is recovered, logged and
+// loop turn in which it expires). Timers due at the same time run in the
+// order they were scheduled (AfterFunc or Reset). A panic in f is recovered, logged and
 // counted in Stats.Panics. It must be called on the loop's thread; to
 // schedule from elsewhere, Post a function that calls it.
 func (l *Loop) AfterFunc(d time.Duration, f func()) *Timer {
@@ -74,8 +76,17 @@ const timersPerTurn = 256
 // every 16 of them.
 const timersTurnTime = 2 * time.Millisecond
 
-// timerHeap is a binary min-heap of timers by deadline.
-type timerHeap struct{ ts []*Timer }
+// timerHeap is a binary min-heap of timers by deadline, and by the order
+// they were pushed among equal deadlines (a heap alone is not stable).
+type timerHeap struct {
+	ts  []*Timer
+	seq uint64
+}
+
+// before orders the heap: a earlier than b, or pushed before it.
+func before(a, b *Timer) bool {
+	return a.when.Before(b.when) || a.when.Equal(b.when) && a.seq < b.seq
+}
 
 func (h *timerHeap) next() *Timer {
 	if len(h.ts) == 0 {
@@ -85,6 +96,8 @@ func (h *timerHeap) next() *Timer {
 }
 
 func (h *timerHeap) push(t *Timer) {
+	h.seq++
+	t.seq = h.seq
 	t.index = len(h.ts)
 	h.ts = append(h.ts, t)
 	h.up(t.index)
@@ -114,7 +127,7 @@ func (h *timerHeap) swap(i, j int) {
 func (h *timerHeap) up(i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if !h.ts[i].when.Before(h.ts[p].when) {
+		if !before(h.ts[i], h.ts[p]) {
 			return
 		}
 		h.swap(i, p)
@@ -130,10 +143,10 @@ func (h *timerHeap) down(i int) {
 			return
 		}
 		m := l
-		if r := l + 1; r < n && h.ts[r].when.Before(h.ts[l].when) {
+		if r := l + 1; r < n && before(h.ts[r], h.ts[l]) {
 			m = r
 		}
-		if !h.ts[m].when.Before(h.ts[i].when) {
+		if !before(h.ts[m], h.ts[i]) {
 			return
 		}
 		h.swap(i, m)

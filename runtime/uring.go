@@ -593,13 +593,19 @@ func (d *uringDriver) submit() {
 	}
 }
 
+// prepare prepares the sends of the connections that wrote this turn;
+// poll's enter submits them.
+func (d *uringDriver) prepare() { d.sendDirty() }
+
+// poll submits what is prepared and waits, unless completions are ready
+// already, receives were deferred, or prepare's callbacks listed more sends
+// (the next prepare prepares them): then it enters without waiting.
 func (d *uringDriver) poll(timeout time.Duration) error {
-	d.sendDirty()
 	var err error
 	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
 		timeout = retryWait
 	}
-	if d.r.Ready() == 0 && len(d.deferred) == 0 {
+	if d.r.Ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 {
 		d.waitsN++
 		err = d.r.SubmitAndWait(timeout)
 	} else {
@@ -636,7 +642,10 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	d.packetTurn()
 	for i, c := range d.rearm {
 		d.rearm[i] = nil
-		if c.wantsInput() && c.state&stClosing == 0 && c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
+		// A closing connection is not re-armed, unless it lingers
+		// (Conn.CloseLinger: it reads to discard).
+		if c.wantsInput() && (c.state&stClosing == 0 || c.state&stLingering != 0) &&
+			c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
 			if err := d.start(c); err != nil {
 				d.l.fail(c, "read", err)
 			}

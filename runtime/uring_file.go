@@ -178,8 +178,7 @@ func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
 		sf.inPipe += int(res)
 	}
 	if sf.dead || c.closed() {
-		l.files.pipes.release(sf)
-		c.sf = nil
+		l.deadFileSendDone(c)
 		return
 	}
 	switch {

@@ -224,9 +224,9 @@ func (d *uringDriver) packetSent(slot uint32, res int32) {
 	if res < 0 && s.seg > 0 && isGSOError(unix.Errno(-res)) && s.p.fd >= 0 && !d.l.lnClosed {
 		// The kernel refused UDP_SEGMENT: the slot's buffer is ours
 		// again, so its datagrams go out one by one (copied into
-		// other slots before this one is freed), and GSO is off for
-		// the socket.
-		d.l.gsoRefused(s.p)
+		// other slots before this one is freed), and GSO may go off
+		// for the socket.
+		d.l.gsoRefused(s.p, unix.Errno(-res))
 		sa := s.sa
 		for off := 0; off < len(s.buf); off += s.seg {
 			end := min(off+s.seg, len(s.buf))

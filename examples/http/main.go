@@ -24,7 +24,9 @@
 // answered with one write. Requests are parsed by runtime/frame/http1 in
 // place (frame.View): a malformed request, or one over the limits, gets its
 // status (400, 413, 414, 431, 501, 505, 417) with Connection: close, and the
-// connection closes. A head that does not arrive whole within -head-timeout
+// connection closes lingering (Conn.CloseLinger: the write side shut, what
+// the client still sends read and dropped, within bounds), so that the
+// answer arrives. A head that does not arrive whole within -head-timeout
 // gets 408. Expect: 100-continue is answered with 100 Continue on /echo,
 // and with the final status (and a close) elsewhere.
 //

@@ -271,6 +271,47 @@ func TestRejects(t *testing.T) {
 	})
 }
 
+// A rejection of a large head (414, 431) arrives whole, followed by the
+// end of the stream, while the client is still sending its head: the
+// server shuts its write side down and discards the rest (a lingering
+// close), on both backends, instead of closing with input unread, which
+// reset the connection on epoll.
+func TestLargeHeadRejectionArrives(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r := startServer(t, b, nil)
+		for _, tc := range []struct {
+			name   string
+			head   string
+			status string
+		}{
+			{"line too long", "GET /" + strings.Repeat("a", 100<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 414 "},
+			{"head too large", "GET / HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("X: "+strings.Repeat("v", 1000)+"\r\n", 100) + "\r\n", "HTTP/1.1 431 "},
+		} {
+			for range 3 {
+				c := pctest.Dial(t, r.rt.Addr().String())
+				wrote := make(chan error, 1)
+				go func() {
+					// In pieces, as a client on a network sends it: the
+					// answer comes while most of it is still to go.
+					var err error
+					for p := []byte(tc.head); len(p) > 0 && err == nil; p = p[min(len(p), 8<<10):] {
+						_, err = c.Write(p[:min(len(p), 8<<10)])
+					}
+					c.CloseWrite()
+					wrote <- err
+				}()
+				out, err := io.ReadAll(c)
+				if err != nil || !bytes.HasPrefix(out, []byte(tc.status)) {
+					t.Fatalf("%s: read %q, %v; want %q..., then the end of the stream", tc.name, out[:min(len(out), 60)], err, tc.status)
+				}
+				if err := pctest.Recv(t, wrote, "the client's writes"); err != nil {
+					t.Fatalf("%s: the client's writes after the answer: %v", tc.name, err)
+				}
+			}
+		}
+	})
+}
+
 func TestHeadTimeout(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		r := startServer(t, b, func(c *config) { c.headTimeout = 200 * time.Millisecond })

@@ -132,7 +132,7 @@ func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
 			cn.stopHeadTimer()
 			if !s.begin(cn, ls) {
 				s.flush(c, ls)
-				c.Close()
+				c.CloseLinger() // the refused body may be on its way
 				return len(in), nil
 			}
 		case http1.Body:
@@ -166,11 +166,15 @@ func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
 
 // OnFrameError answers a request the codec rejected with its status, unless
 // a response to it was begun already (then the connection just closes).
+// The answer's close lingers (Conn.CloseLinger): the client may still be
+// sending the head or body that was refused, and a close with its input
+// unread would reset the connection and could cost the client the answer.
 func (s *server) OnFrameError(c *percore.Conn, err error) {
 	cn := frame.Value(c).(*conn)
 	if cn.responded {
 		return
 	}
+	defer c.CloseLinger() // before frame.View's Close, which then does nothing
 	status, reason := 431, "request too large"
 	var he *http1.Error
 	if errors.As(err, &he) {
@@ -482,5 +486,5 @@ func (cn *conn) headExpired() {
 	cn.headSince = false
 	ls := cn.s.loops.Get(cn.c.Loop())
 	cn.c.Write(http1.AppendError(ls.out[:0], 408, "request head not received in time", ls.date.Get(cn.c.Loop().Now())))
-	cn.c.Close()
+	cn.c.CloseLinger()
 }

@@ -79,6 +79,8 @@ var statMetrics = []statMetric{
 		func(s *runtime.Stats) float64 { return float64(s.WriteTimeouts) }},
 	{"LingerTimeouts", "linger_timeouts_total", "Closing connections aborted after Linger with bytes still unsent.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.LingerTimeouts) }},
+	{"LingerDiscarded", "linger_discarded_bytes_total", "Bytes lingering closes (Conn.CloseLinger) read and dropped.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.LingerDiscarded) }},
 	{"Paused", "connections_paused", "Connections whose reads are paused for backpressure now.", gauge,
 		func(s *runtime.Stats) float64 { return float64(s.Paused) }},
 	{"PostRejects", "post_rejects_total", "Loop.Post calls refused because MaxPosted functions were queued.", counter,

@@ -37,6 +37,7 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_handler_panics_total":               dto.MetricType_COUNTER,
 	"percore_write_timeouts_total":               dto.MetricType_COUNTER,
 	"percore_linger_timeouts_total":              dto.MetricType_COUNTER,
+	"percore_linger_discarded_bytes_total":       dto.MetricType_COUNTER,
 	"percore_connections_paused":                 dto.MetricType_GAUGE,
 	"percore_post_rejects_total":                 dto.MetricType_COUNTER,
 	"percore_go_rejects_total":                   dto.MetricType_COUNTER,
