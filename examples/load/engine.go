@@ -28,6 +28,7 @@ type Workload struct {
 	Reconnect   bool
 	Rate        float64
 	MaxInFlight int
+	Quantum     time.Duration // open loop: a loop's pacer wakes at most this often (openloop.go)
 }
 
 // open reports whether the workload is open loop.

@@ -64,7 +64,7 @@ func (e httpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	for i, l := range loops {
 		hl := &httpLoop{loop: l, addr: addr, mode: e.mode, w: rec.NewWorker(), done: make(chan struct{})}
 		if wl.open() {
-			hl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: hl.w}}
+			hl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: hl.w}, quantum: wl.Quantum}
 		}
 		clients[i] = hl
 	}

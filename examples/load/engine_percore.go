@@ -49,7 +49,7 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 	for i, l := range loops {
 		lc := &loopClient{loop: l, wl: wl, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
 		if wl.open() {
-			lc.pace = &loopPacer{loop: l, p: pacer{s: sched, w: lc.w}}
+			lc.pace = &loopPacer{loop: l, p: pacer{s: sched, w: lc.w}, quantum: wl.Quantum}
 		}
 		clients[i] = lc
 	}

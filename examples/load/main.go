@@ -11,8 +11,8 @@
 // records its latency.
 //
 // It reports requests per second over a measurement window that follows a
-// warm-up, latency percentiles from a log-linear histogram (error under
-// 1.6%), errors, mismatched replies, and its own CPU time per request. Given
+// warm-up, latency percentiles from internal/hist (HdrHistogram's three
+// significant digits), errors, mismatched replies, and its own CPU time per request. Given
 // -server-pid it also samples the server process over the same window: CPU
 // per request, context switches per request, busy share of its CPUs, peak
 // and current resident memory, and with -perf its system calls per request.
@@ -169,6 +169,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	})
 	fs.Float64Var(&cfg.capacity, "capacity", 0, "with -rates: the closed-loop capacity, requests/s, that percentages are of (0: measure it first)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 16, "open loop: most requests in flight on one connection; more wait in the client, their latency counted from their due time")
+	fs.DurationVar(&cfg.Quantum, "pace", 20*time.Microsecond, "open loop: a percore loop's pacer wakes at most this often and sends what fell due meanwhile together (each request's latency still counts from its due time)")
 	fs.DurationVar(&cfg.slack, "late", time.Millisecond, "open loop: a request released by the generator more than this after its due time is a late send")
 	fs.Float64Var(&cfg.maxLate, "max-late", 0.001, "open loop: the fraction of late sends above which a run is invalid (the generator fell behind its schedule)")
 	if err := fs.Parse(args); err != nil {
@@ -204,6 +205,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-rate and -rates do not go together: -rates runs each of its rates")
 	case (cfg.Rate > 0 || len(cfg.rates) > 0) && cfg.Pipeline > 1:
 		return cfg, errors.New("-pipeline is the closed loop's depth: in open loop (-rate, -rates) -max-inflight bounds the requests in flight")
+	case cfg.Quantum < 0:
+		return cfg, errors.New("-pace must be >= 0")
 	case cfg.MaxInFlight < 1:
 		return cfg, errors.New("-max-inflight must be at least 1")
 	case cfg.slack < 0 || cfg.maxLate < 0 || cfg.maxLate > 1:
