@@ -111,6 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "load: %v\n", err)
 		return 2
 	}
+	res.Problem = res.problem()
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {
@@ -120,8 +121,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		res.writeText(stdout)
 	}
-	if problem := res.problem(); problem != "" {
-		fmt.Fprintf(stderr, "load: %s\n", problem)
+	if res.Problem != "" {
+		fmt.Fprintf(stderr, "load: %s\n", res.Problem)
 		return 1
 	}
 	return 0

@@ -57,6 +57,8 @@ type loadResult struct {
 	Problem    string  `json:"problem"`
 	ServerBusy float64 `json:"server_busy_pct"`
 	ClientBusy float64 `json:"client_busy_pct"`
+	OtherCPU   float64 `json:"other_cpu_pct"`
+	Steal      float64 `json:"steal_pct"`
 }
 
 // vegetaReport is the part of `vegeta report -type=json` the report uses;
@@ -76,8 +78,34 @@ type vegetaReport struct {
 	StatusCodes map[string]int `json:"status_codes"`
 }
 
+// maxLate is examples/load's default -max-late: the fraction of late sends
+// above which an open-loop run is invalid (checked here too, for results
+// that predate the problem field of single runs).
+const maxLate = 0.001
+
+// why says what makes a load result unfit for the medians: a problem of
+// its own (errors, mismatches, no requests, the generator behind its
+// schedule), or a machine that was not quiet (other processes above 10%
+// of a CPU, or steal above 5%: BENCHMARKING.md's rule). "" for a clean
+// measurement.
+func (l *loadResult) why() string {
+	switch {
+	case l == nil || l.Requests == 0:
+		return "no result"
+	case l.Problem != "":
+		return l.Problem
+	case l.Rate > 0 && float64(l.LateSends) > maxLate*float64(l.Paced):
+		return fmt.Sprintf("invalid run: the generator fell behind its schedule (%d late sends of %d)", l.LateSends, l.Paced)
+	case l.OtherCPU > 10:
+		return fmt.Sprintf("disturbed: other processes used %.0f%% of a CPU", l.OtherCPU)
+	case l.Steal > 5:
+		return fmt.Sprintf("disturbed: steal %.1f%%", l.Steal)
+	}
+	return ""
+}
+
 // valid reports whether a load result is a clean measurement.
-func (l *loadResult) valid() bool { return l != nil && l.Requests > 0 && l.Problem == "" }
+func (l *loadResult) valid() bool { return l.why() == "" }
 
 func readRuns(r io.Reader) ([]latRun, error) {
 	var runs []latRun
@@ -169,11 +197,7 @@ func aggregate(runs []latRun, kind func(string) bool) map[curveKey][]point {
 			groups[k][step] = a
 		}
 		a.runs++
-		if !r.Load.valid() {
-			why := "no result"
-			if r.Load != nil && r.Load.Problem != "" {
-				why = r.Load.Problem
-			}
+		if why := r.Load.why(); why != "" {
 			a.problems = append(a.problems, fmt.Sprintf("#%d: %s", r.Repeat, why))
 			continue
 		}
@@ -258,7 +282,7 @@ func writeLatencyReport(w io.Writer, runs []latRun, title string, floorPct float
 	floors := aggregate(runs, func(k string) bool { return strings.HasPrefix(k, "floor-") })
 	checks := aggregate(runs, func(k string) bool { return k == "check" })
 	fmt.Fprintf(w, "# %s\n\n", title)
-	fmt.Fprintf(w, "Medians over the valid repeats (a step whose generator fell behind its schedule, or that had errors, is left out; \"valid\" counts them). "+
+	fmt.Fprintf(w, "Medians over the valid repeats (a step whose generator fell behind its schedule, that had errors, or that ran while other processes used more than 10%% of a CPU is left out; \"valid\" counts them). "+
 		"Latencies in microseconds, from each request's due time (open loop); the capacity row is the closed-loop run that the percentages are of.\n")
 
 	keys := sortedKeys(sweeps)
@@ -355,6 +379,25 @@ func writeLatencyReport(w io.Writer, runs []latRun, title string, floorPct float
 		}
 	}
 
+	fmt.Fprintf(w, "\n## Runs left out of the medians\n\n")
+	left := 0
+	for _, set := range []map[curveKey][]point{sweeps, floors, checks} {
+		for _, k := range sortedKeys(set) {
+			for _, p := range set[k] {
+				for _, why := range p.problems {
+					left++
+					if len(why) > 160 {
+						why = why[:160] + "..."
+					}
+					fmt.Fprintf(w, "- %s, %d connections, %s, %s: %s\n", k.protocol, k.conns, k.server, p.step, why)
+				}
+			}
+		}
+	}
+	if left == 0 {
+		fmt.Fprintln(w, "None.")
+	}
+
 	var vegeta []latRun
 	for _, r := range runs {
 		if r.Kind == "vegeta" && r.Vegeta != nil {
@@ -430,8 +473,6 @@ func latencyChart(sweeps map[curveKey][]point, protocol, title, out string) erro
 		p.Title.Text = fmt.Sprintf("%s, %d connections: p99 solid, p50 dashed", protocol, c)
 		p.X.Label.Text = "requests/s achieved"
 		p.Y.Label.Text = "latency µs (log)"
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.X.Min = 0
 		p.Legend.Top, p.Legend.Left = true, true
 		lo, hi := math.Inf(1), 0.0
@@ -465,7 +506,11 @@ func latencyChart(sweeps map[curveKey][]point, protocol, title, out string) erro
 			p.Add(l99, pts99, l50, pts50)
 			p.Legend.Add(s, l99, pts99)
 		}
-		if hi > 0 {
+		if hi == 0 {
+			p.Title.Text += " (no valid step)"
+		} else {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 			// The 1 ms line, the threshold the report speaks of.
 			ms, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 1000}, {X: p.X.Max, Y: 1000}})
 			if err == nil && p.X.Max > 0 {

@@ -23,7 +23,7 @@ func TestCrossing(t *testing.T) {
 		{"crosses between steps", pts(100, 500, 1500), "about 25% (between 20%: 500 us and 30%: 1500 us)"},
 		{"already above at the first", pts(2000, 3000), "at or below 10%"},
 		{"never", pts(100, 200, 300), "not up to 30%"},
-		{"invalid steps skipped", append(pts(100), point{pct: 20, p99: 5000}, point{pct: 30, p99: 1100, valid: 1}), "about 29% (between 10%"},
+		{"invalid steps skipped", append(pts(100), point{pct: 20, p99: 5000}, point{pct: 30, p99: 1100, valid: 1}), "about 28% (between 10%: 100 us and 30%: 1100 us)"},
 		{"nothing valid", []point{{pct: 10}}, "no valid step"},
 	}
 	for _, tt := range tests {
@@ -66,7 +66,7 @@ func TestLatencyReport(t *testing.T) {
 		"| a | 50% | 50000 | 50000 | 42 | 0 | 500 (400-600) |", // the invalid repeat left out of the median
 		"2/3 |",
 		"| netpoll | - | | | | | | | | | 0/1 |",
-		"about 83% (between 50%: 500 us and 100%: 1500 us)",
+		"about 75% (between 50%: 500 us and 100%: 1500 us)",
 		"percore-uring p99 100 us is 0.33x netpoll's 300 us (floor: at most 0.5x): holds",
 		"percore-uring p99 100 us is 1.43x liburing's 70 us (floor: at most 1.2x): MISSED",
 		"| percore | 5000 | 50 | 200 | 60 | 230 | 1.15 | 5000 | 100.0% | 1 |",
@@ -77,6 +77,17 @@ func TestLatencyReport(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "latency-echo.png")); err != nil || st.Size() == 0 {
 		t.Errorf("no echo chart: %v", err)
+	}
+	// A protocol whose every step was invalid still gets its chart, empty.
+	empty := filepath.Join(dir, "empty.jsonl")
+	if err := os.WriteFile(empty, []byte(`{"kind":"sweep","protocol":"http","server":"x","conns":50,"repeat":1,"load":{"step":"10%","rate":10,"rps":10,"requests":30,"problem":"invalid run"}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := runLatency(empty, dir, "test", 80); err != nil {
+		t.Fatalf("all steps invalid: %v", err)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "latency-http.png")); err != nil || st.Size() == 0 {
+		t.Errorf("no http chart: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "latency-resp.png")); err == nil {
 		t.Errorf("a chart for a protocol without runs")
