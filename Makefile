@@ -40,6 +40,7 @@ test-go:
 	    echo "note: io_uring cannot run here ($$(echo "$$why" | grep -m 1 '^echo: ' | cut -c 7-)): its tests $$fate"; \
 	  fi
 	$(GO) test -count=1 -timeout 5m -run 'Alloc' $(RING_TEST_LDFLAGS) ./...
+	cd scripts/benchplot && $(GO) test -count=1 ./...
 	$(GO) test -race -count=1 -timeout 15m $(RING_TEST_LDFLAGS) ./...
 
 lint:
@@ -56,7 +57,10 @@ lint:
 ## examples/kv against redis-server and examples/redis_proxy against twemproxy (scripts/bench-resp.sh),
 ## BENCH=http for examples/http and examples/http_proxy against nginx, h2o, fasthttp, gnet and
 ## net/http (scripts/bench-http.sh), BENCH=transports for UDP and
-## Unix-socket echo against gnet, std net and a C recvmmsg loop (scripts/bench-transports.sh).
+## Unix-socket echo against gnet, std net and a C recvmmsg loop (scripts/bench-transports.sh),
+## BENCH=latency for open-loop latency against throughput of the echo, HTTP and RESP servers
+## and their peers, with the issue-29 floors and vegeta beside examples/load
+## (scripts/bench-latency.sh; in batches: PROTOCOLS, CONNS, REPEAT_FROM, see its --help).
 bench:
 	./scripts/bench.sh
 

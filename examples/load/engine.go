@@ -15,13 +15,35 @@ import (
 
 // Workload is the traffic an Engine generates: Conns connections to Addr,
 // each keeping Pipeline requests of Bytes bytes in flight (closed loop), or,
-// with Reconnect, opening a new connection for every request.
+// with Reconnect, opening a new connection for every request. With Rate
+// set it is open loop instead (openloop.go): Rate requests per second over
+// all connections, each request due at a fixed time whatever the replies
+// do, at most MaxInFlight of them in flight on a connection (one with
+// Reconnect), Pipeline unused.
 type Workload struct {
-	Addr      string
-	Conns     int
-	Bytes     int
-	Pipeline  int
-	Reconnect bool
+	Addr        string
+	Conns       int
+	Bytes       int
+	Pipeline    int
+	Reconnect   bool
+	Rate        float64
+	MaxInFlight int
+	Quantum     time.Duration // open loop: a loop's pacer wakes at most this often (openloop.go)
+}
+
+// open reports whether the workload is open loop.
+func (wl Workload) open() bool { return wl.Rate > 0 }
+
+// depth returns how many requests one connection may have in flight: the
+// ring of send times each engine keeps per connection has this many slots.
+func (wl Workload) depth() int {
+	switch {
+	case wl.Reconnect:
+		return 1
+	case wl.open():
+		return max(wl.MaxInFlight, 1)
+	}
+	return max(wl.Pipeline, 1)
 }
 
 // Engine generates a Workload's traffic. Run opens the connections, drives
@@ -55,9 +77,12 @@ func engineByName(name string) (Engine, error) {
 
 // Recorder collects what the workers of one run observed. Its measuring flag
 // says whether a completed request falls in the measurement window (after the
-// warm-up) and so goes into the latency histogram. Its methods are safe for
+// warm-up) and so goes into the latency histogram. Slack is how late an
+// open-loop request may fall due before its pacer releases it without
+// counting as late (set it before the engine runs). Its methods are safe for
 // concurrent use; Latency must wait until the engine's Run has returned.
 type Recorder struct {
+	Slack     time.Duration
 	measuring atomic.Bool
 	mu        sync.Mutex
 	workers   []*Worker
@@ -66,7 +91,7 @@ type Recorder struct {
 // NewWorker returns a new Worker whose counts the Recorder includes. Engines
 // call it while setting up, not per request.
 func (r *Recorder) NewWorker() *Worker {
-	w := &Worker{measuring: &r.measuring}
+	w := &Worker{measuring: &r.measuring, slack: r.Slack}
 	r.mu.Lock()
 	r.workers = append(r.workers, w)
 	r.mu.Unlock()
@@ -83,6 +108,8 @@ type Totals struct {
 	Mismatches uint64 // replies that differed from their request
 	Lost       uint64 // UDP: datagrams unanswered within udpTimeout
 	Late       uint64 // UDP: replies that came after their datagram was counted lost
+	Paced      uint64 // open loop: requests released by a pacer, in the window
+	LateSends  uint64 // open loop: of those, released more than Slack after their due time
 }
 
 // Totals returns the counts so far. It is safe to call while the engine runs
@@ -97,6 +124,8 @@ func (r *Recorder) Totals() Totals {
 		t.Mismatches += w.mismatches.Load()
 		t.Lost += w.lost.Load()
 		t.Late += w.late.Load()
+		t.Paced += w.paced.Load()
+		t.LateSends += w.lateSends.Load()
 	}
 	return t
 }
@@ -113,25 +142,62 @@ func (r *Recorder) Latency() *hist.Histogram {
 	return &h
 }
 
+// SendLag merges the workers' histograms of how late their pacers released
+// the requests that fell due in the window (open loop; empty otherwise).
+// Call it only after the engine's Run has returned.
+func (r *Recorder) SendLag() *hist.Histogram {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var h hist.Histogram
+	for _, w := range r.workers {
+		if w.lag != nil {
+			h.Merge(w.lag)
+		}
+	}
+	return &h
+}
+
 // Worker counts what one goroutine or loop of an engine observed. Only its
-// owner may call Done; Error and Mismatch are safe from anywhere. Counts are
-// atomic so that the progress line can read them; the histogram is not
-// shared until the run ends, so recording a latency takes no lock.
+// owner may call Done and Paced; Error and Mismatch are safe from anywhere.
+// Counts are atomic so that the progress line can read them; the histograms
+// are not shared until the run ends, so recording a latency takes no lock.
 type Worker struct {
 	requests   atomic.Uint64
 	errors     atomic.Uint64
 	mismatches atomic.Uint64
 	lost       atomic.Uint64
 	late       atomic.Uint64
+	paced      atomic.Uint64
+	lateSends  atomic.Uint64
 	measuring  *atomic.Bool
+	slack      time.Duration
 	hist       hist.Histogram
+	lag        *hist.Histogram // open loop only: allocated by the first Paced
 }
 
-// Done counts one verified request that took d from send to reply.
+// Done counts one verified request that took d from its start to its reply:
+// from its send in closed loop, from the time it fell due in open loop.
 func (w *Worker) Done(d time.Duration) {
 	w.requests.Add(1)
 	if w.measuring.Load() {
 		w.hist.Record(int64(d))
+	}
+}
+
+// Paced counts one open-loop request that its pacer released lag after it
+// fell due; a lag above the Recorder's Slack is the generator falling
+// behind its own schedule, which invalidates the run.
+func (w *Worker) Paced(lag time.Duration) {
+	if !w.measuring.Load() {
+		return
+	}
+	if w.lag == nil {
+		w.lag = new(hist.Histogram)
+	}
+	w.lag.Record(int64(lag))
+	w.paced.Add(1)
+	if lag > w.slack {
+		w.lateSends.Add(1)
 	}
 }
 

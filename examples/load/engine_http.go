@@ -56,16 +56,25 @@ func (e httpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 		method = "GET"
 	}
 	req := []byte(method + " " + e.mode.Path + " HTTP/1.1\r\nHost: " + wl.Addr + "\r\n\r\n")
-	n := max(wl.Pipeline, 1)
+	n := wl.depth()
 	reqs := bytes.Repeat(req, n)
 	loops := rt.Loops()
 	clients := make([]*httpLoop, len(loops))
+	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
-		clients[i] = &httpLoop{loop: l, addr: addr, mode: e.mode, w: rec.NewWorker(), done: make(chan struct{})}
+		hl := &httpLoop{loop: l, addr: addr, mode: e.mode, w: rec.NewWorker(), done: make(chan struct{})}
+		if wl.open() {
+			hl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: hl.w}, quantum: wl.Quantum}
+		}
+		clients[i] = hl
 	}
 	for id := range wl.Conns {
 		hl := clients[id%len(clients)]
-		hl.conns = append(hl.conns, &httpConn{hl: hl, n: n, req: req, reqs: reqs, sent: make([]time.Time, n)})
+		hc := &httpConn{hl: hl, n: n, req: req, reqs: reqs, sent: make([]time.Time, n), bl: backlog{id: id}}
+		hl.conns = append(hl.conns, hc)
+		if hl.pace != nil {
+			hl.pace.p.add(id, hc)
+		}
 	}
 	for _, hl := range clients {
 		if err := hl.loop.Post(hl.start); err != nil {
@@ -92,6 +101,7 @@ type httpLoop struct {
 	mode     httpMode
 	w        *Worker
 	conns    []*httpConn
+	pace     *loopPacer // open loop only
 	stopping bool
 	open     int
 	done     chan struct{}
@@ -101,10 +111,12 @@ func (hl *httpLoop) start() {
 	for _, hc := range hl.conns {
 		hc.dial()
 	}
+	hl.pace.start()
 }
 
 func (hl *httpLoop) stop() {
 	hl.stopping = true
+	hl.pace.stop()
 	for _, hc := range hl.conns {
 		if hc.c != nil {
 			hc.c.Abort()
@@ -131,7 +143,8 @@ type httpConn struct {
 	reqs    []byte
 	c       *percore.Conn
 	d       http1.ResponseDecoder
-	sent    []time.Time // send time of request seq, at seq%n
+	bl      backlog     // open loop: the requests fallen due and sent
+	sent    []time.Time // start time of request seq (send, or due in open loop), at seq%n
 	nextSeq uint64
 	ackSeq  uint64
 	body    int  // bytes of the current body compared so far
@@ -171,7 +184,11 @@ func (hc *httpConn) dial() {
 		hc.d.Reset()
 		hc.failed, hc.body, hc.bad = false, 0, false
 		hc.ackSeq = hc.nextSeq
-		hc.send(hc.n)
+		if hl.pace != nil {
+			hc.flush()
+		} else {
+			hc.send(hc.n)
+		}
 	})
 	if err != nil {
 		hc.dialing = false
@@ -181,14 +198,34 @@ func (hc *httpConn) dial() {
 	}
 }
 
+// release implements releaser: the connection's next request fell due.
+func (hc *httpConn) release() {
+	hc.bl.due++
+	hc.flush()
+}
+
+// flush sends, in open loop, the requests that fell due and wait, as many
+// as the connection may have in flight.
+func (hc *httpConn) flush() {
+	if hc.c == nil || hc.c.Closed() {
+		return
+	}
+	inFlight := int(hc.nextSeq - hc.ackSeq)
+	hc.send(min(hc.bl.waiting(), hc.n-inFlight))
+}
+
 // send sends k requests in one write.
 func (hc *httpConn) send(k int) {
-	if hc.hl.stopping || k == 0 {
+	if hc.hl.stopping || k <= 0 {
 		return
 	}
 	now := time.Now()
 	for i := range k {
-		hc.sent[(hc.nextSeq+uint64(i))%uint64(hc.n)] = now
+		start := now
+		if hc.hl.pace != nil {
+			start = hc.bl.take(hc.hl.pace.p.s)
+		}
+		hc.sent[(hc.nextSeq+uint64(i))%uint64(hc.n)] = start
 	}
 	hc.nextSeq += uint64(k)
 	hc.c.Write(hc.reqs[:k*len(hc.req)])
@@ -238,7 +275,12 @@ func (hc *httpConn) OnView(c *percore.Conn, in []byte) (int, error) {
 				return off, nil
 			}
 		case http1.NeedMore:
-			hc.send(done)
+			if hl.pace != nil {
+				hc.flush()
+				hl.pace.poke()
+			} else {
+				hc.send(done)
+			}
 			return off, nil
 		}
 	}

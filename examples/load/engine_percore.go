@@ -45,12 +45,21 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 	defer rt.Close()
 	loops := rt.Loops()
 	clients := make([]*loopClient, len(loops))
+	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
-		clients[i] = &loopClient{loop: l, wl: wl, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
+		lc := &loopClient{loop: l, wl: wl, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
+		if wl.open() {
+			lc.pace = &loopPacer{loop: l, p: pacer{s: sched, w: lc.w}, quantum: wl.Quantum}
+		}
+		clients[i] = lc
 	}
 	for id := range wl.Conns {
 		lc := clients[id%len(clients)]
-		lc.conns = append(lc.conns, newPercoreConn(lc, id))
+		pc := newPercoreConn(lc, id)
+		lc.conns = append(lc.conns, pc)
+		if lc.pace != nil {
+			lc.pace.p.add(id, pc)
+		}
 	}
 	for _, lc := range clients {
 		if err := lc.loop.Post(lc.start); err != nil {
@@ -92,20 +101,25 @@ type loopClient struct {
 	addr     netip.AddrPort // wl.Addr, resolved
 	w        *Worker
 	conns    []*percoreConn
+	pace     *loopPacer // open loop only
 	stopping bool
 	open     int
 	done     chan struct{}
 }
 
 func (lc *loopClient) start() {
-	for _, pc := range lc.conns {
-		pc.dial()
+	if lc.pace == nil || !lc.wl.Reconnect { // open-loop churn dials when a request falls due
+		for _, pc := range lc.conns {
+			pc.dial()
+		}
 	}
+	lc.pace.start()
 }
 
 // stop ends the run on this loop: no new requests, every connection closed.
 func (lc *loopClient) stop() {
 	lc.stopping = true
+	lc.pace.stop()
 	for _, pc := range lc.conns {
 		if pc.c != nil {
 			pc.c.Abort()
@@ -125,7 +139,9 @@ func (lc *loopClient) maybeDone() {
 }
 
 // percoreConn drives one connection: it keeps Pipeline requests in flight
-// and verifies every reply byte for byte as it arrives, across reads.
+// (open loop: sends each request when it falls due, up to MaxInFlight in
+// flight) and verifies every reply byte for byte as it arrives, across
+// reads.
 type percoreConn struct {
 	lc      *loopClient
 	p       payload
@@ -134,7 +150,8 @@ type percoreConn struct {
 	reqs    []byte
 	reply   []byte // the reply being assembled
 	have    int
-	sent    []time.Time // send time of request seq, at seq%n
+	bl      backlog     // open loop: the requests fallen due and sent
+	sent    []time.Time // start time of request seq (send, or due in open loop), at seq%n
 	nextSeq uint64      // next sequence number to send
 	ackSeq  uint64      // next sequence number expected back
 	dialing bool
@@ -143,13 +160,10 @@ type percoreConn struct {
 }
 
 func newPercoreConn(lc *loopClient, id int) *percoreConn {
-	n := max(lc.wl.Pipeline, 1)
-	if lc.wl.Reconnect {
-		n = 1
-	}
+	n := lc.wl.depth()
 	p := newPayload(lc.wl.Bytes, id)
 	return &percoreConn{
-		lc: lc, p: p, n: n,
+		lc: lc, p: p, n: n, bl: backlog{id: id},
 		reqs:    p.newBuffer(n),
 		reply:   make([]byte, p.size()),
 		sent:    make([]time.Time, n),
@@ -184,7 +198,11 @@ func (pc *percoreConn) dial() {
 		pc.have = 0
 		pc.failed = false
 		pc.ackSeq = pc.nextSeq
-		pc.send(pc.n)
+		if lc.pace != nil {
+			pc.flush()
+		} else {
+			pc.send(pc.n)
+		}
 	})
 	if err != nil {
 		pc.dialing = false
@@ -194,9 +212,34 @@ func (pc *percoreConn) dial() {
 	}
 }
 
+// release implements releaser: the connection's next request fell due.
+// With -reconnect it opens the connection that will carry it, unless one
+// is open (the request then waits for its predecessor's reply and close)
+// or opening already.
+func (pc *percoreConn) release() {
+	pc.bl.due++
+	if pc.lc.wl.Reconnect && pc.c == nil {
+		if !pc.dialing {
+			pc.dial()
+		}
+		return
+	}
+	pc.flush()
+}
+
+// flush sends, in open loop, the requests that fell due and wait, as many
+// as the connection may have in flight.
+func (pc *percoreConn) flush() {
+	if pc.c == nil || pc.c.Closed() {
+		return
+	}
+	inFlight := int(pc.nextSeq - pc.ackSeq)
+	pc.send(min(pc.bl.waiting(), pc.n-inFlight))
+}
+
 // send sends k new requests in one write.
 func (pc *percoreConn) send(k int) {
-	if pc.lc.stopping || k == 0 {
+	if pc.lc.stopping || k <= 0 {
 		return
 	}
 	size := pc.p.size()
@@ -208,7 +251,11 @@ func (pc *percoreConn) send(k int) {
 		seq := pc.nextSeq + uint64(i)
 		req := pc.reqs[i*size : (i+1)*size]
 		pc.p.stamp(req, seq)
-		pc.sent[seq%uint64(pc.n)] = now
+		start := now
+		if pc.lc.pace != nil {
+			start = pc.bl.take(pc.lc.pace.p.s)
+		}
+		pc.sent[seq%uint64(pc.n)] = start
 	}
 	pc.nextSeq += uint64(k)
 	pc.c.Write(pc.reqs[:k*size])
@@ -256,6 +303,11 @@ func (pc *percoreConn) OnData(c *percore.Conn, data []byte) {
 		c.Abort()
 		return
 	}
+	if pc.lc.pace != nil {
+		pc.flush()
+		pc.lc.pace.poke()
+		return
+	}
 	pc.send(done)
 }
 
@@ -274,5 +326,8 @@ func (pc *percoreConn) OnClose(c *percore.Conn, err error) {
 		lc.w.Error()
 	}
 	pc.nextSeq = pc.ackSeq // unanswered requests are not resent
+	if lc.wl.Reconnect && lc.pace != nil && pc.bl.waiting() == 0 {
+		return // the next connection opens when the next request falls due
+	}
 	pc.dial()
 }

@@ -74,12 +74,21 @@ func (e respEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	defer rt.Close()
 	loops := rt.Loops()
 	clients := make([]*respLoop, len(loops))
+	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
-		clients[i] = &respLoop{loop: l, wl: wl, opts: e.opts, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
+		rl := &respLoop{loop: l, wl: wl, opts: e.opts, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
+		if wl.open() {
+			rl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: rl.w}, quantum: wl.Quantum}
+		}
+		clients[i] = rl
 	}
 	for id := range wl.Conns {
 		rl := clients[id%len(clients)]
-		rl.conns = append(rl.conns, newRespConn(rl, id))
+		c := newRespConn(rl, id)
+		rl.conns = append(rl.conns, c)
+		if rl.pace != nil {
+			rl.pace.p.add(id, c)
+		}
 	}
 	for _, rl := range clients {
 		if err := rl.loop.Post(rl.start); err != nil {
@@ -107,6 +116,7 @@ type respLoop struct {
 	addr     netip.AddrPort
 	w        *Worker
 	conns    []*respConn
+	pace     *loopPacer // open loop only
 	stopping bool
 	open     int
 	done     chan struct{}
@@ -116,10 +126,12 @@ func (rl *respLoop) start() {
 	for _, c := range rl.conns {
 		c.dial()
 	}
+	rl.pace.start()
 }
 
 func (rl *respLoop) stop() {
 	rl.stopping = true
+	rl.pace.stop()
 	for _, c := range rl.conns {
 		if c.c != nil {
 			c.c.Abort()
@@ -147,8 +159,9 @@ type respConn struct {
 	out     []byte
 	inFl    []respReq // ring of the requests in flight, oldest at head
 	head, n int
-	value   []byte // scratch: a key's value
-	want    []byte // scratch: a GET's expected reply
+	bl      backlog // open loop: the requests fallen due and sent
+	value   []byte  // scratch: a key's value
+	want    []byte  // scratch: a GET's expected reply
 	dialing bool
 	failed  bool
 	emitFn  func([]byte) bool
@@ -162,7 +175,7 @@ type respReq struct {
 }
 
 func newRespConn(rl *respLoop, id int) *respConn {
-	c := &respConn{rl: rl, rng: uint64(id)*0x9e3779b97f4a7c15 + 1, inFl: make([]respReq, max(rl.wl.Pipeline, 1)),
+	c := &respConn{rl: rl, rng: uint64(id)*0x9e3779b97f4a7c15 + 1, inFl: make([]respReq, rl.wl.depth()), bl: backlog{id: id},
 		sp: frame.Splitter{Split: resp.ScanReply(resp.ReplyLimits{}), MaxBuffered: rl.wl.Bytes + 64}}
 	c.emitFn = c.emit
 	return c
@@ -206,7 +219,11 @@ func (c *respConn) dial() {
 		c.failed = false
 		c.head, c.n = 0, 0
 		c.sp.Reset()
-		c.send(len(c.inFl))
+		if rl.pace != nil {
+			c.flush()
+		} else {
+			c.send(len(c.inFl))
+		}
 	})
 	if err != nil {
 		c.dialing = false
@@ -216,9 +233,24 @@ func (c *respConn) dial() {
 	}
 }
 
+// release implements releaser: the connection's next command fell due.
+func (c *respConn) release() {
+	c.bl.due++
+	c.flush()
+}
+
+// flush sends, in open loop, the commands that fell due and wait, as many
+// as the connection may have in flight.
+func (c *respConn) flush() {
+	if c.c == nil || c.c.Closed() {
+		return
+	}
+	c.send(min(c.bl.waiting(), len(c.inFl)-c.n))
+}
+
 // send sends k new commands in one write.
 func (c *respConn) send(k int) {
-	if c.rl.stopping || k == 0 {
+	if c.rl.stopping || k <= 0 {
 		return
 	}
 	now := time.Now()
@@ -241,7 +273,11 @@ func (c *respConn) send(k int) {
 			c.out = resp.AppendBulk(c.out, name)
 			c.out = resp.AppendBulk(c.out, c.valueOf(key))
 		}
-		c.inFl[(c.head+c.n)%len(c.inFl)] = respReq{key: key, get: get, sent: now}
+		start := now
+		if c.rl.pace != nil {
+			start = c.bl.take(c.rl.pace.p.s)
+		}
+		c.inFl[(c.head+c.n)%len(c.inFl)] = respReq{key: key, get: get, sent: start}
 		c.n++
 	}
 	c.c.Write(c.out)
@@ -267,6 +303,11 @@ func (c *respConn) OnData(pc *percore.Conn, data []byte) {
 	}
 	if c.failed {
 		pc.Abort()
+		return
+	}
+	if c.rl.pace != nil {
+		c.flush()
+		c.rl.pace.poke()
 		return
 	}
 	c.send(before - c.n)

@@ -33,10 +33,13 @@ var pastDeadline = time.Unix(1, 0)
 // Run implements Engine.
 func (stdEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	var wg sync.WaitGroup
+	s := newSchedule(wl, time.Now())
 	for id := range wl.Conns {
 		w := rec.NewWorker()
 		p := newPayload(wl.Bytes, id)
 		switch {
+		case wl.open():
+			wg.Go(func() { stdOpenLoop(ctx, wl, s, id, p, w) })
 		case wl.Reconnect:
 			wg.Go(func() { stdChurn(ctx, wl.Addr, p, w) })
 		case wl.Pipeline > 1:

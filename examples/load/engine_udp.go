@@ -94,6 +94,7 @@ func (e udpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	}
 	cores = cores[:min(len(cores), runtime.GOMAXPROCS(0), wl.Conns)]
 	clients := make([]*udpClient, len(cores))
+	sched := newSchedule(wl, time.Now())
 	for i := range clients {
 		clients[i] = &udpClient{wl: wl, server: server, kickFrom: kickFrom, w: rec.NewWorker()}
 	}
@@ -127,12 +128,28 @@ func (e udpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 		for j, ln := range rt.Listeners() {
 			uc.conns[j].local = netip.AddrPortFrom(loopback, uint16(ln.Addr.(*net.UDPAddr).Port))
 		}
+		if wl.open() {
+			uc.pace = &loopPacer{loop: uc.loop, p: pacer{s: sched, w: uc.w}, quantum: wl.Quantum}
+			for _, c := range uc.conns {
+				uc.pace.p.add(c.bl.id, c)
+			}
+		}
 		if err := uc.loop.Post(uc.scan); err != nil {
 			return fmt.Errorf("udp engine: %w", err)
+		}
+		if uc.pace != nil {
+			if err := uc.loop.Post(uc.pace.start); err != nil {
+				return fmt.Errorf("udp engine: %w", err)
+			}
 		}
 	}
 	kick(ctx, kicker, conns)
 	<-ctx.Done()
+	for _, uc := range clients {
+		if uc.pace != nil {
+			_ = uc.loop.Post(uc.pace.stop)
+		}
+	}
 	for _, rt := range rts {
 		rt.Close()
 	}
@@ -193,6 +210,7 @@ type udpClient struct {
 	kickFrom netip.AddrPort
 	w        *Worker
 	conns    []*udpConn // by listener index
+	pace     *loopPacer // open loop only
 }
 
 var _ percore.PacketHandler = (*udpClient)(nil)
@@ -208,6 +226,10 @@ func (uc *udpClient) OnPacket(p *percore.PacketConn, data []byte, from netip.Add
 		if c.p == nil {
 			c.p = p
 			c.started.Store(true)
+			if uc.pace != nil {
+				c.flush()
+				break
+			}
 			for slot := range c.seq {
 				c.send(slot, uint64(slot)+1)
 			}
@@ -226,18 +248,25 @@ func (uc *udpClient) scan() {
 			continue
 		}
 		for slot, at := range c.sent {
-			if now.Sub(at) >= udpTimeout {
+			if c.busy[slot] && now.Sub(at) >= udpTimeout {
 				uc.w.Lost()
 				c.late[slot] = c.seq[slot]
-				c.send(slot, c.seq[slot]+uint64(c.n))
+				c.busy[slot] = false
+				if uc.pace == nil {
+					c.send(slot, c.seq[slot]+uint64(c.n))
+				}
 			}
+		}
+		if uc.pace != nil {
+			c.flush()
 		}
 	}
 	uc.loop.AfterFunc(udpScan, uc.scan)
 }
 
 // udpConn is one socket's traffic: n slots, each with one datagram in
-// flight.
+// flight (closed loop: always; open loop: while one is unanswered).
+// Request seq goes in slot (seq-1)%n.
 type udpConn struct {
 	uc      *udpClient
 	pl      payload
@@ -247,16 +276,45 @@ type udpConn struct {
 	started atomic.Bool         // the kick arrived (read by kick)
 	req     []byte
 	seq     []uint64    // the sequence number in flight in each slot
+	busy    []bool      // slot's request is unanswered (and not lost)
 	late    []uint64    // the last one given up as lost, per slot (0: none)
 	sent    []time.Time // when seq[slot] was sent
+	start   []time.Time // when its latency began: sent, or due in open loop
+	bl      backlog     // open loop: the requests fallen due and sent
+	nextSeq uint64      // open loop: the next sequence number to send
 }
 
 func newUDPConn(uc *udpClient, id int) *udpConn {
-	n := max(uc.wl.Pipeline, 1)
+	n := uc.wl.depth()
 	pl := newPayload(uc.wl.Bytes, id)
 	return &udpConn{
-		uc: uc, pl: pl, n: n, req: pl.newBuffer(1),
-		seq: make([]uint64, n), late: make([]uint64, n), sent: make([]time.Time, n),
+		uc: uc, pl: pl, n: n, req: pl.newBuffer(1), bl: backlog{id: id}, nextSeq: 1,
+		seq: make([]uint64, n), busy: make([]bool, n), late: make([]uint64, n),
+		sent: make([]time.Time, n), start: make([]time.Time, n),
+	}
+}
+
+// release implements releaser: the connection's next request fell due.
+func (c *udpConn) release() {
+	c.bl.due++
+	c.flush()
+}
+
+// flush sends, in open loop, the requests that fell due and wait, in
+// order, while the slot of the next one is free.
+func (c *udpConn) flush() {
+	if c.p == nil {
+		return
+	}
+	for c.bl.waiting() > 0 {
+		slot := int((c.nextSeq - 1) % uint64(c.n))
+		if c.busy[slot] {
+			return
+		}
+		due := c.bl.take(c.uc.pace.p.s)
+		c.send(slot, c.nextSeq)
+		c.start[slot] = due
+		c.nextSeq++
 	}
 }
 
@@ -265,7 +323,9 @@ func newUDPConn(uc *udpClient, id int) *udpConn {
 func (c *udpConn) send(slot int, seq uint64) {
 	c.pl.stamp(c.req, seq)
 	c.seq[slot] = seq
+	c.busy[slot] = true
 	c.sent[slot] = time.Now()
+	c.start[slot] = c.sent[slot]
 	if err := c.p.WriteTo(c.req, c.uc.server); err != nil {
 		c.uc.w.Error()
 	}
@@ -289,8 +349,14 @@ func (c *udpConn) reply(data []byte) {
 	}
 	slot := int((seq - 1) % uint64(c.n))
 	switch {
-	case seq == c.seq[slot] && c.pl.check(data, seq):
-		w.Done(time.Since(c.sent[slot]))
+	case seq == c.seq[slot] && c.busy[slot] && c.pl.check(data, seq):
+		w.Done(time.Since(c.start[slot]))
+		c.busy[slot] = false
+		if c.uc.pace != nil {
+			c.flush()
+			c.uc.pace.poke()
+			return
+		}
 		c.send(slot, seq+uint64(c.n))
 	case seq == c.late[slot] && c.pl.check(data, seq):
 		w.Late()

@@ -18,7 +18,13 @@ import (
 	percore "github.com/percore/percore/runtime"
 )
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(echoServerEnv) != "" {
+		runEchoServerProcess()
+		return
+	}
+	leakcheck.Main(m)
+}
 
 // testDeadline bounds every wait for a condition.
 const testDeadline = 20 * time.Second
@@ -427,6 +433,16 @@ func TestParseFlags(t *testing.T) {
 		{"empty window", []string{"-seconds", "0"}, "-seconds"},
 		{"perf without pid", []string{"-perf"}, "-server-pid"},
 		{"stray argument", []string{"x"}, "unexpected"},
+		{"open loop", []string{"-rate", "1000", "-max-inflight", "4", "-late", "2ms", "-max-late", "0"}, ""},
+		{"sweep", []string{"-rates", "10%,50%,3000", "-capacity", "9000"}, ""},
+		{"negative rate", []string{"-rate", "-1"}, "-rate"},
+		{"rate and rates", []string{"-rate", "10", "-rates", "10%"}, "-rates"},
+		{"open loop with pipeline", []string{"-rate", "10", "-pipeline", "4"}, "-max-inflight"},
+		{"sweep with pipeline", []string{"-rates", "10%", "-pipeline", "4"}, "-max-inflight"},
+		{"no in-flight", []string{"-rate", "10", "-max-inflight", "0"}, "-max-inflight"},
+		{"bad rates", []string{"-rates", "10%,x"}, "rate \"x\""},
+		{"late fraction above 1", []string{"-rate", "10", "-max-late", "2"}, "-max-late"},
+		{"capacity without rates", []string{"-capacity", "100"}, "-capacity"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,6 +477,10 @@ func TestResultProblem(t *testing.T) {
 		{"mismatch", Result{Requests: 10, Mismatches: 1}, "differed"},
 		{"errors", Result{Requests: 10, Errors: 2}, "connection errors"},
 		{"nothing completed", Result{}, "no request"},
+		{"open loop on time", Result{Requests: 1000, Rate: 1000, Paced: 1000, LateSends: 1, maxLate: 0.001}, ""},
+		{"open loop behind", Result{Requests: 1000, Rate: 1000, Paced: 1000, LateSends: 2, maxLate: 0.001}, "fell behind"},
+		{"open loop strict", Result{Requests: 1000, Rate: 1000, Paced: 1000, LateSends: 1}, "fell behind"},
+		{"closed loop ignores late", Result{Requests: 1000, LateSends: 5}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

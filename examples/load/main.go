@@ -1,14 +1,18 @@
 //go:build linux
 
-// Command load is a closed-loop load generator for echo servers (and, with
-// -http PATH, for HTTP/1.1 servers: engine_http.go; with -addr udp://host:port,
-// for UDP echo servers: engine_udp.go): each
-// connection keeps a fixed number of requests in flight, verifies every reply
-// byte for byte, and records its latency.
+// Command load is a load generator for echo servers (and, with
+// -http PATH, for HTTP/1.1 servers: engine_http.go; with -engine resp, for
+// Redis servers: engine_resp.go; with -addr udp://host:port, for UDP echo
+// servers: engine_udp.go; with -addr unix:///path, over a Unix socket). In
+// closed loop (the default) each connection keeps a fixed number of requests
+// in flight; in open loop (-rate N) requests fall due on a fixed schedule, N
+// per second, and each one's latency runs from the time it fell due
+// (openloop.go). Either way it verifies every reply byte for byte and
+// records its latency.
 //
 // It reports requests per second over a measurement window that follows a
-// warm-up, latency percentiles from a log-linear histogram (error under
-// 1.6%), errors, mismatched replies, and its own CPU time per request. Given
+// warm-up, latency percentiles from internal/hist (HdrHistogram's three
+// significant digits), errors, mismatched replies, and its own CPU time per request. Given
 // -server-pid it also samples the server process over the same window: CPU
 // per request, context switches per request, busy share of its CPUs, peak
 // and current resident memory, and with -perf its system calls per request.
@@ -19,11 +23,15 @@
 //	load -conns 50 -pipeline 16       # 16 requests in flight per connection
 //	load -conns 50 -reconnect         # a new connection per request
 //	load -addr udp://127.0.0.1:7001 -conns 4 -pipeline 16   # UDP datagrams
+//	load -conns 50 -rate 20000        # open loop: 20,000 requests/s
+//	load -conns 50 -rates 10%,50%,80%,90%,100%   # closed-loop capacity, then a sweep
 //
 // A progress line goes to stderr every second; the result goes to stdout, as
-// one JSON object with -json. The exit status is 0 for a clean run, 1 when
-// any request failed, any reply differed from its request, or no request
-// completed in the window, and 2 when the run could not start.
+// one JSON object with -json (with -rates, one per line: the capacity run,
+// then each step). The exit status is 0 for a clean run, 1 when any request
+// failed, any reply differed from its request, no request completed in the
+// window, or (open loop) the generator fell behind its own schedule, and 2
+// when the run could not start. In a sweep, 1 when any step was not clean.
 //
 // The generator is as cheap per request as the engine it runs on: -engine
 // std (one goroutine per connection over the standard library's net) costs
@@ -38,6 +46,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -58,6 +67,11 @@ type config struct {
 	perf      bool
 	http      httpMode    // -http: the HTTP/1.1 workload (engine_http.go)
 	resp      respOptions // -engine resp: engine_resp.go
+	slack     time.Duration
+	maxLate   float64
+	rates     []rateStep // -rates: the sweep (sweep.go)
+	capacity  float64    // -capacity: what -rates percentages are of; 0: measure it
+	onWindow  func()     // tests: called as the measurement window opens
 }
 
 func main() {
@@ -84,22 +98,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	eng, err := engineFor(cfg)
-	if isUDP(cfg.Addr) {
-		eng, err = udpEngineFor(cfg.engine)
-	}
-	if err == nil && cfg.http.Path != "" {
-		eng, err = httpEngineFor(cfg.engine, cfg.http)
-	}
+	eng, err := chooseEngine(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "load: %v\n", err)
 		return 2
+	}
+	if len(cfg.rates) > 0 {
+		return sweep(ctx, cfg, eng, stdout, stderr)
 	}
 	res, err := measure(ctx, cfg, eng, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "load: %v\n", err)
 		return 2
 	}
+	res.Problem = res.problem()
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
 		if err := enc.Encode(res); err != nil {
@@ -109,11 +121,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		res.writeText(stdout)
 	}
-	if problem := res.problem(); problem != "" {
-		fmt.Fprintf(stderr, "load: %s\n", problem)
+	if res.Problem != "" {
+		fmt.Fprintf(stderr, "load: %s\n", res.Problem)
 		return 1
 	}
 	return 0
+}
+
+// chooseEngine returns the engine for cfg's -engine, -addr and -http.
+func chooseEngine(cfg config) (Engine, error) {
+	switch {
+	case isUDP(cfg.Addr):
+		return udpEngineFor(cfg.engine)
+	case cfg.http.Path != "":
+		return httpEngineFor(cfg.engine, cfg.http)
+	}
+	return engineFor(cfg)
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -139,6 +162,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return nil
 	})
 	addRespFlags(fs, &cfg.resp)
+	fs.Float64Var(&cfg.Rate, "rate", 0, "open loop: this many requests per second over all connections, each due at a fixed time, latency from that time (0: closed loop)")
+	fs.Func("rates", "open-loop sweep: a comma-separated list of rates, each requests/s or a percentage of the closed-loop capacity (\"10%,50%,80%,90%,100%\"), measured first unless -capacity gives it", func(v string) error {
+		steps, err := parseRates(v)
+		cfg.rates = steps
+		return err
+	})
+	fs.Float64Var(&cfg.capacity, "capacity", 0, "with -rates: the closed-loop capacity, requests/s, that percentages are of (0: measure it first)")
+	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 16, "open loop: most requests in flight on one connection; more wait in the client, their latency counted from their due time")
+	fs.DurationVar(&cfg.Quantum, "pace", 20*time.Microsecond, "open loop: a percore loop's pacer wakes at most this often and sends what fell due meanwhile together (each request's latency still counts from its due time)")
+	fs.DurationVar(&cfg.slack, "late", time.Millisecond, "open loop: a request released by the generator more than this after its due time is a late send")
+	fs.Float64Var(&cfg.maxLate, "max-late", 0.001, "open loop: the fraction of late sends above which a run is invalid (the generator fell behind its schedule)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -166,6 +200,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-addr udp:// sends datagrams: -reconnect, -idle and -http do not apply")
 	case isUDP(cfg.Addr) && cfg.Bytes < seqBytes:
 		return cfg, fmt.Errorf("-addr udp:// needs -bytes of at least %d (the sequence number)", seqBytes)
+	case cfg.Rate < 0 || math.IsInf(cfg.Rate, 0) || math.IsNaN(cfg.Rate):
+		return cfg, errors.New("-rate must be a number of requests per second above 0 (or 0 for closed loop)")
+	case cfg.Rate > 0 && len(cfg.rates) > 0:
+		return cfg, errors.New("-rate and -rates do not go together: -rates runs each of its rates")
+	case (cfg.Rate > 0 || len(cfg.rates) > 0) && cfg.Pipeline > 1:
+		return cfg, errors.New("-pipeline is the closed loop's depth: in open loop (-rate, -rates) -max-inflight bounds the requests in flight")
+	case cfg.Quantum < 0:
+		return cfg, errors.New("-pace must be >= 0")
+	case cfg.MaxInFlight < 1:
+		return cfg, errors.New("-max-inflight must be at least 1")
+	case cfg.slack < 0 || cfg.maxLate < 0 || cfg.maxLate > 1:
+		return cfg, errors.New("-late must be >= 0 and -max-late in 0..1")
+	case cfg.capacity < 0 || (cfg.capacity > 0 && len(cfg.rates) == 0):
+		return cfg, errors.New("-capacity must be above 0 and goes with -rates")
 	}
 	return cfg, nil
 }
@@ -178,6 +226,11 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 		Engine: cfg.engine, Addr: cfg.Addr, Conns: cfg.Conns, Bytes: cfg.Bytes,
 		Pipeline: cfg.Pipeline, Reconnect: cfg.Reconnect, Idle: cfg.idle,
 		WarmupS: cfg.warmup.Seconds(), ClientCPUs: cpuCount(0), GOMAXPROCS: runtime.GOMAXPROCS(0),
+		Rate: cfg.Rate, maxLate: cfg.maxLate, slack: cfg.slack,
+	}
+	if cfg.open() {
+		res.Pipeline = 0
+		res.MaxInFlight = cfg.Workload.depth()
 	}
 	if cfg.http.Path != "" {
 		res.Engine += " (http GET " + cfg.http.Path + ")"
@@ -194,7 +247,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 	defer closeAll(idle)
 	res.IdleOpen = len(idle)
 
-	rec := &Recorder{}
+	rec := &Recorder{Slack: cfg.slack}
 	runCtx, stopEngine := context.WithCancel(ctx)
 	defer stopEngine()
 	engineDone := make(chan error, 1)
@@ -249,6 +302,9 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 	}
 	on := time.Now()
 	rec.setMeasuring(true)
+	if cfg.onWindow != nil {
+		cfg.onWindow()
+	}
 	ok, err := sleep(cfg.window, "measure")
 	rec.setMeasuring(false)
 	res.WindowS = time.Since(on).Seconds()
@@ -281,6 +337,9 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 
 	totals := rec.Totals()
 	res.fill(rec.Latency(), totals, idleErrors, w0, w1)
+	if cfg.open() {
+		res.fillOpen(rec.SendLag(), totals)
+	}
 	if perf != nil {
 		if perfErr != nil {
 			fmt.Fprintf(progress, "load: %v\n", perfErr)

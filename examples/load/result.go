@@ -43,6 +43,26 @@ type Result struct {
 	MaxUs       float64 `json:"max_us"`
 	MeanUs      float64 `json:"mean_us"`
 
+	// Open loop (-rate, -rates): the rate asked for (0 in closed loop),
+	// the bound on requests in flight per connection, the requests the
+	// pacers released in the window, how many of those were released
+	// more than LateSlackUs after they fell due (late sends: the
+	// generator behind its own schedule), and the send lag (due time to
+	// release) percentiles. Step names the step of a sweep.
+	Step         string  `json:"step,omitempty"`
+	Rate         float64 `json:"rate"`
+	MaxInFlight  int     `json:"max_inflight,omitempty"`
+	Paced        uint64  `json:"paced"`
+	LateSends    uint64  `json:"late_sends"`
+	LateSlackUs  float64 `json:"late_slack_us,omitempty"`
+	SendLagP50us float64 `json:"send_lag_p50_us"`
+	SendLagP99us float64 `json:"send_lag_p99_us"`
+	SendLagMaxUs float64 `json:"send_lag_max_us"`
+	Problem      string  `json:"problem,omitempty"` // set in a sweep: what made the step fail
+	maxLate      float64
+	slack        time.Duration
+	latency      *hist.Histogram // the window's latencies, for tests
+
 	ClientCPUs           int      `json:"client_cpus"`
 	GOMAXPROCS           int      `json:"client_gomaxprocs"`
 	ClientCPUPct         float64  `json:"client_cpu_pct"`
@@ -66,6 +86,7 @@ type Result struct {
 // and the samples taken at the window's edges.
 func (r *Result) fill(h *hist.Histogram, t Totals, idleErrors uint64, w0, w1 windowSample) {
 	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	r.latency = h
 	r.Requests = h.Count()
 	r.AllRequests = t.Requests
 	r.Errors = t.Errors + idleErrors
@@ -106,6 +127,15 @@ func (r *Result) fill(h *hist.Histogram, t Totals, idleErrors uint64, w0, w1 win
 	}
 }
 
+// fillOpen computes the open-loop figures from the merged send-lag
+// histogram and the totals.
+func (r *Result) fillOpen(lag *hist.Histogram, t Totals) {
+	us := func(ns int64) float64 { return float64(ns) / 1e3 }
+	r.Paced, r.LateSends = t.Paced, t.LateSends
+	r.LateSlackUs = float64(r.slack) / 1e3
+	r.SendLagP50us, r.SendLagP99us, r.SendLagMaxUs = us(lag.Quantile(0.5)), us(lag.Quantile(0.99)), us(lag.Max())
+}
+
 // problem says what makes the run a failure, or "" for a clean run.
 func (r *Result) problem() string {
 	switch {
@@ -115,6 +145,10 @@ func (r *Result) problem() string {
 		return fmt.Sprintf("%d connection errors", r.Errors)
 	case r.Requests == 0:
 		return "no request completed in the measurement window"
+	case r.Rate > 0 && float64(r.LateSends) > r.maxLate*float64(r.Paced):
+		return fmt.Sprintf("invalid run: the generator fell behind its schedule: %d of %d requests (%.2f%%, more than %.2f%%) "+
+			"were released more than %v after they fell due, so the latencies include its own delay; give it more CPU or ask a lower rate",
+			r.LateSends, r.Paced, 100*float64(r.LateSends)/float64(max(r.Paced, 1)), 100*r.maxLate, r.slack)
 	}
 	return ""
 }
@@ -122,8 +156,11 @@ func (r *Result) problem() string {
 // writeText prints the result for a person.
 func (r *Result) writeText(w io.Writer) {
 	mode := fmt.Sprintf("%d in flight per connection", r.Pipeline)
-	if r.Reconnect {
+	switch {
+	case r.Reconnect:
 		mode = "a new connection per request"
+	case r.Rate > 0:
+		mode = fmt.Sprintf("open loop at %.0f req/s, at most %d in flight per connection", r.Rate, r.MaxInFlight)
 	}
 	fmt.Fprintf(w, "engine %s, %s, %d connections (+%d idle), %d B, %s\n",
 		r.Engine, r.Addr, r.Conns, r.IdleOpen, r.Bytes, mode)
@@ -134,6 +171,10 @@ func (r *Result) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "latency us p50 %.1f  p90 %.1f  p99 %.1f  p99.9 %.1f  max %.1f  mean %.1f\n",
 		r.P50us, r.P90us, r.P99us, r.P999us, r.MaxUs, r.MeanUs)
+	if r.Rate > 0 {
+		fmt.Fprintf(w, "open loop  latency from each request's due time; achieved %.1f%% of the rate; send lag us p50 %.1f  p99 %.1f  max %.1f; late sends %d of %d (over %.0f us)\n",
+			100*r.RPS/r.Rate, r.SendLagP50us, r.SendLagP99us, r.SendLagMaxUs, r.LateSends, r.Paced, r.LateSlackUs)
+	}
 	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",
 		r.ClientCPUusPerReq, r.ClientBusyPct, r.ClientCPUs)
 	fmt.Fprintf(w, "machine    other processes %.0f%% of a CPU, steal %.1f%%\n", r.OtherCPUPct, r.StealPct)

@@ -11,9 +11,9 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// maxRelErr is the documented error bound of a quantile (3.2%); the midpoint
-// rule actually keeps it under 1/64.
-const maxRelErr = 0.032
+// maxRelErr is the error bound of a quantile at three significant digits
+// (0.1%); the midpoint rule actually keeps it under 1/2048.
+const maxRelErr = 0.001
 
 var quantiles = []float64{0.5, 0.9, 0.99, 0.999}
 
@@ -31,7 +31,7 @@ func TestQuantileAgainstKnownDistributions(t *testing.T) {
 		n    int
 	}{
 		{"uniform 1..1e6 in order", func(_ *rand.Rand, i int) int64 { return int64(i + 1) }, 1_000_000},
-		{"small exact values", func(r *rand.Rand, _ int) int64 { return r.Int64N(64) }, 10_000},
+		{"small exact values", func(r *rand.Rand, _ int) int64 { return r.Int64N(2048) }, 10_000},
 		{"exponential around 50us", func(r *rand.Rand, _ int) int64 { return int64(r.ExpFloat64() * 50_000) }, 200_000},
 		{"log-uniform 1us..1s", func(r *rand.Rand, _ int) int64 { return int64(math.Pow(10, 3+6*r.Float64())) }, 200_000},
 		{"bimodal 20us and 2ms", func(r *rand.Rand, i int) int64 {
@@ -78,7 +78,7 @@ func relErr(got, want int64) float64 {
 }
 
 func TestEveryBucketBoundsItsValues(t *testing.T) {
-	values := []int64{0, 1, 63, 64, 65, 127, 128, 1000, 1 << 20, 1<<20 + 1, 1<<40 - 1, math.MaxInt64}
+	values := []int64{0, 1, 63, 64, 65, 127, 128, 1000, 2047, 2048, 2049, 4095, 4096, 1 << 20, 1<<20 + 1, 1<<40 - 1, math.MaxInt64}
 	for _, v := range values {
 		lo, w := bounds(index(v))
 		if v < lo || v-lo >= w {
@@ -131,7 +131,7 @@ func TestMergeEqualsRecordingEverything(t *testing.T) {
 }
 
 func TestEmptyAndEdgeQuantiles(t *testing.T) {
-	var h Histogram
+	h := new(Histogram)
 	if h.Quantile(0.5) != 0 || h.Mean() != 0 || h.Count() != 0 {
 		t.Fatalf("empty histogram: Quantile(0.5)=%d Mean=%v Count=%d, want zeros", h.Quantile(0.5), h.Mean(), h.Count())
 	}
@@ -157,6 +157,70 @@ func TestEmptyAndEdgeQuantiles(t *testing.T) {
 	h.Reset()
 	if h.Count() != 0 || h.Max() != 0 {
 		t.Errorf("after Reset: Count=%d Max=%d, want 0", h.Count(), h.Max())
+	}
+}
+
+// TestThreeSignificantDigits checks HdrHistogram's precision: below 2048
+// every value has a bucket of its own, and above it two values that differ
+// by more than 1/1024 of the smaller never share a bucket.
+func TestThreeSignificantDigits(t *testing.T) {
+	for v := int64(0); v < 2*sub; v++ {
+		if lo, w := bounds(index(v)); lo != v || w != 1 {
+			t.Fatalf("value %d: bucket [%d, %d+%d), want exactly [%d, %d]", v, lo, lo, w, v, v+1)
+		}
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 100_000 {
+		a := 2048 + r.Int64N(1<<50)
+		b := a + a/1024 + 1
+		if index(a) == index(b) {
+			t.Fatalf("%d and %d (%.4f%% apart) share bucket %d", a, b, 100*float64(b-a)/float64(a), index(a))
+		}
+	}
+}
+
+func TestCountAtOrAbove(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	var h Histogram
+	vals := make([]int64, 50_000)
+	for i := range vals {
+		vals[i] = int64(math.Pow(10, 2+6*r.Float64()))
+		h.Record(vals[i])
+	}
+	slices.Sort(vals)
+	for _, v := range []int64{0, 1, 100, 1000, 2047, 2048, 99_999, 100_000, 5_000_000, vals[len(vals)-1], vals[len(vals)-1] + 1, math.MaxInt64} {
+		i, _ := slices.BinarySearch(vals, v)
+		want := uint64(len(vals) - i)
+		got := h.CountAtOrAbove(v)
+		// Values in v's own bucket may fall on either side: at most
+		// those the bucket holds.
+		lo, w := bounds(index(v))
+		j, _ := slices.BinarySearch(vals, lo)
+		k, _ := slices.BinarySearch(vals, lo+w)
+		slack := uint64(k - j)
+		if got+slack < want || got > want+slack {
+			t.Errorf("CountAtOrAbove(%d) = %d, want %d (within the %d values of its bucket)", v, got, want, slack)
+		}
+	}
+	var empty Histogram
+	if got := empty.CountAtOrAbove(0); got != 0 {
+		t.Errorf("empty: CountAtOrAbove(0) = %d, want 0", got)
+	}
+}
+
+// TestResetClearsEverything checks that Reset, which clears only the range
+// of buckets in use, leaves h equal to a new Histogram.
+func TestResetClearsEverything(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	h := new(Histogram)
+	for round := range 5 {
+		for range 1000 {
+			h.Record(r.Int64N(1 << (10 + 10*round)))
+		}
+		h.Reset()
+		if *h != (Histogram{}) {
+			t.Fatalf("round %d: Reset left counts or totals behind", round)
+		}
 	}
 }
 

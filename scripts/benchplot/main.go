@@ -4,9 +4,16 @@
 // with the range of the repeats as error bars.
 //
 //	benchplot -in summary.tsv -out chart.png [-title "host, date"]
+//	benchplot -latency -in latency-runs.jsonl -out DIR [-title "..."] [-floor-pct 80]
 //
 // The input is the TSV that scripts/benchreport writes with -tsv. The output
 // format follows the file's extension: .png or .svg.
+//
+// With -latency (latency.go) the input is scripts/bench-latency.sh's runs,
+// and it writes DIR/latency-summary.md (medians per step, where each
+// server's p99 crosses 1 ms, the issue-29 floors, the check against vegeta)
+// and DIR/latency-PROTOCOL.png: p50 and p99 against the requests/s achieved,
+// a line per server, a panel per connection count.
 //
 // It is a module of its own so that the plotting library stays out of
 // percore's dependencies; scripts/bench.sh builds it and skips the chart,
@@ -37,12 +44,20 @@ func main() {
 	in := flag.String("in", "", "summary TSV from benchreport -tsv (required)")
 	out := flag.String("out", "chart.png", "output file, .png or .svg")
 	title := flag.String("title", "", "title above the chart")
+	latency := flag.Bool("latency", false, "latency mode: -in is bench-latency.sh's runs (JSON lines), -out a directory")
+	floorPct := flag.Float64("floor-pct", 80, "with -latency: the percentage of the reference's capacity the floor runs ran at")
 	flag.Parse()
 	if *in == "" {
 		fmt.Fprintln(os.Stderr, "benchplot: -in is required")
 		os.Exit(2)
 	}
-	if err := run(*in, *out, *title); err != nil {
+	var err error
+	if *latency {
+		err = runLatency(*in, *out, *title, *floorPct)
+	} else {
+		err = run(*in, *out, *title)
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "benchplot: %v\n", err)
 		os.Exit(1)
 	}

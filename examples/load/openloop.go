@@ -1,0 +1,159 @@
+//go:build linux
+
+package main
+
+import (
+	"time"
+
+	percore "github.com/percore/percore/runtime"
+)
+
+// The open loop (-rate N): requests fall due on a fixed schedule, N per
+// second over all connections, whatever the server does, and each
+// request's latency runs from the time it fell due, not from the time it
+// was sent. A stalled server then shows in the latency of every request
+// that fell due during the stall, also those the client could not send
+// yet: the correction for coordinated omission that wrk2 and HdrHistogram
+// describe. A closed-loop client, which sends only when a reply came back,
+// records just the few requests that were in flight.
+//
+// The schedule: request k (from 0) of connection id (0..conns-1) falls due
+// at start + (k*conns + id)/rate seconds, so that each connection has a
+// request due every conns/rate seconds and, over all connections, one
+// falls due every 1/rate seconds, evenly spread. A connection sends a
+// request as soon as it has fallen due, unless MaxInFlight of its requests
+// are already unanswered or it is (re)connecting; then the request waits,
+// and its latency includes the wait, as it would for a user.
+//
+// A pacer per loop (or goroutine) releases its connections' requests as
+// they fall due. The time from a request's due time to its release is the
+// send lag: the generator's own lateness. A lag above the slack (-late,
+// 1 ms by default) is a late send: the generator fell behind its schedule,
+// so the latencies it measured include its own delay, and a run with more
+// late sends than -max-late allows is invalid (exit status 1).
+
+// schedule is the open-loop schedule of one run.
+type schedule struct {
+	start time.Time
+	conns float64
+	rate  float64
+}
+
+func newSchedule(wl Workload, start time.Time) schedule {
+	return schedule{start: start, conns: float64(wl.Conns), rate: wl.Rate}
+}
+
+// due returns when request k of connection id falls due.
+func (s schedule) due(id int, k uint64) time.Time {
+	return s.start.Add(time.Duration((float64(k)*s.conns + float64(id)) * 1e9 / s.rate))
+}
+
+// releaser is a connection in open loop: release tells it that its next
+// request has fallen due.
+type releaser interface{ release() }
+
+// maxRelease bounds the requests one pacer run releases, so that a
+// generator far behind its schedule still serves its replies between
+// bursts; the pacer's next run is then due at once.
+const maxRelease = 4096
+
+// pacer releases the requests of a set of connections, in the order of
+// their due times. Only its owner (a loop's thread, a goroutine) may use it.
+type pacer struct {
+	s     schedule
+	ids   []int      // the connections' ids, ascending: the order of one round
+	conns []releaser // conns[i] is connection ids[i]
+	w     *Worker
+	round uint64 // the round of the next release: request number round of each connection
+	i     int    // the next release is conns[i]'s
+}
+
+// add adds connection id, which must be above every id added before.
+func (p *pacer) add(id int, c releaser) {
+	p.ids = append(p.ids, id)
+	p.conns = append(p.conns, c)
+}
+
+// next returns when the next request falls due.
+func (p *pacer) next() time.Time { return p.s.due(p.ids[p.i], p.round) }
+
+// run releases every request due at or before now (up to maxRelease of
+// them), counting each one's send lag, and returns when the next falls due.
+func (p *pacer) run(now time.Time) time.Time {
+	if len(p.ids) == 0 {
+		return now.Add(time.Hour)
+	}
+	for range maxRelease {
+		due := p.next()
+		if due.After(now) {
+			return due
+		}
+		p.w.Paced(now.Sub(due))
+		p.conns[p.i].release()
+		if p.i++; p.i == len(p.ids) {
+			p.i = 0
+			p.round++
+		}
+	}
+	return now
+}
+
+// backlog is the open-loop state of one connection: how many of its
+// requests have fallen due and how many it has sent.
+type backlog struct {
+	id        int
+	due, sent uint64
+}
+
+// waiting returns how many requests have fallen due but are not sent.
+func (b *backlog) waiting() int { return int(b.due - b.sent) }
+
+// take returns the due time of the next request to send and counts it as
+// sent.
+func (b *backlog) take(s schedule) time.Time {
+	t := s.due(b.id, b.sent)
+	b.sent++
+	return t
+}
+
+// loopPacer runs a pacer on a percore loop: a timer set for the next due
+// time, and a poke from the reply handlers (a loop that is busy with
+// replies then releases requests without waiting for its timer, which on
+// the epoll backend has a resolution of a millisecond). A nil loopPacer
+// (closed loop) does nothing.
+type loopPacer struct {
+	loop    *percore.Loop
+	p       pacer
+	quantum time.Duration // the timer fires at most this often
+	timer   *percore.Timer
+}
+
+func (lp *loopPacer) start() {
+	if lp == nil {
+		return
+	}
+	lp.timer = lp.loop.AfterFunc(time.Until(lp.p.next()), lp.tick)
+}
+
+// tick runs the pacer and sets the timer for the next due time, but no
+// sooner than a quantum after this run: a loop then wakes for its timer at
+// most once a quantum and sends what fell due meanwhile in one batch,
+// instead of entering the kernel once per request (which at 200,000
+// requests/s costs the generator a whole CPU). A request may so go out up
+// to a quantum after it fell due, and its latency, counted from the due
+// time, includes that; the send lag shows it.
+func (lp *loopPacer) tick() {
+	now := time.Now()
+	next := lp.p.run(now)
+	lp.timer.Reset(time.Until(now.Add(max(next.Sub(now), lp.quantum))))
+}
+
+// poke releases what has fallen due since the last run; the timer stays
+// set (when it fires early it finds nothing due and is set again).
+func (lp *loopPacer) poke() { lp.p.run(time.Now()) }
+
+func (lp *loopPacer) stop() {
+	if lp != nil && lp.timer != nil {
+		lp.timer.Stop()
+	}
+}
