@@ -212,6 +212,7 @@ func (s *Session) establish() {
 		return
 	}
 	s.timer = nil
+	reclaim(s.tc, nil) // the handshake's buffers
 	st := s.tc.ConnectionState()
 	s.t.expect = min(st.Version, tls.VersionTLS12)
 	if st.Version == tls.VersionTLS13 {
@@ -299,6 +300,11 @@ func (s *Session) Decrypt(dst, ct []byte, max int) ([]byte, error) {
 // records decrypts the whole records in t.in, up to max plaintext bytes.
 func (s *Session) records(dst []byte, start, max int) ([]byte, error) {
 	t := &s.t
+	if !t.ready() {
+		return dst, nil
+	}
+	box := lend(s.tc)
+	defer reclaim(s.tc, box)
 	for t.ready() && (max <= 0 || len(dst)-start < max) {
 		dst = slices.Grow(dst, MaxPlaintext)
 		n, err := s.tc.Read(dst[len(dst) : len(dst)+MaxPlaintext])
