@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -43,13 +44,32 @@ func (e *Error) Error() string { return "tlsconn: " + e.Op + ": " + e.Err.Error(
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// AlertName returns the alert's name as RFC 8446 spells it (bad_record_mac),
-// or "" when no alert went either way.
+// AlertName returns the alert's name as RFC 8446 spells it
+// (bad_record_mac), or "" when no alert went either way.
 func (e *Error) AlertName() string {
 	if !e.Sent && !e.Received {
 		return ""
 	}
-	return strings.ReplaceAll(strings.TrimPrefix(e.Alert.Error(), "tls: "), " ", "_")
+	if name, ok := alertNames[uint8(e.Alert)]; ok {
+		return name
+	}
+	return "alert_" + strconv.Itoa(int(e.Alert))
+}
+
+// alertNames are RFC 8446's (section 6) and RFC 5246's alert names.
+var alertNames = map[uint8]string{
+	0: "close_notify", 10: "unexpected_message", 20: "bad_record_mac",
+	21: "decryption_failed", 22: "record_overflow", 30: "decompression_failure",
+	40: "handshake_failure", 42: "bad_certificate", 43: "unsupported_certificate",
+	44: "certificate_revoked", 45: "certificate_expired", 46: "certificate_unknown",
+	47: "illegal_parameter", 48: "unknown_ca", 49: "access_denied", 50: "decode_error",
+	51: "decrypt_error", 60: "export_restriction", 70: "protocol_version",
+	71: "insufficient_security", 80: "internal_error", 86: "inappropriate_fallback",
+	90: "user_canceled", 100: "no_renegotiation", 109: "missing_extension",
+	110: "unsupported_extension", 111: "certificate_unobtainable", 112: "unrecognized_name",
+	113: "bad_certificate_status_response", 114: "bad_certificate_hash_value",
+	115: "unknown_psk_identity", 116: "certificate_required", 120: "no_application_protocol",
+	121: "ech_required",
 }
 
 // wrapError turns crypto/tls's error into an *Error, finding the alert. A

@@ -11,6 +11,7 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -335,5 +336,38 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// handshakePair runs a client and a server session against each other in
+// memory, the test's goroutine carrying the bytes, until both are done.
+func handshakePair(t testing.TB, pool *tlsconn.Pool, scfg, ccfg *tls.Config) (srv, cli *tlsconn.Session) {
+	srv = tlsconn.Server(scfg, tlsconn.Options{Pool: pool})
+	cli = tlsconn.Client(ccfg, tlsconn.Options{Pool: pool})
+	for i := 0; ; i++ {
+		out := cli.Output(nil)
+		if len(out) > 0 {
+			if _, err := srv.Decrypt(nil, out, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out = srv.Output(nil)
+		if len(out) > 0 {
+			if _, err := cli.Decrypt(nil, out, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sd, serr := srv.HandshakeDone()
+		cd, cerr := cli.HandshakeDone()
+		if serr != nil || cerr != nil {
+			t.Fatal(serr, cerr)
+		}
+		if sd && cd && !srv.Pending() && !cli.Pending() {
+			return
+		}
+		if i > 1_000_000 {
+			t.Fatal("handshake did not finish")
+		}
+		runtime.Gosched()
 	}
 }

@@ -157,6 +157,9 @@ func (s *Session) finish(err error, notify bool) {
 func (s *Session) finishLocked(err error) (notify bool) {
 	s.done = true
 	s.hsErr = wrapError("handshake", err)
+	if e, ok := s.hsErr.(*Error); ok && !e.Sent && !e.Received && s.t.hasAlert {
+		e.Sent, e.Alert = true, tls.AlertError(s.t.alert)
+	}
 	s.t.loop = true
 	s.t.wake = nil
 	if s.timer != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -39,19 +40,27 @@ func startServer(t *testing.T, cfg *tls.Config, pool *tlsconn.Pool, onData func(
 
 func roundTrip(t *testing.T, tc *tls.Conn, msg []byte) {
 	t.Helper()
+	if err := exchange(tc, msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// exchange writes msg and reads back its echo.
+func exchange(tc *tls.Conn, msg []byte) error {
 	tc.SetDeadline(time.Now().Add(10 * time.Second))
 	errc := make(chan error, 1)
 	go func() { _, err := tc.Write(msg); errc <- err }()
 	got := make([]byte, len(msg))
 	if _, err := io.ReadFull(tc, got); err != nil {
-		t.Fatalf("read echo of %d bytes: %v", len(msg), err)
+		return fmt.Errorf("read echo of %d bytes: %w", len(msg), err)
 	}
 	if err := <-errc; err != nil {
-		t.Fatalf("write: %v", err)
+		return fmt.Errorf("write: %w", err)
 	}
 	if !bytes.Equal(got, msg) {
-		t.Fatalf("echo of %d bytes differs", len(msg))
+		return fmt.Errorf("echo of %d bytes differs", len(msg))
 	}
+	return nil
 }
 
 func TestEchoAgainstCryptoTLSClient(t *testing.T) {

@@ -41,6 +41,13 @@ type transport struct {
 
 	out []byte // ciphertext the tls.Conn wrote, not yet taken
 
+	// alert is the last plaintext alert the tls.Conn sent during the
+	// handshake (before encryption starts, alerts are readable on the
+	// wire), for the handshake's *Error when crypto/tls's error does not
+	// say it (it often sends one alert and returns another error).
+	alert    uint8
+	hasAlert bool
+
 	// Before the handshake is over these are under Session.mu.
 	loop     bool // the handshake is over: reads do not wait, nothing locks
 	closed   bool
@@ -195,12 +202,27 @@ func (t *transport) Write(p []byte) (int, error) {
 		return 0, net.ErrClosed
 	}
 	t.out = append(t.out, p...)
+	t.sniffAlert(p)
 	notify := s.markLocked()
 	s.mu.Unlock()
 	if notify {
 		s.notify()
 	}
 	return len(p), nil
+}
+
+// sniffAlert remembers a plaintext alert among the records of p.
+func (t *transport) sniffAlert(p []byte) {
+	for len(p) >= headerLen {
+		n := headerLen + (int(p[3])<<8 | int(p[4]))
+		if n > len(p) {
+			return
+		}
+		if p[0] == recordTypeAlert && n == headerLen+2 {
+			t.alert, t.hasAlert = p[headerLen+1], true
+		}
+		p = p[n:]
+	}
 }
 
 // wakeLocked lets a waiting Read look again. Under Session.mu.
