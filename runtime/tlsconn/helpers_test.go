@@ -371,3 +371,8 @@ func handshakePair(t testing.TB, pool *tlsconn.Pool, scfg, ccfg *tls.Config) (sr
 		runtime.Gosched()
 	}
 }
+
+// dialTLS dials addr with a crypto/tls client, bounded in time.
+func dialTLS(addr string, cfg *tls.Config) (*tls.Conn, error) {
+	return tls.DialWithDialer(&net.Dialer{Timeout: 10 * time.Second}, "tcp", addr, cfg)
+}
