@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -42,6 +43,8 @@ type eloop struct {
 	estMu       sync.Mutex
 	established int
 	failures    []error
+	turns       []time.Duration // how long each turn's work took (when timing)
+	timing      bool
 }
 
 type econn struct {
@@ -118,6 +121,10 @@ func (l *eloop) run() {
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			panic(err)
 		}
+		var began time.Time
+		if l.timing {
+			began = time.Now()
+		}
 		for _, ev := range events[:max(n, 0)] {
 			fd := int(ev.Fd)
 			switch fd {
@@ -148,6 +155,12 @@ func (l *eloop) run() {
 					c.readable()
 				}
 			}
+		}
+		if l.timing {
+			d := time.Since(began)
+			l.estMu.Lock()
+			l.turns = append(l.turns, d)
+			l.estMu.Unlock()
 		}
 	}
 }

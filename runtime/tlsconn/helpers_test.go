@@ -270,6 +270,12 @@ func (c *lconn) fail(err error) {
 	if c.err == nil {
 		c.err = err
 	}
+	if !c.est && c.hsErr == nil {
+		// Decrypt saw the handshake's end before a Notify did.
+		if done, hsErr := c.s.HandshakeDone(); done && hsErr != nil {
+			c.hsErr = hsErr
+		}
+	}
 	c.mu.Unlock()
 	if !errors.Is(err, io.EOF) {
 		c.close(false)

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,7 +166,7 @@ func TestIdleMemory(t *testing.T) {
 	runtime.ReadMemStats(&ms0)
 	rss0 := rssKiB(t)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := clientCommand()
 	cmd.Env = append(os.Environ(), idleClientEnv+"="+addr+","+strconv.Itoa(n),
 		idleCAEnv+"="+base64.StdEncoding.EncodeToString(testPKI(t).caCert.Raw))
 	stdin, _ := cmd.StdinPipe()
@@ -198,4 +199,62 @@ func TestIdleMemory(t *testing.T) {
 	t.Logf("live heap %.0f B/conn, goroutines %d, GOGC default", float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/float64(got), runtime.NumGoroutine())
 	fmt.Printf("idlemem mode=%s n=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%.0f\n",
 		*idleMode, got, per(rss1), per(rss2), per(rss3), float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/float64(got))
+}
+
+var stormN = flag.Int("tlsconn.storm", 0, "TestStormTurns: concurrent handshakes (0 skips the measurement)")
+
+// TestStormTurns measures the loop's turns while a storm of full handshakes
+// arrives (client in a child process) and one established connection
+// keeps exchanging: how long the longest turns took. A handshake runs on
+// the pool, so a turn only moves bytes.
+//
+//	go test -run TestStormTurns ./runtime/tlsconn -args -tlsconn.storm 10000
+func TestStormTurns(t *testing.T) {
+	if *stormN == 0 {
+		t.Skip("a measurement: -tlsconn.storm N runs it")
+	}
+	cfg := serverConfig(t)
+	pool := newPool(t, tlsconn.PoolConfig{})
+	l := newEloop(t, cfg, pool)
+	l.onData = func(c *econn, p []byte) { c.write([]byte(idleReply)) }
+	l.timing = true
+	cmd := clientCommand()
+	cmd.Env = append(os.Environ(), idleClientEnv+"="+l.addr+","+strconv.Itoa(*stormN),
+		idleCAEnv+"="+base64.StdEncoding.EncodeToString(testPKI(t).caCert.Raw))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	took := time.Since(start)
+	l.estMu.Lock()
+	turns := append([]time.Duration(nil), l.turns...)
+	l.estMu.Unlock()
+	slices.Sort(turns)
+	over := 0
+	for _, d := range turns {
+		if d > time.Millisecond {
+			over++
+		}
+	}
+	q := func(f float64) time.Duration { return turns[int(f*float64(len(turns)-1))] }
+	st := pool.Stats()
+	fmt.Printf("storm n=%d took=%v handshakes/s=%.0f turns=%d p50=%v p99=%v p99.9=%v max=%v over1ms=%d pool=%+v client=%q\n",
+		*stormN, took.Round(time.Millisecond), float64(st.Succeeded)/took.Seconds(), len(turns), q(0.5), q(0.99), q(0.999), turns[len(turns)-1], over, st, strings.TrimSpace(line))
+}
+
+// clientCommand runs this test binary as the client, on the CPU that
+// TLSCONN_CLIENT_CPU names (with taskset) when it is set.
+func clientCommand() *exec.Cmd {
+	if cpu := os.Getenv("TLSCONN_CLIENT_CPU"); cpu != "" {
+		return exec.Command("taskset", "-c", cpu, os.Args[0], "-test.run=^$")
+	}
+	return exec.Command(os.Args[0], "-test.run=^$")
 }

@@ -1,6 +1,7 @@
 package tlsconn
 
 import (
+	goruntime "runtime"
 	"sync"
 	"time"
 )
@@ -14,6 +15,16 @@ type PoolConfig struct {
 	// shares GOMAXPROCS between the running ones). Zero means
 	// DefaultMaxHandshakes.
 	MaxHandshakes int
+
+	// MaxCPU is how many of the running handshakes may compute at once:
+	// a handshake holds one of these places while crypto/tls works and
+	// gives it back while it waits for the peer. Each running one takes a
+	// P from the Go scheduler, which the loops also need (a loop woken by
+	// the kernel waits for a P when goroutines hold them all, up to the
+	// scheduler's 10 ms preemption), so this keeps handshakes from taking
+	// every P: with GOMAXPROCS above the number of loops by MaxCPU, no loop
+	// waits for one. Zero means GOMAXPROCS/2, at least 1.
+	MaxCPU int
 
 	// MaxQueued is how many more handshakes wait for a place, first come
 	// first served; a session past it fails with ErrPoolFull. Zero means
@@ -55,6 +66,8 @@ type PoolStats struct {
 type Pool struct {
 	cfg PoolConfig
 
+	cpu chan struct{} // a token per computing handshake (MaxCPU)
+
 	mu      sync.Mutex
 	queue   list // queued sessions, oldest first
 	running list
@@ -86,7 +99,10 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
 	}
-	return &Pool{cfg: cfg}
+	if cfg.MaxCPU <= 0 {
+		cfg.MaxCPU = max(1, goruntime.GOMAXPROCS(0)/2)
+	}
+	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU)}
 }
 
 // Config returns the pool's bounds, defaults filled in.
@@ -137,7 +153,9 @@ func (p *Pool) runLocked(s *Session) {
 func (p *Pool) run(s *Session) {
 	defer p.wg.Done()
 	for s != nil {
+		p.cpu <- struct{}{}
 		err := s.handshake()
+		<-p.cpu
 		p.mu.Lock()
 		p.running.remove(s)
 		s.pstate = psDone

@@ -218,6 +218,7 @@ func (s *Session) establish() {
 	reclaim(s.tc, nil) // the handshake's buffers
 	st := s.tc.ConnectionState()
 	s.t.expect = min(st.Version, tls.VersionTLS12)
+	s.t.batch = bufferAccess.ok
 	if st.Version == tls.VersionTLS13 {
 		s.t.limit = maxCiphertextTLS13
 	}
@@ -300,7 +301,8 @@ func (s *Session) Decrypt(dst, ct []byte, max int) ([]byte, error) {
 	return dst, err
 }
 
-// records decrypts the whole records in t.in, up to max plaintext bytes.
+// records decrypts the whole records in t.in, up to max plaintext bytes
+// (past it by at most one hand-over).
 func (s *Session) records(dst []byte, start, max int) ([]byte, error) {
 	t := &s.t
 	if !t.ready() {
@@ -308,7 +310,18 @@ func (s *Session) records(dst []byte, start, max int) ([]byte, error) {
 	}
 	box := lend(s.tc)
 	defer reclaim(s.tc, box)
-	for t.ready() && (max <= 0 || len(dst)-start < max) {
+	for {
+		// Records already handed over are always decrypted, so that the
+		// tls.Conn's buffer is empty when Decrypt returns.
+		if !t.batch || rawInputOf(s.tc).Len() == 0 {
+			if !t.ready() || (max > 0 && len(dst)-start >= max) {
+				return dst, nil
+			}
+			t.allow = 1 << 30
+			if max > 0 {
+				t.allow = max - (len(dst) - start)
+			}
+		}
 		dst = slices.Grow(dst, MaxPlaintext)
 		n, err := s.tc.Read(dst[len(dst) : len(dst)+MaxPlaintext])
 		dst = dst[:len(dst)+n]
@@ -321,7 +334,6 @@ func (s *Session) records(dst []byte, start, max int) ([]byte, error) {
 			return dst, s.rerr
 		}
 	}
-	return dst, nil
 }
 
 // Buffered returns how many ciphertext bytes the session holds: input not

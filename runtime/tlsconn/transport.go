@@ -38,6 +38,8 @@ type transport struct {
 	limit  int    // the longest record body accepted
 	broken bool   // an early header was handed over: from now on only errors
 	poison bool   // the current hand-over is an early header
+	batch  bool   // hand over several whole records at once (after the handshake)
+	allow  int    // at most this many bytes in one hand-over (a budget's share)
 
 	out []byte // ciphertext the tls.Conn wrote, not yet taken
 
@@ -90,8 +92,14 @@ func (t *transport) need() int {
 	return headerLen + (int(t.in[3])<<8 | int(t.in[4])) - len(t.in)
 }
 
-// take hands over up to len(p) bytes of the current record, starting the
-// next one when it is whole. It returns 0 when no record is whole.
+// take hands over up to len(p) bytes of the current hand-over, starting
+// the next one when a record is whole. It returns 0 when none is.
+//
+// A hand-over is one record, or after the handshake (when the session
+// manages the tls.Conn's buffer, so that it can see it drain) as many
+// whole records as fit in p, up to allow bytes: crypto/tls then reads them
+// in one call (one atLeastReader, not one per record) and decrypts them
+// one by one from its own buffer.
 func (t *transport) take(p []byte) (int, error) {
 	if t.broken {
 		return 0, errBroken
@@ -101,7 +109,17 @@ func (t *transport) take(p []byte) (int, error) {
 		if n == 0 {
 			return 0, nil
 		}
-		t.rec, t.first, t.poison = n, false, early
+		t.first, t.poison = false, early
+		if !early && t.batch {
+			for n < len(p) && n < t.allow {
+				m, bad := recordLen(t.in[n:], false, t.expect, t.limit)
+				if m == 0 || bad || n+m > len(p) {
+					break
+				}
+				n += m
+			}
+		}
+		t.rec = n
 	}
 	k := copy(p, t.in[:t.rec])
 	t.in = t.in[k:]
@@ -179,9 +197,12 @@ func (t *transport) Read(p []byte) (int, error) {
 		if n, err := t.take(p); n > 0 || err != nil {
 			return n, err
 		}
+		// Wait for the peer without holding a CPU place.
 		wake := t.wake
 		s.mu.Unlock()
+		<-s.pool.cpu
 		<-wake
+		s.pool.cpu <- struct{}{}
 		s.mu.Lock()
 	}
 }
