@@ -77,10 +77,8 @@ func lend(tc *tls.Conn) *[]byte {
 		return nil
 	}
 	ri := rawInputOf(tc)
-	if ri.Cap() > 0 { // crypto/tls's own, from the handshake: drop it
-		if ri.Len() > 0 {
-			return nil // never happens: the transport hands over whole records
-		}
+	if ri.Len() > 0 {
+		return nil // never happens: every Decrypt leaves it empty
 	}
 	box := rawInputPool.Get().(*[]byte)
 	*ri = *bytes.NewBuffer((*box)[:0])

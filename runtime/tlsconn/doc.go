@@ -31,6 +31,20 @@
 //	// closing:
 //	send(s.CloseNotify(nil)); s.Close()
 //
+// # What a loop owes a session
+//
+//   - Send Output after every Decrypt and on every Notify, before anything
+//     Encrypt returns later (Encrypt and CloseNotify put it first
+//     themselves).
+//   - Count its turn budget and its outbound cap in plaintext: Decrypt's
+//     max is the budget, Encrypt's input the bytes the handler wrote. While
+//     Buffered is above the inbound cap (a peer pushing during the
+//     handshake), pause reading.
+//   - Learn the handshake's end from whichever comes first: HandshakeDone
+//     on a Notify, or Decrypt returning the handshake's error.
+//   - On Close, send CloseNotify's alert, then Close the session; on the
+//     peer's end of stream without close_notify, Close it.
+//
 // See docs/decisions/0033-tls-engine.md for the design and its
 // alternatives, and docs/performance.md for what it costs.
 //

@@ -23,7 +23,9 @@ type PoolConfig struct {
 	// the kernel waits for a P when goroutines hold them all, up to the
 	// scheduler's 10 ms preemption), so this keeps handshakes from taking
 	// every P: with GOMAXPROCS above the number of loops by MaxCPU, no loop
-	// waits for one. Zero means GOMAXPROCS/2, at least 1.
+	// waits for one. A tls.Config callback that blocks (a GetCertificate
+	// that fetches) holds its place while it blocks. Zero means
+	// GOMAXPROCS/2, at least 1.
 	MaxCPU int
 
 	// MaxQueued is how many more handshakes wait for a place, first come
