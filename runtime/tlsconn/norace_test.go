@@ -1,0 +1,5 @@
+//go:build !race
+
+package tlsconn_test
+
+const raceEnabled = false
