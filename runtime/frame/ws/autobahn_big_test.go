@@ -2,9 +2,9 @@ package ws_test
 
 import (
 	"fmt"
-	"sync"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 

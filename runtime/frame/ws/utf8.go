@@ -13,14 +13,14 @@ import "encoding/binary"
 type utf8State uint8
 
 const (
-	utf8Accept utf8State = iota
-	utf8Need1            // 80-BF, then accept
-	utf8Need2            // 80-BF, then utf8Need1
-	utf8Need3            // 80-BF, then utf8Need2
-	utf8AfterE0          // A0-BF, then utf8Need1
-	utf8AfterED          // 80-9F, then utf8Need1
-	utf8AfterF0          // 90-BF, then utf8Need2
-	utf8AfterF4          // 80-8F, then utf8Need2
+	utf8Accept  utf8State = iota
+	utf8Need1             // 80-BF, then accept
+	utf8Need2             // 80-BF, then utf8Need1
+	utf8Need3             // 80-BF, then utf8Need2
+	utf8AfterE0           // A0-BF, then utf8Need1
+	utf8AfterED           // 80-9F, then utf8Need1
+	utf8AfterF0           // 90-BF, then utf8Need2
+	utf8AfterF4           // 80-8F, then utf8Need2
 	utf8Reject
 )
 
