@@ -18,8 +18,7 @@ import "errors"
 type Conn struct {
 	dec  Decoder
 	pool *Pool
-	msg  []byte      // the message being joined from its pieces, from pool
-	out  []byte      // the inflated message, from pool
+	buf  []byte      // from pool: the message being joined from its pieces, or the last one returned
 	rctx *window     // the peer's context takeover: its last plaintext
 	wctx *compressor // our context takeover: a compressor of our own
 	code CloseCode   // the status of the Close received
@@ -36,7 +35,7 @@ const (
 const (
 	stCloseSent = 1 << iota
 	stCloseRecv
-	stGiveBack // msg and out were returned by Next: recycle them at the next call
+	stGiveBack // buf was returned by Next: recycle it at the next call
 )
 
 // ErrNotData is returned by PutMessage for an opcode other than OpText or
@@ -150,17 +149,20 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 		}
 		if f.First {
 			// A frame's length says how much of it is still due.
-			c.msg = c.pool.get(len(f.Payload) + int(min(c.dec.remaining, 1<<20)))
+			c.buf = c.pool.get(len(f.Payload) + int(min(c.dec.remaining, 1<<20)))
 		}
-		c.msg = append(c.pool.grow(c.msg, len(f.Payload)), f.Payload...)
+		c.buf = append(c.pool.grow(c.buf, len(f.Payload)), f.Payload...)
 		if !f.Last {
 			continue
 		}
 		c.st |= stGiveBack
 		if !f.Compressed {
-			return n, f.Event, c.msg, nil
+			return n, f.Event, c.buf, nil
 		}
-		p, e := c.inflate(c.msg, f.Event)
+		src := c.buf
+		c.buf = nil
+		p, e := c.inflate(src, f.Event)
+		c.pool.put(src)
 		if e != nil {
 			return n, NeedMore, nil, e
 		}
@@ -180,10 +182,10 @@ func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 	if limit >= 0 {
 		guess = int(min(int64(guess), limit+1))
 	}
-	c.out = c.pool.get(guess)
+	c.buf = c.pool.get(guess)
 	c.st |= stGiveBack
-	out, e := c.pool.decompressor().inflate(c.pool, c.out, src, dict, limit)
-	c.out = out
+	out, e := c.pool.decompressor().inflate(c.pool, c.buf, src, dict, limit)
+	c.buf = out
 	if e == nil && ev == Text && !validUTF8(out) {
 		e = errUTF8
 	}
@@ -201,13 +203,9 @@ func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 }
 
 func (c *Conn) giveBack() {
-	if c.msg != nil {
-		c.pool.put(c.msg)
-		c.msg = nil
-	}
-	if c.out != nil {
-		c.pool.put(c.out)
-		c.out = nil
+	if c.buf != nil {
+		c.pool.put(c.buf)
+		c.buf = nil
 	}
 	c.st &^= stGiveBack
 }
