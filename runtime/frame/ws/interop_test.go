@@ -233,7 +233,7 @@ func (h *gwsClient) OnMessage(c *gws.Conn, m *gws.Message) {
 	h.got <- bytes.Clone(m.Bytes())
 	m.Close()
 }
-func (h *gwsClient) OnPong(c *gws.Conn, p []byte)  { h.pongs <- string(p) }
+func (h *gwsClient) OnPong(c *gws.Conn, p []byte)   { h.pongs <- string(p) }
 func (h *gwsClient) OnClose(c *gws.Conn, err error) { h.closed <- err }
 
 // TestGwsClient: gws's client against the codec's server.
