@@ -24,12 +24,12 @@ type Conn struct {
 	code CloseCode   // the status of the Close received
 	ext  uint8
 	st   uint8
+	bits uint8 // our compressor's window: 2^bits bytes (8 to 15)
 }
 
 const (
 	extReadReset  = 1 << iota // the peer compresses each message alone
 	extWriteReset             // we compress each message alone
-	extHuffman                // our window is limited below 15: no back-references
 )
 
 const (
@@ -74,8 +74,9 @@ func (c *Conn) Init(pool *Pool, role Role, hs *Handshake) {
 		}
 		writeBits, readBits = d.ClientMaxWindowBits, d.ServerMaxWindowBits
 	}
+	c.bits = 15
 	if writeBits != 0 && writeBits < 15 {
-		c.ext |= extHuffman | extWriteReset
+		c.bits = writeBits
 	}
 	if c.ext&extReadReset == 0 {
 		if readBits == 0 {
@@ -288,14 +289,11 @@ func (c *Conn) AppendMessage(dst []byte, op Opcode, p []byte) ([]byte, error) {
 }
 
 func (c *Conn) compressor() (*compressor, bool) {
-	switch {
-	case c.ext&extHuffman != 0:
-		return c.pool.compressor(true), true
-	case c.ext&extWriteReset != 0:
-		return c.pool.compressor(false), true
+	if c.ext&extWriteReset != 0 {
+		return c.pool.compressor(c.bits), true
 	}
 	if c.wctx == nil {
-		c.wctx = newCompressor(c.pool.cfg.Deflate.level())
+		c.wctx = newCompressor(c.pool.cfg.Deflate.level(), c.bits)
 	}
 	return c.wctx, false
 }

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/percore/percore/runtime/frame/http1"
 	"github.com/percore/percore/runtime/frame/ws"
@@ -70,7 +73,7 @@ func deliver(t testing.TB, from, to *ws.Conn, msgs [][]byte, rng *rand.Rand) [][
 			n, ev, p, err := to.Next(in[pos:])
 			pos += n
 			if err != nil {
-				t.Fatalf("message %d: %v", len(got), err)
+				t.Fatalf("message %d: %v (from %v to %v)", len(got), err, from.Role(), to.Role())
 			}
 			if ev == ws.NeedMore {
 				break
@@ -86,6 +89,9 @@ func deliver(t testing.TB, from, to *ws.Conn, msgs [][]byte, rng *rand.Rand) [][
 // takeover and window limits either end may ask for, cut at random.
 func TestDeflate(t *testing.T) {
 	seed := rand.Uint64()
+	if os.Getenv("WS_SEED") != "" {
+		seed, _ = strconv.ParseUint(os.Getenv("WS_SEED"), 10, 64)
+	}
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 3))
 	var msgs [][]byte
@@ -95,7 +101,13 @@ func TestDeflate(t *testing.T) {
 		for b.Len() < n {
 			fmt.Fprintf(&b, "{\"seq\":%d,\"name\":\"Größe\",\"v\":%d} ", i, rng.IntN(100))
 		}
-		msgs = append(msgs, []byte(b.String()[:n]))
+		// Cut at n bytes, and back to a code point boundary: even
+		// messages go as text.
+		m := b.String()[:n]
+		for !utf8.ValidString(m) {
+			m = m[:len(m)-1]
+		}
+		msgs = append(msgs, []byte(m))
 	}
 	cfgs := []ws.Deflate{
 		{Enabled: true},
@@ -128,26 +140,56 @@ func TestDeflate(t *testing.T) {
 	}
 }
 
-// TestHuffmanOnly: asked for a window below 32 KiB, the compressor emits
-// no back-references: a message of one repeated byte, which LZ77 shrinks
-// to a few bytes, stays at one bit per byte or more.
-func TestHuffmanOnly(t *testing.T) {
+// TestWindowLimit: asked for a window of 512 bytes, the compressor refers
+// back no further: a random block repeated 4 KiB later is sent twice,
+// where a 32 KiB window sends it once.
+func TestWindowLimit(t *testing.T) {
+	block := make([]byte, 4096)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for i := range block {
+		block[i] = byte(rng.Uint32())
+	}
+	m := append(bytes.Clone(block), block...)
 	s, c := pair(t, ws.Config{Deflate: ws.Deflate{Enabled: true}}, ws.Config{Deflate: ws.Deflate{Enabled: true, ReadContextTakeover: true, ReadWindowBits: 9}})
-	m := bytes.Repeat([]byte("a"), 4096)
 	small, err := s.AppendMessage(nil, ws.OpBinary, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(small) < 4096/8 {
-		t.Fatalf("window 9: %d bytes for 4096 repeated bytes: back-references were used", len(small))
+	if len(small) < 2*4096 {
+		t.Fatalf("window 9: %d bytes for a 4 KiB block sent twice: a reference reached past 512 bytes", len(small))
 	}
 	s2, _ := pair(t, ws.Config{Deflate: ws.Deflate{Enabled: true}}, ws.Config{Deflate: ws.Deflate{Enabled: true}})
 	big, _ := s2.AppendMessage(nil, ws.OpBinary, m)
-	if len(big) > 100 {
-		t.Fatalf("window 15: %d bytes for 4096 repeated bytes", len(big))
+	if len(big) > 4096+200 {
+		t.Fatalf("window 15: %d bytes for a 4 KiB block sent twice", len(big))
 	}
-	if got := deliver(t, s, c, [][]byte{m}, rand.New(rand.NewPCG(1, 1))); len(got) != 1 || !bytes.Equal(got[0], m) {
-		t.Fatal("the Huffman-only message does not arrive")
+	if _, ev, p, err := c.Next(small); err != nil || ev != ws.Binary || !bytes.Equal(p, m) {
+		t.Fatalf("the message does not arrive: %v %v", ev, err)
+	}
+}
+
+// TestDeflateBound: MaxLen holds the compressed frame of incompressible
+// data, for every window.
+func TestDeflateBound(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	for _, bits := range []int{8, 9, 12, 15} {
+		s, c := pair(t, ws.Config{Deflate: ws.Deflate{Enabled: true, Threshold: -1}}, ws.Config{Deflate: ws.Deflate{Enabled: true, ReadContextTakeover: true, ReadWindowBits: bits}})
+		for _, n := range []int{1, 100, 5000, 70000, 1 << 20} {
+			m := make([]byte, n)
+			for i := range m {
+				m[i] = byte(rng.Uint32())
+			}
+			room := make([]byte, s.MaxLen(n))
+			k, err := s.PutMessage(room, ws.OpBinary, m)
+			if err != nil {
+				t.Fatalf("window %d, %d bytes: %v", bits, n, err)
+			}
+			var wire []byte
+			wire = append(wire, room[:k]...)
+			if _, ev, p, err := c.Next(wire); err != nil || ev != ws.Binary || !bytes.Equal(p, m) {
+				t.Fatalf("window %d, %d bytes: differs (frame %d)", bits, n, k)
+			}
+		}
 	}
 }
 
@@ -197,7 +239,14 @@ func TestInflateErrors(t *testing.T) {
 // limited window, and clients; those without context takeover get the
 // shared compressed bytes themselves.
 func TestPrepared(t *testing.T) {
-	msg := []byte(strings.Repeat("fan-out event {\"topic\":\"prices\",\"v\":42} ", 40))
+	// References reach 2 KiB back: a compressor with a window of 1 KiB
+	// cannot make the shared encoding.
+	var b strings.Builder
+	r := rand.New(rand.NewPCG(8, 8))
+	for b.Len() < 2048 {
+		fmt.Fprintf(&b, "event %d;", r.IntN(1000000))
+	}
+	msg := []byte(strings.Repeat(b.String(), 2))
 	pool := ws.NewPool(ws.Config{Deflate: ws.Deflate{Enabled: true}})
 	pm, err := pool.Prepare(ws.OpText, msg)
 	if err != nil {

@@ -1,12 +1,16 @@
 package ws
 
 import (
-	"compress/flate"
+	"github.com/klauspost/compress/flate"
 	"errors"
 	"io"
 )
 
-// permessage-deflate (RFC 7692) on std compress/flate.
+// permessage-deflate (RFC 7692) on github.com/klauspost/compress/flate,
+// a drop-in for compress/flate that reuses its Huffman tables between
+// messages (compress/flate allocates them anew for every dynamic block
+// with long codes), keeps a smaller compressor, and can limit its window
+// (decision record 0032 has the measurements).
 //
 // A message is compressed as DEFLATE blocks ended by a sync flush, whose
 // empty stored block's last four bytes (00 00 FF FF) are taken off before
@@ -19,14 +23,13 @@ import (
 // reset with (flate.Resetter's dictionary); for writing, its own
 // flate.Writer, whose window carries over from one sync flush to the next.
 //
-// compress/flate's window is always 32 KiB and cannot be made smaller. A
-// window limit asked of our decompressor's peer costs nothing to honour
-// (a smaller window inflates with a larger one). A limit asked of our
-// compressor (server_max_window_bits below 15 from a client, or
-// client_max_window_bits below 15 from a server) is honoured by
-// compressing that connection's messages with flate.HuffmanOnly: no
-// back-references at all, so none reaches past any window, at the cost of
-// the LZ77 part of the compression (decision record 0032).
+// Window sizes: a limit asked of the peer's compressor costs our
+// decompressor nothing (a smaller window inflates with a 32 KiB one). A
+// limit asked of ours (server_max_window_bits below 15 from a client,
+// client_max_window_bits below 15 from a server) is kept by a compressor
+// made with that window (flate.NewWriterWindow), shared by the Pool's
+// connections of that window without context takeover, a connection's own
+// with it.
 
 // tail is what a sync flush ends with, and what the sender removes.
 var tail = [4]byte{0x00, 0x00, 0xFF, 0xFF}
@@ -48,9 +51,9 @@ const DefaultCompressThreshold = 128
 type Deflate struct {
 	// Enabled offers (client) or accepts (server) permessage-deflate.
 	Enabled bool
-	// Level is the compress/flate level, 1 (BestSpeed) to 9. Zero means
-	// 1. (Levels above 1 cost a reset of 640 KiB of hash tables per
-	// message without context takeover.)
+	// Level is the flate level, 1 (BestSpeed) to 9. Zero means 1. (A
+	// compressor whose window a peer limited below 32 KiB has one level
+	// of its own.)
 	Level int
 	// Threshold is the shortest message PutMessage compresses; shorter
 	// ones go uncompressed (RFC 7692 lets each message choose). Zero means
@@ -97,8 +100,9 @@ func (c *Deflate) readWindowBits() uint8 {
 }
 
 // deflateBound is the most that compressing n bytes can produce with a
-// sync flush: stored blocks (5 bytes of header per 64 KiB; compress/flate
+// sync flush: stored blocks (5 bytes of header per 16 KiB at most; flate
 // falls back to them when Huffman coding would be larger) and the flush.
+// TestDeflateBound checks it on incompressible data.
 func deflateBound(n int) int { return n + n>>12 + 32 }
 
 // sink is the io.Writer a compressor writes into: the room of a caller's
@@ -123,9 +127,15 @@ type compressor struct {
 	s sink
 }
 
-func newCompressor(level int) *compressor {
+// newCompressor returns a compressor at level with a window of 2^bits
+// bytes (bits 8 to 15).
+func newCompressor(level int, bits uint8) *compressor {
 	c := &compressor{}
-	c.w, _ = flate.NewWriter(&c.s, level) // the level is in range: no error
+	if bits < 15 {
+		c.w, _ = flate.NewWriterWindow(&c.s, 1<<bits) // 256 to 16 KiB: in range
+	} else {
+		c.w, _ = flate.NewWriter(&c.s, level) // the level is in range: no error
+	}
 	return c
 }
 

@@ -175,7 +175,7 @@ func negotiateDeflate(values [][]byte, cfg *Deflate) (DeflateParams, bool) {
 				ServerNoContextTakeover: o.serverNoCtx || !cfg.WriteContextTakeover,
 				ClientNoContextTakeover: !cfg.ReadContextTakeover,
 				// A limit the client asks of our window is agreed to:
-				// below 15 we compress without back-references.
+				// the compressor is made with that window.
 				ServerMaxWindowBits: o.serverBits,
 			}
 			// An offer's client_no_context_takeover is only a hint (RFC

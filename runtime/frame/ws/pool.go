@@ -1,7 +1,6 @@
 package ws
 
 import (
-	"compress/flate"
 	"math/bits"
 )
 
@@ -40,8 +39,7 @@ type Pool struct {
 	keep int
 	free [numClasses][][]byte
 
-	comp    *compressor   // Deflate.Level, reset per message
-	huff    *compressor   // HuffmanOnly, for window limits below 15
+	comp    [8]*compressor // by window bits - 8: Deflate.Level at 15, reset per message
 	decomp  *decompressor // shared by every connection
 	scratch []byte        // compressed output of Prepare
 }
@@ -116,17 +114,14 @@ func (p *Pool) grow(b []byte, n int) []byte {
 	return nb
 }
 
-func (p *Pool) compressor(huffman bool) *compressor {
-	if huffman {
-		if p.huff == nil {
-			p.huff = newCompressor(flate.HuffmanOnly)
-		}
-		return p.huff
+// compressor returns the shared compressor of a window of 2^bits bytes
+// (8 to 15).
+func (p *Pool) compressor(bits uint8) *compressor {
+	c := &p.comp[bits-8]
+	if *c == nil {
+		*c = newCompressor(p.cfg.Deflate.level(), bits)
 	}
-	if p.comp == nil {
-		p.comp = newCompressor(p.cfg.Deflate.level())
-	}
-	return p.comp
+	return *c
 }
 
 func (p *Pool) decompressor() *decompressor {

@@ -36,7 +36,7 @@ func (pl *Pool) Prepare(op Opcode, p []byte) (*Prepared, error) {
 	d := &pl.cfg.Deflate
 	if d.Enabled && len(p) >= d.threshold() {
 		pl.scratch = grow(pl.scratch[:0], deflateBound(len(p)))[:0]
-		out, err := pl.compressor(false).compress(pl.scratch, p, true)
+		out, err := pl.compressor(15).compress(pl.scratch, p, true)
 		if err != nil {
 			return nil, err
 		}
@@ -63,7 +63,7 @@ func (c *Conn) shared(pm *Prepared) []byte {
 		return nil
 	case !c.compresses(len(pm.payload)):
 		return pm.frame
-	case c.ext&extHuffman == 0 && c.ext&extWriteReset != 0 && pm.deflated != nil:
+	case c.bits == 15 && c.ext&extWriteReset != 0 && pm.deflated != nil:
 		return pm.deflated
 	}
 	return nil
