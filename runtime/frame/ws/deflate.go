@@ -1,8 +1,8 @@
 package ws
 
 import (
-	"github.com/klauspost/compress/flate"
 	"errors"
+	"github.com/klauspost/compress/flate"
 	"io"
 )
 

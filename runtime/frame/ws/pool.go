@@ -40,8 +40,8 @@ type Pool struct {
 	free [numClasses][][]byte
 
 	comp    [8]*compressor // by window bits - 8: Deflate.Level at 15, reset per message
-	decomp  *decompressor // shared by every connection
-	scratch []byte        // compressed output of Prepare
+	decomp  *decompressor  // shared by every connection
+	scratch []byte         // compressed output of Prepare
 }
 
 const (
