@@ -2,8 +2,9 @@ package ws
 
 import (
 	"errors"
-	"github.com/klauspost/compress/flate"
 	"io"
+
+	"github.com/klauspost/compress/flate"
 )
 
 // permessage-deflate (RFC 7692) on github.com/klauspost/compress/flate,
