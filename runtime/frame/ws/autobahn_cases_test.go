@@ -56,6 +56,10 @@ type abCase struct {
 	// fuzzer when the extension was agreed); fragment is their frame size.
 	messages []event
 	fragment int
+	// gen, when set, makes messages when the case runs (sections 12 and
+	// 13: made all at once at their published counts they would not fit
+	// in memory).
+	gen func() []event
 }
 
 func fr(op byte, fin bool, p string) wireFrame {
