@@ -43,7 +43,7 @@ type HandshakeError struct {
 }
 
 func (e *HandshakeError) Error() string {
-	return "ws: handshake refused: " + strconv.Itoa(e.Status) + " " + http1.StatusText(e.Status) + ": " + e.Reason
+	return "ws: handshake refused: " + strconv.Itoa(e.Status) + ": " + e.Reason
 }
 
 var (
@@ -249,7 +249,12 @@ func AppendAcceptFields(dst []byte, hs *Handshake) []byte {
 // http1.Date) is the Date value, or nil for none. Close the connection once
 // it is sent.
 func AppendRefusal(dst []byte, e *HandshakeError, date []byte) []byte {
-	dst = http1.AppendStatusLine(dst, e.Status)
+	if e.Status == 426 {
+		// http1.StatusText does not know 426 (RFC 9110 15.5.22).
+		dst = append(dst, "HTTP/1.1 426 Upgrade Required\r\n"...)
+	} else {
+		dst = http1.AppendStatusLine(dst, e.Status)
+	}
 	if date != nil {
 		dst = http1.AppendHeader(dst, "Date", date)
 	}

@@ -96,6 +96,9 @@ func TestRefusals(t *testing.T) {
 			if resp.Status != tc.status || !resp.Close || int(resp.ContentLength) != len(out)-resp.HeadLen {
 				t.Fatalf("refusal %q", out)
 			}
+			if strings.Contains(string(out), "Unknown") {
+				t.Fatalf("refusal %q has no reason phrase", out)
+			}
 			if tc.field != "" && !strings.Contains(string(out), tc.field+"\r\n") {
 				t.Fatalf("refusal %q lacks %q", out, tc.field)
 			}
