@@ -208,8 +208,8 @@ func cases12and13() []abCase {
 	for j, d := range data {
 		for i, s := range compressionSizes {
 			cs = append(cs, abCase{id: fmt.Sprintf("12.%d.%d", j+1, i+1),
-				offers:   []string{"permessage-deflate; client_no_context_takeover; client_max_window_bits"},
-				gen: func() []event { return d.slices(shrink(s[0]), count(s[1], 2)) }, fragment: s[2], closedByMe: true, codes: []int{normal}})
+				offers: []string{"permessage-deflate; client_no_context_takeover; client_max_window_bits"},
+				gen:    func() []event { return d.slices(shrink(s[0]), count(s[1], 2)) }, fragment: s[2], closedByMe: true, codes: []int{normal}})
 		}
 	}
 	// 13: the offers of DEFLATE_PARAMS (Autobahn's PerMessageDeflateOffer:
