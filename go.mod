@@ -4,6 +4,9 @@ go 1.26.0
 
 require (
 	github.com/cloudwego/netpoll v0.7.2
+	github.com/gorilla/websocket v1.5.3
+	github.com/klauspost/compress v1.20.3
+	github.com/lxzan/gws v1.8.9
 	github.com/panjf2000/gnet/v2 v2.9.7
 	github.com/pawelgaczynski/giouring v0.0.0-20230826085535-69588b89acb9
 	github.com/prometheus/client_golang v1.25.0
@@ -18,7 +21,7 @@ require (
 	github.com/bytedance/gopkg v0.1.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cloudwego/gopkg v0.1.4 // indirect
-	github.com/klauspost/compress v1.20.3 // indirect
+	github.com/dolthub/maphash v0.1.0 // indirect
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

@@ -1,0 +1,345 @@
+package ws
+
+import "errors"
+
+// Conn is the protocol state of one WebSocket connection, without its
+// socket: it turns the bytes received into messages and control frames
+// (Next), and writes frames into a buffer the caller hands it (the Put
+// methods), keeping RFC 6455's rules in both directions: messages whole
+// out of fragments (with control frames between them), UTF-8 of text,
+// permessage-deflate both ways as negotiated, the close handshake (no
+// frame after a Close).
+//
+// It is small (see TestConnSize): between messages it holds no buffer, no
+// compressor and no decompressor, unless context takeover was agreed
+// (then a window of the peer's plaintext, a compressor of its own, or
+// both). Init it after the handshake, with the Pool of the goroutine that
+// will use it. A Conn is used by one goroutine at a time.
+type Conn struct {
+	dec  Decoder
+	pool *Pool
+	buf  []byte      // from pool: the message being joined from its pieces, or the last one returned
+	rctx *window     // the peer's context takeover: its last plaintext
+	wctx *compressor // our context takeover: a compressor of our own
+	code CloseCode   // the status of the Close received
+	ext  uint8
+	st   uint8
+	bits uint8 // our compressor's window: 2^bits bytes (8 to 15)
+}
+
+const (
+	extReadReset  = 1 << iota // the peer compresses each message alone
+	extWriteReset             // we compress each message alone
+)
+
+const (
+	stCloseSent = 1 << iota
+	stCloseRecv
+	stGiveBack // buf was returned by Next: recycle it at the next call
+)
+
+// ErrNotData is returned by PutMessage for an opcode other than OpText or
+// OpBinary, and by PutControl for one other than OpPing or OpPong.
+var ErrNotData = errors.New("ws: wrong opcode for this call")
+
+// ErrControlTooLong is returned by PutControl for a payload over 125
+// bytes.
+var ErrControlTooLong = errors.New("ws: control frame payload over 125 bytes")
+
+// Init makes c ready for a connection of the given role whose handshake
+// agreed hs (nil: no extension), with the Config and buffers of pool.
+func (c *Conn) Init(pool *Pool, role Role, hs *Handshake) {
+	*c = Conn{pool: pool}
+	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits}
+	if hs == nil || !hs.Deflate.Enabled {
+		return
+	}
+	d := hs.Deflate
+	c.dec.Deflate = true
+	var writeBits, readBits uint8
+	if role == Server {
+		if d.ServerNoContextTakeover {
+			c.ext |= extWriteReset
+		}
+		if d.ClientNoContextTakeover {
+			c.ext |= extReadReset
+		}
+		writeBits, readBits = d.ServerMaxWindowBits, d.ClientMaxWindowBits
+	} else {
+		if d.ClientNoContextTakeover || !pool.cfg.Deflate.WriteContextTakeover {
+			c.ext |= extWriteReset
+		}
+		if d.ServerNoContextTakeover {
+			c.ext |= extReadReset
+		}
+		writeBits, readBits = d.ClientMaxWindowBits, d.ServerMaxWindowBits
+	}
+	c.bits = 15
+	if writeBits != 0 && writeBits < 15 {
+		c.bits = writeBits
+	}
+	if c.ext&extReadReset == 0 {
+		if readBits == 0 {
+			readBits = 15
+		}
+		c.rctx = &window{size: 1 << readBits}
+	}
+}
+
+// Compressed reports whether permessage-deflate is in use.
+func (c *Conn) Compressed() bool { return c.dec.Deflate }
+
+// Role returns the end c is.
+func (c *Conn) Role() Role { return c.dec.Role }
+
+// CloseReceived reports whether the peer's Close frame arrived; CloseSent
+// whether ours was written. Once both are true the closing handshake is
+// complete: a server closes the TCP connection then (RFC 6455 section
+// 7.1.1), a client waits for the server to.
+func (c *Conn) CloseReceived() bool { return c.st&stCloseRecv != 0 }
+
+// CloseSent reports whether PutClose wrote a Close frame.
+func (c *Conn) CloseSent() bool { return c.st&stCloseSent != 0 }
+
+// CloseCode returns the status of the Close frame received
+// (CloseNoStatus for one without a status), or 0 before one arrived.
+func (c *Conn) CloseCode() CloseCode { return c.code }
+
+// Next reads from in, the bytes received and not yet consumed, and returns
+// how many it consumed and the next event: a whole message (Text, Binary:
+// p is the message, inflated if it was compressed), a Ping or Pong (p is
+// its payload), the peer's Close (p is its reason; CloseCode has its
+// status), or NeedMore. Call it with in[n:] until NeedMore; p is valid
+// until the next call (a message that arrived whole in one frame is a
+// slice of in, unmasked in place; a fragmented or compressed one is in a
+// buffer of c's Pool, given back at the next call).
+//
+// A *CloseError says the peer broke the protocol or a limit: write a Close
+// with its Code (PutClose) and close the connection.
+func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
+	if c.st&stGiveBack != 0 {
+		c.giveBack()
+	}
+	for {
+		k, f, e := c.dec.Next(in[n:])
+		n += k
+		if e != nil {
+			c.drop()
+			return n, NeedMore, nil, e
+		}
+		switch f.Event {
+		case NeedMore:
+			return n, NeedMore, nil, nil
+		case Ping, Pong:
+			return n, f.Event, f.Payload, nil
+		case Close:
+			c.code = f.Code
+			c.st |= stCloseRecv
+			c.drop()
+			return n, Close, f.Payload, nil
+		}
+		if f.First && f.Last {
+			if !f.Compressed {
+				return n, f.Event, f.Payload, nil
+			}
+			p, e := c.inflate(f.Payload, f.Event)
+			if e != nil {
+				return n, NeedMore, nil, e
+			}
+			return n, f.Event, p, nil
+		}
+		if f.First {
+			// A frame's length says how much of it is still due.
+			c.buf = c.pool.get(len(f.Payload) + int(min(c.dec.remaining, 1<<20)))
+		}
+		c.buf = append(c.pool.grow(c.buf, len(f.Payload)), f.Payload...)
+		if !f.Last {
+			continue
+		}
+		c.st |= stGiveBack
+		if !f.Compressed {
+			return n, f.Event, c.buf, nil
+		}
+		src := c.buf
+		c.buf = nil
+		p, e := c.inflate(src, f.Event)
+		c.pool.put(src)
+		if e != nil {
+			return n, NeedMore, nil, e
+		}
+		return n, f.Event, p, nil
+	}
+}
+
+// inflate returns the message that the compressed message src is, and
+// checks it.
+func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
+	var dict []byte
+	if c.rctx != nil {
+		dict = c.rctx.b
+	}
+	limit := c.dec.Limits.maxMessage()
+	guess := max(512, 3*len(src))
+	if limit >= 0 {
+		guess = int(min(int64(guess), limit+1))
+	}
+	c.buf = c.pool.get(guess)
+	c.st |= stGiveBack
+	out, e := c.pool.decompressor().inflate(c.pool, c.buf, src, dict, limit)
+	c.buf = out
+	if e == nil && ev == Text && !validUTF8(out) {
+		e = errUTF8
+	}
+	if e != nil {
+		c.drop()
+		return nil, c.dec.fail(e)
+	}
+	if c.rctx != nil {
+		if c.rctx.b == nil {
+			c.rctx.b = make([]byte, 0, c.rctx.size)
+		}
+		c.rctx.add(out)
+	}
+	return out, nil
+}
+
+func (c *Conn) giveBack() {
+	if c.buf != nil {
+		c.pool.put(c.buf)
+		c.buf = nil
+	}
+	c.st &^= stGiveBack
+}
+
+// drop gives back what a failed or closed connection holds.
+func (c *Conn) drop() {
+	c.giveBack()
+	c.rctx = nil
+	c.wctx = nil
+}
+
+// compresses reports whether PutMessage compresses a message of n bytes.
+func (c *Conn) compresses(n int) bool {
+	return c.dec.Deflate && n >= c.pool.cfg.Deflate.threshold()
+}
+
+func (c *Conn) masked() bool { return c.dec.Role == Client }
+
+// MaxLen returns the room PutMessage needs for a message of n bytes: its
+// frame's length, or for a message it compresses the frame of the
+// largest output compress/flate can make of n bytes.
+func (c *Conn) MaxLen(n int) int {
+	if c.compresses(n) {
+		return FrameLen(deflateBound(n), c.masked())
+	}
+	return FrameLen(n, c.masked())
+}
+
+// PutMessage writes the message p (op is OpText or OpBinary) as one frame
+// into dst and returns its length: the frame a client masks, compressed
+// when permessage-deflate is in use and p is not shorter than
+// Deflate.Threshold. dst must hold MaxLen(len(p)) bytes (ErrShortBuffer
+// otherwise): the room a connection's outbound buffer reserves
+// (percore.Conn.Reserve, then Commit with the length returned). The
+// payload is copied once, into dst (compressed, it is read by the
+// compressor, which writes into dst). p itself is not changed. Text is not
+// checked for UTF-8: sending valid text is the caller's part.
+func (c *Conn) PutMessage(dst []byte, op Opcode, p []byte) (int, error) {
+	if op != OpText && op != OpBinary {
+		return 0, ErrNotData
+	}
+	if c.st&stCloseSent != 0 {
+		return 0, ErrCloseSent
+	}
+	masked := c.masked()
+	if !c.compresses(len(p)) {
+		return putFrame(dst, Header{Op: op, Fin: true, Masked: masked, Length: len(p)}, p)
+	}
+	hmax := HeaderLen(deflateBound(len(p)), masked)
+	if len(dst) < hmax {
+		return 0, ErrShortBuffer
+	}
+	comp, reset := c.compressor()
+	out, err := comp.compress(dst[hmax:hmax:len(dst)], p, reset)
+	if err != nil {
+		return 0, ErrShortBuffer
+	}
+	m := len(out)
+	h := HeaderLen(m, masked)
+	if h < hmax {
+		copy(dst[h:h+m], dst[hmax:hmax+m])
+	}
+	hd := Header{Op: op, Fin: true, RSV1: true, Masked: masked, Length: m}
+	if masked {
+		hd.Key = newKey()
+	}
+	PutHeader(dst, hd)
+	if masked {
+		mask(hd.Key, 0, dst[h:h+m])
+	}
+	return h + m, nil
+}
+
+// AppendMessage appends the frame PutMessage writes to dst, growing it.
+func (c *Conn) AppendMessage(dst []byte, op Opcode, p []byte) ([]byte, error) {
+	n := len(dst)
+	dst = grow(dst, c.MaxLen(len(p)))
+	m, err := c.PutMessage(dst[n:], op, p)
+	return dst[:n+m], err
+}
+
+func (c *Conn) compressor() (*compressor, bool) {
+	if c.ext&extWriteReset != 0 {
+		return c.pool.compressor(c.bits), true
+	}
+	if c.wctx == nil {
+		c.wctx = newCompressor(c.pool.cfg.Deflate.level(), c.bits)
+	}
+	return c.wctx, false
+}
+
+// PutControl writes a Ping or a Pong (op) with payload p, at most 125
+// bytes, into dst, which must hold FrameLen(len(p), masked) bytes
+// (MaxHeaderLen+125 always does). Answer a Ping with a Pong of its
+// payload.
+func (c *Conn) PutControl(dst []byte, op Opcode, p []byte) (int, error) {
+	if op != OpPing && op != OpPong {
+		return 0, ErrNotData
+	}
+	if len(p) > MaxControlPayload {
+		return 0, ErrControlTooLong
+	}
+	if c.st&stCloseSent != 0 {
+		return 0, ErrCloseSent
+	}
+	return putFrame(dst, Header{Op: op, Fin: true, Masked: c.masked(), Length: len(p)}, p)
+}
+
+// PutClose writes a Close frame with code and reason (cut to 123 bytes)
+// into dst, which must hold MaxHeaderLen+125 bytes, and marks c closing:
+// no frame may follow it. A code of 0 or CloseNoStatus writes a Close
+// without a status, so that the answer to a Close is
+// PutClose(dst, c.CloseCode(), "") whatever it carried (RFC 6455 section
+// 5.5.1: an endpoint echoes the status it received). Any other code that
+// must not be sent (CloseCode.Valid is false) is refused with ErrNotData.
+func (c *Conn) PutClose(dst []byte, code CloseCode, reason string) (int, error) {
+	if c.st&stCloseSent != 0 {
+		return 0, ErrCloseSent
+	}
+	var buf [MaxControlPayload]byte
+	var p []byte
+	switch {
+	case code == 0 || code == CloseNoStatus:
+		p = buf[:0]
+	case !code.Valid():
+		return 0, ErrNotData
+	default:
+		p = AppendClosePayload(buf[:0], code, reason)
+	}
+	n, err := putFrame(dst, Header{Op: OpClose, Fin: true, Masked: c.masked(), Length: len(p)}, p)
+	if err == nil {
+		c.st |= stCloseSent
+		c.wctx = nil // nothing more is compressed
+	}
+	return n, err
+}
