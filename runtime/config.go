@@ -286,9 +286,10 @@ type Config struct {
 	// means DefaultFileWorkers.
 	FileWorkers int
 	// LoopSetup, when set, runs on each loop's thread once its backend is
-	// set up and before its listener accepts: the place to build the
-	// loop's own state (PerLoop.Set). An error stops New, which returns
-	// it.
+	// set up, and before any loop accepts or runs a handler, timer or
+	// posted function: the place to build the loop's own state
+	// (PerLoop.Set). It has run on every loop before the first client is
+	// served. An error stops New, which returns it.
 	LoopSetup func(l *Loop) error
 	// Logger receives lifecycle events only (start, backend fallback,
 	// shutdown, accept-error episodes), never per-request logs. Nil means
