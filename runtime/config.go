@@ -279,6 +279,13 @@ type Config struct {
 	// it Go fails with ErrLoopBusy. Zero means DefaultMaxGo; negative
 	// means no bound.
 	MaxGo int
+	// MaxHeldCalls bounds the cross-loop calls (Loop.Call) one loop holds
+	// for one target whose queue is full (the target is behind): they
+	// wait on the caller, in order, and past this many a turn's batch to
+	// that target is refused, its done functions getting ErrLoopBusy
+	// (Stats.CallRejects counts them). Zero means DefaultMaxHeldCalls;
+	// negative means no bound.
+	MaxHeldCalls int
 	// FileWorkers bounds the worker threads each epoll loop runs its
 	// file operations on (regular files cannot be polled, so a File's
 	// reads, writes and syncs are blocking system calls there); they
@@ -371,6 +378,7 @@ func (c Config) withDefaults() Config {
 	c.TurnBudget = limit.OrDefault(c.TurnBudget, DefaultTurnBudget)
 	c.MaxPosted = limit.OrDefault(c.MaxPosted, DefaultMaxPosted)
 	c.MaxGo = limit.OrDefault(c.MaxGo, DefaultMaxGo)
+	c.MaxHeldCalls = limit.OrDefault(c.MaxHeldCalls, DefaultMaxHeldCalls)
 	if c.PacketBufferSize == 0 {
 		c.PacketBufferSize = DefaultPacketBufferSize
 	}

@@ -131,6 +131,9 @@ func (l *Loop) run() {
 		}
 		if len(l.calls.dirty) > 0 || len(l.calls.held) > 0 {
 			l.flushCalls()
+			if len(l.calls.dirty) > 0 {
+				timeout = 0 // done functions that ran in the flush made calls
+			}
 			if len(l.calls.held) > 0 && (timeout < 0 || timeout > heldCallsWait) {
 				// A full queue to another loop: try again soon,
 				// whether or not anything wakes this one.
@@ -162,6 +165,9 @@ func (l *Loop) run() {
 		l.cnt[sTurns]++
 		l.runTimers()
 	}
+	// Past the last enter: what is pushed to other loops from here on
+	// wakes them through their eventfds (a MSG_RING would never go out).
+	l.calls.exiting = true
 	for _, f := range l.onStop {
 		l.safely("OnStop function", f)
 	}

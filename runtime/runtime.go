@@ -107,7 +107,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		})
 	}
 	for _, l := range rt.peers {
-		l.initCalls(len(rt.peers))
+		l.initCalls(len(rt.peers), batchQueueSize)
 	}
 	// Two phases. First each loop, one after the other, sets up its
 	// backend, runs Config.LoopSetup and binds its listeners; then, once

@@ -67,7 +67,7 @@ type uringDriver struct {
 	waitsN  uint64
 	pk      uringPackets // the datagram sockets (uring_packet.go)
 
-	wakefd  int
+	wakefd  wakeFd
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
 	woken   atomic.Bool
 	msgRing bool // the kernel has IORING_OP_MSG_RING: loops wake this one through their rings
@@ -227,14 +227,14 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		r.Close()
 		return nil, err
 	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		br.Close()
 		r.Close()
 		return nil, os.NewSyscallError("eventfd", err)
 	}
 	d := &uringDriver{
-		l: l, r: r, br: br, bufs: br, wakefd: wakefd,
+		l: l, r: r, br: br, bufs: br, wakefd: eventFd(efd),
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
 		msgRing: support.Has(ring.OpMsgRing),
@@ -248,7 +248,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 }
 
 func (d *uringDriver) armWake() error {
-	return d.r.PrepareRead(d.wakefd, d.wakeBuf, 0, userData(kindWake, 0, 0))
+	return d.r.PrepareRead(d.wakefd.fd(), d.wakeBuf, 0, userData(kindWake, 0, 0))
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
@@ -674,7 +674,10 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 		l.runPosted()
 		return
 	case kindMsgSent:
-		return // a failure means the target is gone: its callers learn that from it
+		if e.Res < 0 {
+			d.msgFailed(slot)
+		}
+		return
 	case kindAccept:
 		d.accepted(int(slot), e)
 		return
@@ -1016,28 +1019,45 @@ func (d *uringDriver) wake() {
 	if d.woken.Swap(true) {
 		return
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	_, _ = unix.Write(d.wakefd, one[:])
+	d.wakefd.signal()
 }
 
-// wakeFrom wakes this loop on behalf of another loop's thread: through
-// the caller's own ring (a MSG_RING submitted with its next enter, no
-// system call of its own) when both loops run io_uring, else through the
-// eventfd.
-func (d *uringDriver) wakeFrom(src driver) {
+// wakeFrom wakes this loop on behalf of another loop's thread through the
+// caller's own ring (a MSG_RING submitted with its next enter, no system
+// call of its own) when both loops run io_uring; otherwise, or when the
+// caller's submission queue is full, it reports false and the caller
+// writes the eventfd. The MSG_RING's own completion on the caller names
+// this loop, so that a failed one wakes it through the eventfd instead
+// (msgFailed).
+func (d *uringDriver) wakeFrom(src driver) bool {
 	s, ok := src.(*uringDriver)
 	if !ok || !d.msgRing || !s.msgRing || eventfdWakeOnly.Load() {
-		d.wake()
-		return
+		return false
 	}
 	if d.woken.Swap(true) {
+		return true
+	}
+	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, uint32(d.l.id), 0)) != nil {
+		d.woken.Store(false)
+		return false
+	}
+	return true
+}
+
+// msgFailed handles the failure of a MSG_RING this loop sent to wake loop
+// id: the target's wake-up flag, set for it, is cleared and the target
+// woken through its eventfd; otherwise every later wake-up of it would be
+// swallowed.
+func (d *uringDriver) msgFailed(id uint32) {
+	rt := d.l.rt
+	if rt == nil || int(id) >= len(rt.peers) {
 		return
 	}
-	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, 0, 0)) != nil {
-		d.woken.Store(false)
-		d.wake()
+	t := rt.peers[id]
+	if u, ok := t.d.(*uringDriver); ok {
+		u.woken.Store(false)
 	}
+	t.wakeIfOpen()
 }
 
 // eventfdWakeOnly, set by a benchmark, makes io_uring loops wake each other
@@ -1050,8 +1070,32 @@ func (d *uringDriver) waits() uint64 { return d.waitsN }
 
 func (d *uringDriver) close() error {
 	err := errors.Join(d.bufs.Close(), d.pk.close(), d.r.Close())
-	if cerr := unix.Close(d.wakefd); cerr != nil {
-		err = errors.Join(err, os.NewSyscallError("close", cerr))
+	return errors.Join(err, d.wakefd.close())
+}
+
+// wakeFd is the driver's wake-up descriptor, which the ring reads: an
+// eventFd, or the stand-in of the kernel-free tests.
+type wakeFd interface {
+	fd() int
+	signal()
+	close() error
+}
+
+// eventFd is an eventfd(2).
+type eventFd int
+
+func (e eventFd) fd() int { return int(e) }
+
+// signal adds one to the counter, which completes the ring's read of it.
+func (e eventFd) signal() {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(int(e), one[:])
+}
+
+func (e eventFd) close() error {
+	if err := unix.Close(int(e)); err != nil {
+		return os.NewSyscallError("close", err)
 	}
-	return err
+	return nil
 }

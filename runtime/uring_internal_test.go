@@ -88,7 +88,7 @@ func uringTestLoop(t *testing.T) (*Loop, *uringDriver, *fakeRing, *fakeBufs, *Co
 	for range 8 {
 		fb.mem = append(fb.mem, make([]byte, 16))
 	}
-	d := &uringDriver{l: l, r: fr, bufs: fb, wakefd: -1, cqes: make([]ring.Completion, 8)}
+	d := &uringDriver{l: l, r: fr, bufs: fb, wakefd: eventFd(-1), cqes: make([]ring.Completion, 8)}
 	l.d = d
 	l.acceptResult(fakeFd, 0, 0)
 	c := l.conns[0]
@@ -112,9 +112,6 @@ func nextTurn(l *Loop, d *uringDriver) {
 	l.cnt[sTurns]++
 	d.deliverDeferred()
 }
-
-// held returns how many receives c holds for a later turn.
-func held(c *Conn) int { return len(c.ur.held) - c.ur.heldHead }
 
 func payload(i int) string { return fmt.Sprintf("message %02d......", i)[:16] }
 
