@@ -177,6 +177,7 @@ type simRing struct {
 func (k *simKernel) newRing(bufCount, bufSize int) *simRing {
 	r := &simRing{k: k, id: len(k.rings), resume: make(chan struct{})}
 	r.bufs = newSimBufs(k, bufCount, bufSize)
+	r.bufs.r = r
 	r.wake = &simEventFd{r: r}
 	k.rings = append(k.rings, r)
 	return r
@@ -511,9 +512,11 @@ func (e *simEventFd) close() error {
 // may fill it), the loop's (a completion handed it over) or staged
 // (recycled, not yet published).
 type simBufs struct {
-	k     *simKernel
-	mem   [][]byte
-	state []simBufState
+	k      *simKernel
+	r      *simRing
+	closed bool
+	mem    [][]byte
+	state  []simBufState
 }
 
 type simBufState uint8
@@ -567,7 +570,19 @@ func (b *simBufs) Discard() error {
 	return nil
 }
 
-func (b *simBufs) Close() error { return nil }
+// Close unmaps the buffers: only once the ring that fills them is closed
+// and holds no receive.
+func (b *simBufs) Close() error {
+	r := b.r
+	switch {
+	case !r.closed:
+		b.k.fault("ring %d: its buffers unmapped before the ring was closed", r.id)
+	case slices.ContainsFunc(r.inflight, func(op *simOp) bool { return op.sel }):
+		b.k.fault("ring %d: its buffers unmapped while the kernel may fill them", r.id)
+	}
+	b.closed = true
+	return nil
+}
 
 func (b *simBufs) count(s simBufState) int {
 	n := 0

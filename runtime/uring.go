@@ -1068,8 +1068,21 @@ func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 
 func (d *uringDriver) waits() uint64 { return d.waitsN }
 
+// close closes the ring, and then unmaps the receive buffers it fills,
+// unless the kernel may still be filling them: a loop that gave up on its
+// kernel (maxKernelErrors) exits with operations in flight, and the
+// kernel ends those only as it tears the closed ring down, after close(2)
+// has returned. Their buffers then stay mapped (a leak, logged, in a loop
+// that failed) rather than be written to after their addresses went to
+// another mapping.
 func (d *uringDriver) close() error {
-	err := errors.Join(d.bufs.Close(), d.pk.close(), d.r.Close())
+	busy := !d.idle() || d.l.files.busy > 0
+	err := d.r.Close()
+	if busy {
+		d.l.log.Warn("percore: loop exits with operations in the kernel: its receive buffers stay mapped", "loop", d.l.id)
+	} else {
+		err = errors.Join(err, d.bufs.Close(), d.pk.close())
+	}
 	return errors.Join(err, d.wakefd.close())
 }
 

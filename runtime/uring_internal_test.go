@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -256,5 +257,35 @@ func TestReceiveAfterAbortIsGivenBack(t *testing.T) {
 	}
 	if !d.discardBuffers() {
 		t.Fatal("the buffers' pages cannot be given back")
+	}
+}
+
+// TestExitWithReceivesInFlightKeepsTheirBuffers: a loop that exits with a
+// receive still in the kernel (it gave up on its kernel after
+// maxKernelErrors) closes its ring and leaves the buffers the kernel may
+// still fill mapped; one that exits idle closes the ring, then unmaps
+// them. The buffers used to be unmapped first, while the ring that writes
+// into them was still open.
+func TestExitWithReceivesInFlightKeepsTheirBuffers(t *testing.T) {
+	for _, busy := range []bool{true, false} {
+		k := newSimKernel()
+		l, r, d := k.newLoop(0, Config{}, HandlerFunc(func(*Conn, []byte) {}))
+		l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
+		l.streams = 1
+		if busy {
+			l.acceptResult(simConnFd, 0, 0)
+			if err := r.Submit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(k.faults) > 0 {
+			t.Fatalf("busy %v: %s", busy, strings.Join(k.faults, "; "))
+		}
+		if !r.closed || r.bufs.closed == busy {
+			t.Errorf("busy %v: ring closed %v, buffers unmapped %v", busy, r.closed, r.bufs.closed)
+		}
 	}
 }
