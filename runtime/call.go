@@ -4,9 +4,9 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"net"
-	goruntime "runtime"
 	"sync/atomic"
 )
 
@@ -19,11 +19,32 @@ import (
 // thread and popped by the other's: no lock and no goroutine, on the way
 // there or back.
 //
+// Order. Everything a loop sends to one peer (its requests, and the
+// replies to the peer's calls it ran) goes through one queue, and what a
+// full queue refuses waits in the sender's backlog for that peer, in
+// order: every later batch for the peer queues behind it, so calls run,
+// and their replies come back, in the order they were made. The backlog
+// is bounded (Config.MaxHeldCalls calls of requests per target): past
+// that a turn's batch is refused, and its done functions get ErrLoopBusy.
+//
 // A target that stops runs no call after its last turn. Once it has
-// exited, it wakes the loops that call it, and each caller takes over the
-// queue to it (nobody else reads it any more): the replies it finds first
-// are calls that ran, the requests after them calls that did not, and
-// their done functions get ErrLoopStopped.
+// exited, it wakes the loops that call it, and each caller settles, in
+// order, what is between them (peerGone): the replies it finds first are
+// calls that ran, then the replies the target held for it; the requests
+// after them (in the queue to the target, which nobody else reads any
+// more, and in its own backlog) are calls that did not, and their done
+// functions get ErrLoopStopped.
+//
+// Wake-ups. A push wakes its peer through the peer's ring (a MSG_RING
+// prepared on the pusher's ring, submitted with its next enter) or its
+// eventfd, which is written only under the peer's postMu while its door
+// is open (wakeIfOpen): the peer closes the descriptor after closing the
+// door, and a write after that could reach a descriptor that took the
+// number. A loop past its last enter wakes through the eventfd only, and
+// once it has exited it wakes every peer with the peer's wake-up flag
+// cleared first (wakeAfterExit): a MSG_RING that never went out, or whose
+// failure was never reaped, would otherwise leave the flag set with no
+// wake-up on its way, and every later wake-up of that peer would be lost.
 
 // ErrLoopStopped is the error a cross-loop call's done function gets when
 // its target loop stopped before it ran the call. It matches net.ErrClosed.
@@ -41,6 +62,16 @@ var errOtherRuntime = errors.New("percore: call to a loop of another runtime")
 // as a handler does); what it computes reaches done through what both
 // close over. Call must be called on l's thread, and both loops must
 // belong to the same Runtime.
+//
+// The calls of one turn to one target go at the end of the turn, as one
+// batch. While the target is behind (its queue from l is full) they wait
+// on l, in order, up to Config.MaxHeldCalls calls; a turn's batch that
+// would hold more is refused: its done functions get an error matching
+// ErrLoopBusy at the end of the turn (their functions never run, and they
+// may run before the done functions of earlier calls still on their way),
+// counted in Stats.CallRejects. If l itself stops, the done functions of
+// calls it sent that have not come back are dropped with it; those of
+// calls it never sent get ErrLoopStopped.
 func (l *Loop) Call(to *Loop, f func(), done func(error)) {
 	switch {
 	case to == l:
@@ -98,36 +129,85 @@ type callBatch struct {
 }
 
 // loopCalls is a loop's side of the cross-loop calls. Only the loop's
-// thread touches it, except inbound's queues (one pusher each) and exited.
+// thread touches it, except inbound's queues (one pusher each), exited,
+// and, once exited is set, backlog (each peer reads its own).
 type loopCalls struct {
 	// pending are this turn's batches by target id; dirty lists the
-	// targets that have one.
-	pending []*callBatch
-	dirty   []*Loop
+	// targets that have one (spareDirty is the list flushCalls swaps in).
+	pending           []*callBatch
+	dirty, spareDirty []*Loop
 	// inbound are the queues the other loops push to this one, by their
 	// id: requests to run, and replies to this loop's own calls.
 	inbound []*batchQueue
-	// inFlight counts the batches sent to each target and not answered;
-	// held are batches a full queue refused (requests, and replies to
-	// callers that are behind), pushed again next turn.
+	// inFlight counts the batches sent to each target and not answered
+	// (queued, held or running there).
 	inFlight []int
-	held     []*callBatch
-	free     []*callBatch
-	// exited is set, and the callers woken, once the loop will pop no
-	// batch again.
+	// backlog are, by peer id, the batches for that peer (requests, and
+	// replies to its calls) that found its queue full, in order, to push
+	// before anything else for it; heldCalls counts the calls of the
+	// requests among them, and held lists the peers with a backlog
+	// (spareHeld is the list pushHeld swaps in).
+	backlog         []batchFIFO
+	heldCalls       []int
+	held, spareHeld []*Loop
+	// gone marks the peers that exited and whose calls this loop has
+	// settled (peerGone).
+	gone []bool
+	free []*callBatch
+	// exiting is set once the loop has made its last enter: it wakes its
+	// peers through their eventfds from then on.
+	exiting bool
+	// exited is set, and the peers woken, once the loop will pop no batch
+	// again and its backlog is what it leaves its peers.
 	exited atomic.Bool
 }
 
-// initCalls sizes l's side for a runtime of n loops; New calls it for
-// every loop before any starts.
-func (l *Loop) initCalls(n int) {
+// batchFIFO is a first-in, first-out list of batches.
+type batchFIFO struct {
+	bs   []*callBatch
+	head int
+}
+
+func (q *batchFIFO) len() int { return len(q.bs) - q.head }
+
+func (q *batchFIFO) push(b *callBatch) { q.bs = append(q.bs, b) }
+
+func (q *batchFIFO) front() *callBatch { return q.bs[q.head] }
+
+// pop removes and returns the first batch, or nil.
+func (q *batchFIFO) pop() *callBatch {
+	if q.head == len(q.bs) {
+		return nil
+	}
+	b := q.bs[q.head]
+	q.bs[q.head] = nil
+	q.head++
+	if q.head == len(q.bs) {
+		q.bs, q.head = q.bs[:0], 0
+	}
+	return b
+}
+
+// DefaultMaxHeldCalls is Config.MaxHeldCalls's default: the calls of
+// requests a loop holds for one target whose queue is full. At one batch
+// per turn that is a target tens of milliseconds behind a loop that calls
+// it on every turn of a busy loop.
+const DefaultMaxHeldCalls = 1 << 16
+
+// initCalls sizes l's side for a runtime of n loops, with queues of size
+// batches from each other loop; New calls it for every loop before any
+// starts.
+func (l *Loop) initCalls(n, size int) {
 	c := &l.calls
 	c.pending = make([]*callBatch, n)
 	c.inFlight = make([]int, n)
+	c.backlog = make([]batchFIFO, n)
+	c.heldCalls = make([]int, n)
+	c.gone = make([]bool, n)
 	c.inbound = make([]*batchQueue, n)
 	for i := range c.inbound {
 		if i != l.id {
-			c.inbound[i] = new(batchQueue)
+			c.inbound[i] = &batchQueue{ring: make([]atomic.Pointer[callBatch], size)}
 		}
 	}
 }
@@ -149,49 +229,141 @@ func (c *loopCalls) recycle(b *callBatch) {
 	c.free = append(c.free, b)
 }
 
-// flushCalls sends this turn's batches, one per target with one wake-up
-// each, and what full queues held back. The loop calls it before it
-// enters the kernel.
+// peer returns the loop b goes to: its target, or for a reply its caller.
+func (b *callBatch) peer() *Loop {
+	if b.reply {
+		return b.from
+	}
+	return b.to
+}
+
+// flushCalls sends what full queues held back, then this turn's batches,
+// one per target with one wake-up each. The loop calls it before it
+// enters the kernel. Done functions that run here (of calls refused, or
+// made to a loop that exited) may make calls: those go next turn.
 func (l *Loop) flushCalls() {
 	c := &l.calls
 	if len(c.held) > 0 {
-		held := c.held
-		c.held = nil
-		for _, b := range held {
-			l.push(b)
-		}
+		l.pushHeld()
 	}
-	for i, to := range c.dirty {
-		c.dirty[i] = nil
+	dirty := c.dirty
+	c.dirty = c.spareDirty[:0]
+	for i, to := range dirty {
+		dirty[i] = nil
 		b := c.pending[to.id]
 		c.pending[to.id] = nil
 		c.inFlight[to.id]++
 		l.push(b)
 	}
-	c.dirty = c.dirty[:0]
+	c.spareDirty = dirty[:0]
 }
 
 // push hands a batch (a request from l, or a reply l ran) to the other
-// loop and wakes it; a full queue holds it for the next turn, and a loop
-// that has exited gets nothing more (its callers fail what they sent).
+// loop and wakes it. A batch for a peer with a backlog, or that finds the
+// queue full, joins the backlog (a request past Config.MaxHeldCalls is
+// refused instead); a peer that has exited gets nothing more (what is
+// between l and it is settled first, in order).
 func (l *Loop) push(b *callBatch) {
-	peer := b.to
-	if b.reply {
-		peer = b.from
-	}
-	if peer.calls.exited.Load() {
-		if b.reply {
-			return // the caller is gone: nobody to tell
+	peer := b.peer()
+	c := &l.calls
+	if c.gone[peer.id] || peer.calls.exited.Load() {
+		if !c.gone[peer.id] {
+			l.peerGone(peer)
 		}
-		l.calls.inFlight[peer.id]--
-		l.failCalls(b)
+		l.settle(b)
 		return
 	}
-	if !peer.calls.inbound[l.id].push(b) {
-		l.calls.held = append(l.calls.held, b)
+	q := &c.backlog[peer.id]
+	if q.len() == 0 && peer.calls.inbound[l.id].push(b) {
+		l.wakePeer(peer)
 		return
 	}
-	peer.d.wakeFrom(l.d)
+	if !b.reply {
+		if limit := l.cfg.MaxHeldCalls; limit > 0 && c.heldCalls[peer.id]+len(b.calls) > limit {
+			c.inFlight[peer.id]--
+			l.refuse(b, limit)
+			return
+		}
+		c.heldCalls[peer.id] += len(b.calls)
+	}
+	if q.len() == 0 {
+		c.held = append(c.held, peer)
+	}
+	q.push(b)
+}
+
+// pushHeld pushes, in order, what each peer's backlog holds, as far as its
+// queue takes it.
+func (l *Loop) pushHeld() {
+	c := &l.calls
+	held := c.held
+	c.held = c.spareHeld[:0]
+	for i, peer := range held {
+		held[i] = nil
+		q := &c.backlog[peer.id]
+		switch {
+		case q.len() == 0:
+			continue // settled since
+		case c.gone[peer.id]:
+			continue
+		case peer.calls.exited.Load():
+			l.peerGone(peer)
+			continue
+		}
+		in, sent := peer.calls.inbound[l.id], false
+		for q.len() > 0 {
+			// Nothing of a batch is read once it is pushed: the peer
+			// may be running it already.
+			b := q.front()
+			n := 0
+			if !b.reply {
+				n = len(b.calls)
+			}
+			if !in.push(b) {
+				break
+			}
+			q.pop()
+			c.heldCalls[peer.id] -= n
+			sent = true
+		}
+		if sent {
+			l.wakePeer(peer)
+		}
+		if q.len() > 0 {
+			c.held = append(c.held, peer)
+		}
+	}
+	c.spareHeld = held[:0]
+}
+
+// wakePeer wakes peer after a push: through its ring when both loops run
+// io_uring with MSG_RING (not after l's last enter: it would never go
+// out), else through its eventfd, under its lock.
+func (l *Loop) wakePeer(peer *Loop) {
+	if l.calls.exiting || !peer.d.wakeFrom(l.d) {
+		peer.wakeIfOpen()
+	}
+}
+
+// refuse fails the calls of b, which would hold more than limit calls for
+// their target: ErrLoopBusy.
+func (l *Loop) refuse(b *callBatch, limit int) {
+	l.cnt[sCallRejects] += uint64(len(b.calls))
+	err := fmt.Errorf("call to loop %d: %d calls held for it: %w", b.to.id, limit, ErrLoopBusy)
+	for _, cl := range b.calls {
+		l.safely("call done", func() { cl.done(err) })
+	}
+	l.calls.recycle(b)
+}
+
+// settle ends a batch for a peer that has exited: a request's calls fail
+// with ErrLoopStopped; a reply has nobody to go to.
+func (l *Loop) settle(b *callBatch) {
+	if b.reply {
+		return
+	}
+	l.calls.inFlight[b.to.id]--
+	l.failCalls(b)
 }
 
 // failCalls runs the done functions of b's calls with ErrLoopStopped.
@@ -207,25 +379,37 @@ func (l *Loop) failCalls(b *callBatch) {
 func (l *Loop) runCalls() {
 	c := &l.calls
 	for id, q := range c.inbound {
-		if q == nil {
+		if q == nil || c.gone[id] {
 			continue
 		}
-		for b := q.pop(); b != nil; b = q.pop() {
-			if b.reply {
-				l.replied(b)
-				continue
-			}
-			l.cnt[sCallBatches]++
-			for _, cl := range b.calls {
-				l.cnt[sCallsRun]++
-				l.safely("call", cl.f)
-			}
-			b.reply = true
-			l.push(b)
+		// Whether the peer exited is read before its queue: it pushes
+		// everything before it marks itself exited, so once that is
+		// seen every batch it pushed is in the queue, and what is
+		// settled after the queue is all that is left.
+		peer := l.rt.peers[id]
+		exited := peer.calls.exited.Load()
+		l.runFrom(id)
+		if exited {
+			l.peerGone(peer)
 		}
-		if c.inFlight[id] > 0 && l.rt.peers[id].calls.exited.Load() {
-			l.abandon(id)
+	}
+}
+
+// runFrom runs what the loop with the given id pushed to this one.
+func (l *Loop) runFrom(id int) {
+	q := l.calls.inbound[id]
+	for b := q.pop(); b != nil; b = q.pop() {
+		if b.reply {
+			l.replied(b)
+			continue
 		}
+		l.cnt[sCallBatches]++
+		for _, cl := range b.calls {
+			l.cnt[sCallsRun]++
+			l.safely("call", cl.f)
+		}
+		b.reply = true
+		l.push(b)
 	}
 }
 
@@ -238,66 +422,75 @@ func (l *Loop) replied(b *callBatch) {
 	l.calls.recycle(b)
 }
 
-// abandon fails the calls still in flight to loop id, which has exited.
-// Its replies came first (it pushed them before it exited, and l has just
-// read them); the requests it never read are still in the queue to it,
-// which l may read now that the target never will.
-func (l *Loop) abandon(id int) {
-	target := l.rt.peers[id]
-	q := target.calls.inbound[l.id]
-	for b := q.pop(); b != nil; b = q.pop() {
-		l.calls.inFlight[id]--
-		l.failCalls(b)
-	}
-	for i, b := range l.calls.held {
-		if !b.reply && b.to == target {
-			l.calls.held[i] = nil
-			l.calls.inFlight[id]--
-			l.failCalls(b)
+// peerGone settles, in order, everything between l and peer, which has
+// exited: what peer pushed to l (replies to l's calls, and calls of its
+// own, which run), then the replies peer held for l when it exited, then
+// l's calls that peer never ran (in the queue to it, which l may read now
+// that peer never will, and in l's backlog): their done functions get
+// ErrLoopStopped.
+func (l *Loop) peerGone(peer *Loop) {
+	c := &l.calls
+	c.gone[peer.id] = true
+	l.runFrom(peer.id)
+	left := &peer.calls.backlog[l.id] // peer's, untouched since it exited
+	for b := left.pop(); b != nil; b = left.pop() {
+		if b.reply {
+			l.replied(b)
 		}
 	}
-	l.calls.held = slicesCompact(l.calls.held)
+	q := peer.calls.inbound[l.id]
+	for b := q.pop(); b != nil; b = q.pop() {
+		l.settle(b)
+	}
+	mine := &c.backlog[peer.id]
+	for b := mine.pop(); b != nil; b = mine.pop() {
+		l.settle(b)
+	}
+	c.heldCalls[peer.id] = 0
 }
 
-// exitCalls is the loop's last word on calls: calls it made and never sent
-// fail with ErrLoopStopped, and from now on it pops nothing: its callers
-// are woken to fail what it did not run. (Replies to calls it sent, and
-// their done functions, are dropped with it.)
+// exitCalls is the loop's last word on calls, after its last enter: it
+// runs what arrived, fails the calls it made and never sent
+// (ErrLoopStopped: those its backlog held, then those of this turn), and
+// leaves in its backlog, for each peer to take once it sees the loop
+// exited, the replies its queues had no room for. Then it wakes every
+// peer. (Replies to calls it sent, and their done functions, are dropped
+// with it.)
 func (l *Loop) exitCalls() {
 	c := &l.calls
-	for i, to := range c.dirty {
-		c.dirty[i] = nil
-		b := c.pending[to.id]
-		c.pending[to.id] = nil
-		l.failCalls(b)
-	}
-	c.dirty = c.dirty[:0]
+	c.exiting = true
 	l.runCalls()
-	// Replies a full queue held back still go: their calls ran, and
-	// their callers wait for them. A caller that is alive drains its
-	// queue when woken; one that has exited needs nothing.
-	for _, b := range c.held {
-		if !b.reply {
-			l.failCalls(b)
-			continue
-		}
-		for q := b.from.calls.inbound[l.id]; !q.push(b); {
-			if b.from.calls.exited.Load() {
-				break
+	for _, peer := range c.held {
+		q := &c.backlog[peer.id]
+		var replies batchFIFO
+		for b := q.pop(); b != nil; b = q.pop() {
+			if b.reply {
+				replies.push(b)
+				continue
 			}
-			b.from.wakeIfOpen() // the eventfd: this loop enters its ring no more
-			goruntime.Gosched()
+			c.inFlight[peer.id]--
+			l.failCalls(b)
 		}
-		b.from.wakeIfOpen()
+		*q = replies
 	}
 	c.held = nil
-	l.calls.exited.Store(true)
+	// Done functions that fail may make calls again: those fail too.
+	for len(c.dirty) > 0 {
+		dirty := c.dirty
+		c.dirty = nil
+		for _, to := range dirty {
+			b := c.pending[to.id]
+			c.pending[to.id] = nil
+			l.failCalls(b)
+		}
+	}
+	c.exited.Store(true)
 	if l.rt == nil {
 		return
 	}
 	for _, peer := range l.rt.peers {
 		if peer != l && peer.d != nil {
-			peer.wakeIfOpen()
+			peer.wakeAfterExit()
 		}
 	}
 }
@@ -314,16 +507,19 @@ func (l *Loop) wakeIfOpen() {
 	l.postMu.Unlock()
 }
 
-// slicesCompact drops the nil entries of bs.
-func slicesCompact(bs []*callBatch) []*callBatch {
-	out := bs[:0]
-	for _, b := range bs {
-		if b != nil {
-			out = append(out, b)
+// wakeAfterExit wakes l through its eventfd for a peer that has exited,
+// with l's wake-up flag cleared first: a MSG_RING the peer prepared and
+// never submitted, or whose failure it never reaped, may have set it with
+// no wake-up on its way. At worst l wakes once more than it needed to.
+func (l *Loop) wakeAfterExit() {
+	l.postMu.Lock()
+	if !l.postClosed {
+		if u, ok := l.d.(*uringDriver); ok {
+			u.woken.Store(false)
 		}
+		l.d.wake()
 	}
-	clear(bs[len(out):])
-	return out
+	l.postMu.Unlock()
 }
 
 // batchQueue is a single-producer, single-consumer ring of batches between
@@ -331,7 +527,11 @@ func slicesCompact(bs []*callBatch) []*callBatch {
 type batchQueue struct {
 	head atomic.Uint64 // next to pop (the consumer's)
 	tail atomic.Uint64 // next to push (the producer's)
-	ring [batchQueueSize]atomic.Pointer[callBatch]
+	ring []atomic.Pointer[callBatch]
+	// refuse, when set (by the model test), makes a push find the queue
+	// full, as it finds it when the consumer pops just after the
+	// producer read its position.
+	refuse func() bool
 }
 
 // batchQueueSize bounds the batches on their way between two loops: at
@@ -341,10 +541,10 @@ const batchQueueSize = 64
 
 func (q *batchQueue) push(b *callBatch) bool {
 	t := q.tail.Load()
-	if t-q.head.Load() == batchQueueSize {
+	if t-q.head.Load() == uint64(len(q.ring)) || q.refuse != nil && q.refuse() {
 		return false
 	}
-	q.ring[t%batchQueueSize].Store(b)
+	q.ring[t%uint64(len(q.ring))].Store(b)
 	q.tail.Store(t + 1)
 	return true
 }
@@ -354,7 +554,7 @@ func (q *batchQueue) pop() *callBatch {
 	if h == q.tail.Load() {
 		return nil
 	}
-	b := q.ring[h%batchQueueSize].Swap(nil)
+	b := q.ring[h%uint64(len(q.ring))].Swap(nil)
 	q.head.Store(h + 1)
 	return b
 }

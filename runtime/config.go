@@ -294,6 +294,13 @@ type Config struct {
 	// it Go fails with ErrLoopBusy. Zero means DefaultMaxGo; negative
 	// means no bound.
 	MaxGo int
+	// MaxHeldCalls bounds the cross-loop calls (Loop.Call) one loop holds
+	// for one target whose queue is full (the target is behind): they
+	// wait on the caller, in order, and past this many a turn's batch to
+	// that target is refused, its done functions getting ErrLoopBusy
+	// (Stats.CallRejects counts them). Zero means DefaultMaxHeldCalls;
+	// negative means no bound.
+	MaxHeldCalls int
 	// FileWorkers bounds the worker threads each epoll loop runs its
 	// file operations on (regular files cannot be polled, so a File's
 	// reads, writes and syncs are blocking system calls there); they
@@ -301,9 +308,10 @@ type Config struct {
 	// means DefaultFileWorkers.
 	FileWorkers int
 	// LoopSetup, when set, runs on each loop's thread once its backend is
-	// set up and before its listener accepts: the place to build the
-	// loop's own state (PerLoop.Set). An error stops New, which returns
-	// it.
+	// set up, and before any loop accepts or runs a handler, timer or
+	// posted function: the place to build the loop's own state
+	// (PerLoop.Set). It has run on every loop before the first client is
+	// served. An error stops New, which returns it.
 	LoopSetup func(l *Loop) error
 	// Logger receives lifecycle events only (start, backend fallback,
 	// shutdown, accept-error episodes), never per-request logs. Nil means
@@ -391,6 +399,7 @@ func (c Config) withDefaults() Config {
 	c.TurnBudget = limit.OrDefault(c.TurnBudget, DefaultTurnBudget)
 	c.MaxPosted = limit.OrDefault(c.MaxPosted, DefaultMaxPosted)
 	c.MaxGo = limit.OrDefault(c.MaxGo, DefaultMaxGo)
+	c.MaxHeldCalls = limit.OrDefault(c.MaxHeldCalls, DefaultMaxHeldCalls)
 	if c.PacketBufferSize == 0 {
 		c.PacketBufferSize = DefaultPacketBufferSize
 	}

@@ -173,9 +173,11 @@ type driver interface {
 	// wake interrupts poll from another goroutine. Safe for concurrent use.
 	wake()
 	// wakeFrom interrupts poll on behalf of another loop, on that loop's
-	// thread (src is its driver): io_uring loops message each other's
-	// rings instead of writing an eventfd.
-	wakeFrom(src driver)
+	// thread (src is its driver), when it can do so without the eventfd:
+	// io_uring loops message each other's rings. It reports false when
+	// the caller must wake the loop through its eventfd instead
+	// (Loop.wakeIfOpen, under the loop's lock).
+	wakeFrom(src driver) bool
 	// syscalls returns the system calls the loop's thread made through
 	// the driver; waits returns those that waited for the kernel
 	// (io_uring_enter, epoll_wait).

@@ -48,6 +48,8 @@ var (
 
 // ErrLoopBusy is returned (wrapped) by Loop.Post when the loop's queue of
 // posted functions is at Config.MaxPosted, and by Loop.Go when
-// Config.MaxGo goroutines are running for the loop: the loop is
-// overloaded, and the caller should shed the work or retry later.
+// Config.MaxGo goroutines are running for the loop; a cross-loop call's
+// done function gets it when its caller holds Config.MaxHeldCalls calls
+// for a target that is behind. The loop is overloaded, and the caller
+// should shed the work or retry later.
 var ErrLoopBusy = errors.New("percore: loop busy")

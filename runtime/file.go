@@ -93,6 +93,7 @@ var fileOpNames = [...]string{
 type fileOp struct {
 	kind fileKind
 	f    *File // nil for an open
+	dir  *File // an open's directory (OpenFileAt, OpenFileBeneath), or nil
 	fd   int   // f's descriptor, copied when the operation starts
 	slot uint32
 	gen  uint32
@@ -211,6 +212,11 @@ func (l *Loop) startOp(op *fileOp) {
 		op.f.inflight++
 		op.fd = op.f.fd
 	}
+	if op.dir != nil {
+		// The open reads the directory's descriptor: it is not closed
+		// (its number not given to another file) until the open is done.
+		op.dir.inflight++
+	}
 	l.cnt[sFileOps]++
 	if err := l.d.fileStart(op); err != nil {
 		// The driver could not hand it over (a submission queue the
@@ -250,9 +256,12 @@ func (l *Loop) fileResult(op *fileOp, res int32, sync bool) {
 func (l *Loop) fileDone(op *fileOp) {
 	t := &l.files
 	t.busy--
-	f := op.f
+	f, dir := op.f, op.dir
 	if f != nil {
 		f.inflight--
+	}
+	if dir != nil {
+		dir.inflight--
 	}
 	res := op.res
 	switch op.kind {
@@ -288,8 +297,10 @@ func (l *Loop) fileDone(op *fileOp) {
 		l.dropFile(f)
 	}
 	l.finish(op)
-	if f != nil && f.closing && f.inflight == 0 && f.fd >= 0 {
-		l.closeFile(f)
+	for _, g := range [...]*File{f, dir} {
+		if g != nil && g.closing && g.inflight == 0 && g.fd >= 0 {
+			l.closeFile(g)
+		}
 	}
 }
 
@@ -459,7 +470,7 @@ func (l *Loop) openAt(dir *File, name string, flag int, perm os.FileMode, beneat
 			l.failLater(op, os.ErrClosed)
 			return
 		}
-		op.dirfd = dir.fd
+		op.dirfd, op.dir = dir.fd, dir
 	}
 	if strings.IndexByte(name, 0) >= 0 {
 		l.failLater(op, unix.EINVAL)

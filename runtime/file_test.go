@@ -3,10 +3,12 @@ package runtime_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 
@@ -437,6 +439,64 @@ func TestFileSizeLimit(t *testing.T) {
 		}
 		if d := readAt(t, l, f, 0, 2*limit); len(d.data) != limit || d.err != io.EOF {
 			t.Errorf("read back %d bytes, %v; want %d and io.EOF", len(d.data), d.err, limit)
+		}
+	})
+}
+
+// TestOpenAtKeepsItsDirectoryOpen: a directory closed while an open
+// relative to it is in flight stays open until that open is done, which
+// succeeds; then it closes. (The open used to be left out of the
+// directory's operations in flight: the close went first, and the open
+// found its directory's descriptor gone, or another file's.)
+func TestOpenAtKeepsItsDirectoryOpen(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		l := fileLoop(t, b)
+		root := t.TempDir()
+		type result struct {
+			order   []string
+			openErr error
+			f       *percore.File
+		}
+		for _, beneath := range []bool{false, true} {
+			type ores struct {
+				f   *percore.File
+				err error
+			}
+			d := await(t, l, func(done func(ores)) {
+				l.OpenFile(root, os.O_RDONLY|syscall.O_DIRECTORY, 0, func(f *percore.File, err error) { done(ores{f, err}) })
+			})
+			if d.err != nil {
+				t.Fatal(d.err)
+			}
+			dir := d.f
+			name := fmt.Sprintf("new-%v", beneath)
+			r := await(t, l, func(done func(result)) {
+				var res result
+				open := l.OpenFileAt
+				if beneath {
+					open = l.OpenFileBeneath
+				}
+				// O_CREAT: io_uring runs the open on a worker, after the
+				// close that the same enter submits.
+				open(dir, name, os.O_CREATE|os.O_WRONLY, 0o644, func(f *percore.File, err error) {
+					res.order = append(res.order, "open")
+					res.openErr, res.f = err, f
+				})
+				dir.Close(func(err error) {
+					if err != nil {
+						t.Errorf("close of the directory: %v", err)
+					}
+					res.order = append(res.order, "close")
+					done(res)
+				})
+			})
+			if r.openErr != nil || !slices.Equal(r.order, []string{"open", "close"}) {
+				t.Fatalf("beneath %v: open %v, callbacks %v; want the open to succeed, then the close", beneath, r.openErr, r.order)
+			}
+			_ = await(t, l, func(done func(error)) { r.f.Close(done) })
+			if _, err := os.Stat(filepath.Join(root, name)); err != nil {
+				t.Errorf("beneath %v: %v", beneath, err)
+			}
 		}
 	})
 }

@@ -141,6 +141,9 @@ func (l *Loop) run() {
 		}
 		kernelErrors = 0
 	}
+	// Past the last enter: what is pushed to other loops from here on
+	// wakes them through their eventfds (a MSG_RING would never go out).
+	l.calls.exiting = true
 	for _, f := range l.onStop {
 		l.safely("OnStop function", f)
 	}

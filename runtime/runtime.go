@@ -44,15 +44,23 @@ type Runtime struct {
 	// are those that started. seed hashes keys to their owner loop.
 	peers []*Loop
 	seed  maphash.Seed
+	// serve is closed once every loop is set up (or one failed: then
+	// aborted is set first), and the loops start serving; each reports
+	// how that went on serving.
+	serve   chan struct{}
+	serving chan error
+	aborted atomic.Bool
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask, at most
 // GOMAXPROCS of it). Each loop's goroutine locks its OS thread, pins it to
 // its CPU, and only then creates its io_uring or epoll instance and its
 // SO_REUSEPORT listener (when Config.Addr is set), so that everything a
-// loop owns is created on the thread that uses it. Loops start one after
-// the other; if one cannot start, New stops those already running and
-// returns the error. h handles accepted connections; it may be nil for a
+// loop owns is created on the thread that uses it. Loops are set up one
+// after the other (backend, Config.LoopSetup, listening sockets), and only
+// once every loop is does any of them accept or run a handler: a handler
+// may call any loop from its first request. If one cannot start, New
+// stops the others and returns the error. h handles accepted connections; it may be nil for a
 // runtime without a stream listener. Datagrams go to Config.PacketHandler.
 //
 // The listeners are Config.Addr, Config.Listen and Config.Files (see
@@ -99,13 +107,20 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		})
 	}
 	for _, l := range rt.peers {
-		l.initCalls(len(rt.peers))
+		l.initCalls(len(rt.peers), batchQueueSize)
 	}
+	// Two phases. First each loop, one after the other, sets up its
+	// backend, runs Config.LoopSetup and binds its listeners; then, once
+	// every loop has, they all start accepting and serving. So no
+	// handler runs before every loop can take a cross-loop call (a
+	// handler may call any loop from its first request), and LoopSetup
+	// has run on every loop before the first client is served.
+	rt.serve, rt.serving = make(chan struct{}), make(chan error, len(rt.peers))
 	for i, l := range rt.peers {
 		core := l.cpu
 		chosen, err := rt.start(l, backend)
 		if err != nil {
-			rt.Close()
+			rt.abortStart()
 			return nil, fmt.Errorf("percore: start loop %d on cpu %d: %w", i, core, err)
 		}
 		if i == 0 {
@@ -117,6 +132,17 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 			}
 		}
 		rt.loops = append(rt.loops, l)
+	}
+	close(rt.serve)
+	var serveErr error
+	for range rt.loops {
+		if err := <-rt.serving; err != nil && serveErr == nil {
+			serveErr = err
+		}
+	}
+	if serveErr != nil {
+		rt.Close()
+		return nil, serveErr
 	}
 	rt.report.Backend = backend
 	rt.started.Store(true)
@@ -153,8 +179,17 @@ func loopCores(cfg Config) ([]int, error) {
 	return cores, nil
 }
 
-// start runs a loop's goroutine and waits until it is serving or has
-// failed. It returns the backend the loop chose.
+// abortStart stops the loops set up so far, when a later one could not
+// be: they have not served anyone, and each stops as Close stops a loop.
+func (rt *Runtime) abortStart() {
+	rt.aborted.Store(true)
+	close(rt.serve)
+	rt.Close()
+}
+
+// start runs a loop's goroutine and waits until it is set up or has
+// failed. It returns the backend the loop chose. The loop then waits for
+// rt.serve to start its listeners, reports on l.serving, and runs.
 func (rt *Runtime) start(l *Loop, backend Backend) (Backend, error) {
 	type result struct {
 		backend Backend
@@ -182,6 +217,19 @@ func (rt *Runtime) start(l *Loop, backend Backend) (Backend, error) {
 			return
 		}
 		ready <- result{backend: chosen}
+		<-rt.serve
+		if !rt.aborted.Load() {
+			err = l.startServing()
+			if err != nil {
+				err = fmt.Errorf("percore: start loop %d on cpu %d: %w", l.id, l.cpu, err)
+			}
+			rt.serving <- err
+			if err != nil {
+				// Stop as Close would (New closes the runtime): the
+				// loop's exit path releases what it set up.
+				l.forceStop(err)
+			}
+		}
 		l.run()
 	}()
 	r := <-ready
@@ -236,22 +284,28 @@ func (rt *Runtime) setup(l *Loop, backend Backend) (Backend, error) {
 			l.d.close()
 			return 0, err
 		}
-		if err := l.startListeners(); err != nil {
-			l.streams, l.packets = 0, 0
-			l.d.stopListening()
-			l.closeListeners()
-			l.d.close()
-			return 0, err
-		}
-		rt.sockMu.Lock()
-		for _, ll := range l.lns {
-			if ll.ln != nil {
-				rt.sockets = append(rt.sockets, socketRef{info: ll.info, ln: ll.ln})
-			}
-		}
-		rt.sockMu.Unlock()
 	}
 	return l.backend, nil
+}
+
+// startServing starts accepting and receiving on the loop's listeners,
+// once every loop of the runtime is set up; on the loop's thread.
+func (l *Loop) startServing() error {
+	if len(l.lns) == 0 {
+		return nil
+	}
+	if err := l.startListeners(); err != nil {
+		return err
+	}
+	rt := l.rt
+	rt.sockMu.Lock()
+	for _, ll := range l.lns {
+		if ll.ln != nil {
+			rt.sockets = append(rt.sockets, socketRef{info: ll.info, ln: ll.ln})
+		}
+	}
+	rt.sockMu.Unlock()
+	return nil
 }
 
 // Loops returns the runtime's loops, in CPU order.

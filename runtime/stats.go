@@ -70,8 +70,10 @@ type Stats struct {
 	// CallsMade counts the cross-loop calls this loop made (Loop.Call);
 	// CallsRun, the calls other loops made that it ran, and CallBatches
 	// the batches they came in (one per caller per turn, each with one
-	// wake-up).
-	CallsMade, CallsRun, CallBatches uint64
+	// wake-up). CallRejects counts the calls this loop refused because it
+	// held Config.MaxHeldCalls for a target that was behind (their done
+	// functions got ErrLoopBusy).
+	CallsMade, CallsRun, CallBatches, CallRejects uint64
 	// FileOps counts file operations handed to the kernel (a read or
 	// write that goes on after a short result counts again); FilesOpen is
 	// how many files are open now; FileBytesRead and FileBytesWritten
@@ -151,6 +153,7 @@ const (
 	sCallsMade
 	sCallsRun
 	sCallBatches
+	sCallRejects
 	sFileOps
 	sFilesOpen
 	sFileBytesRead
@@ -218,6 +221,7 @@ var statTable = [numStats]statField{
 	sCallsMade:        {n: func(s *Stats) *uint64 { return &s.CallsMade }},
 	sCallsRun:         {n: func(s *Stats) *uint64 { return &s.CallsRun }},
 	sCallBatches:      {n: func(s *Stats) *uint64 { return &s.CallBatches }},
+	sCallRejects:      {n: func(s *Stats) *uint64 { return &s.CallRejects }},
 	sPacketsIn:        {n: func(s *Stats) *uint64 { return &s.PacketsIn }},
 	sPacketsOut:       {n: func(s *Stats) *uint64 { return &s.PacketsOut }},
 	sPacketsTruncated: {n: func(s *Stats) *uint64 { return &s.PacketsTruncated }},

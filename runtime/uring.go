@@ -67,7 +67,7 @@ type uringDriver struct {
 	waitsN  uint64
 	pk      uringPackets // the datagram sockets (uring_packet.go)
 
-	wakefd  int
+	wakefd  wakeFd
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
 	woken   atomic.Bool
 	msgRing bool // the kernel has IORING_OP_MSG_RING: loops wake this one through their rings
@@ -86,11 +86,13 @@ type uringDriver struct {
 	// queue full, to release again next turn, and the spare list.
 	retry, spareRetry []*Conn
 
-	// Receives held back by the turn budget, in arrival order, and the
-	// spare list they are moved to while being handled; heldBufs counts
-	// the deferred receives (here or parked on a paused connection) that
-	// still hold a provided buffer.
-	deferred, spare []deferredRecv
+	// The connections whose held receives (uringConn.held) the next turn
+	// delivers: held back by the turn budget, and not paused (a paused
+	// connection is listed again when it resumes, so that the loop does
+	// not spin on what it cannot deliver); spare is the list they are
+	// moved to while being handled. heldBufs counts the held receives
+	// that still hold a provided buffer.
+	deferred, spare []*Conn
 	heldBufs        int
 	// bufsTouched says a receive filled a provided buffer since the
 	// buffers' pages were last given back.
@@ -153,18 +155,23 @@ type uringConn struct {
 	// the slot is freed when a closed connection has none.
 	ops   int
 	flags uringFlags
-	// The turn budget: bytes delivered in turn turnStamp, and receives
-	// waiting for a later turn (on the loop's queue or parked).
+	// The turn budget: bytes delivered in turn turnStamp.
 	turnStamp uint64
 	turnBytes int
-	deferred  int
-	// Deferred receives that arrived while reading was paused: they wait
-	// here, not on the loop's queue, until reading resumes.
-	parked []deferredRecv
+	// held are the receives that wait for a later turn, from heldHead on,
+	// in the order they arrived: held back by the turn budget or by a
+	// pause. One queue per connection, whatever held them, is what keeps
+	// its bytes in order; once a receive waits here every later one
+	// queues behind it.
+	held     []deferredRecv
+	heldHead int
 }
 
+// holding reports whether receives of the connection wait in held.
+func (u *uringConn) holding() bool { return u.heldHead < len(u.held) }
+
 // uringFlags are the io_uring driver's flags of a connection.
-type uringFlags uint8
+type uringFlags uint16
 
 const (
 	ufRecvArmed  uringFlags = 1 << iota // a receive is armed (multishot, or one buffer when throttled)
@@ -175,13 +182,13 @@ const (
 	ufRecvCancel                        // the armed receive's cancel is queued
 	ufSendCancel                        // the send in flight's cancel is queued
 	ufReleasing                         // closed, its cancels or close still to be queued
+	ufListed                            // on the driver's list of connections with held receives to deliver
 )
 
 // deferredRecv is a receive completion whose delivery waits for a later
 // turn; its buffer stays out of the kernel's ring until then. n == 0 is the
-// end of the stream.
+// end of the stream, n < 0 a receive's error (-errno).
 type deferredRecv struct {
-	c    *Conn
 	id   uint16
 	n    int32
 	copy []byte // the data, copied out of the provided buffer when they run short
@@ -220,14 +227,14 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		r.Close()
 		return nil, err
 	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
 	if err != nil {
 		br.Close()
 		r.Close()
 		return nil, os.NewSyscallError("eventfd", err)
 	}
 	d := &uringDriver{
-		l: l, r: r, br: br, bufs: br, wakefd: wakefd,
+		l: l, r: r, br: br, bufs: br, wakefd: eventFd(efd),
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
 		msgRing: support.Has(ring.OpMsgRing),
@@ -241,7 +248,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 }
 
 func (d *uringDriver) armWake() error {
-	return d.r.PrepareRead(d.wakefd, d.wakeBuf, 0, userData(kindWake, 0, 0))
+	return d.r.PrepareRead(d.wakefd.fd(), d.wakeBuf, 0, userData(kindWake, 0, 0))
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
@@ -390,10 +397,8 @@ func faultInjected(kind uint8) bool {
 func (d *uringDriver) resumeRead(c *Conn) {
 	// What arrived while c was paused is delivered first, in order, from
 	// the next turn on.
-	if u := &c.ur; len(u.parked) > 0 {
-		d.deferred = append(d.deferred, u.parked...)
-		clear(u.parked)
-		u.parked = u.parked[:0]
+	if c.ur.holding() {
+		d.list(c)
 	}
 	// The receive re-arms once the cancelled one has completed, if it
 	// has not yet.
@@ -481,7 +486,7 @@ func (d *uringDriver) release(c *Conn) {
 		return
 	}
 	u := &c.ur
-	d.dropParked(c)
+	d.dropHeld(c)
 	if !d.cancelRecv(c) ||
 		!d.cancelOnce(c, c.out.inFlight(), ufSendCancel, kindSend) ||
 		!d.cancelOnce(c, c.state&stConnecting != 0, 0, kindConnect) ||
@@ -501,21 +506,26 @@ func (d *uringDriver) release(c *Conn) {
 	}
 }
 
-// dropParked gives back what a closed connection held while paused.
-func (d *uringDriver) dropParked(c *Conn) {
+// dropHeld gives back what a closed connection's held receives hold.
+func (d *uringDriver) dropHeld(c *Conn) {
 	u := &c.ur
-	for i, r := range u.parked {
-		u.parked[i] = deferredRecv{}
-		u.deferred--
-		switch {
-		case r.copy != nil:
-			d.l.putBuf(r.copy)
-		case r.n > 0:
-			d.heldBufs--
-			d.bufs.Recycle(r.id)
-		}
+	for i := u.heldHead; i < len(u.held); i++ {
+		d.giveBack(u.held[i])
+		u.held[i] = deferredRecv{}
 	}
-	u.parked = nil
+	u.held, u.heldHead = nil, 0
+}
+
+// giveBack returns what a held receive holds: its provided buffer, or the
+// copy of its data.
+func (d *uringDriver) giveBack(r deferredRecv) {
+	switch {
+	case r.copy != nil:
+		d.l.putBuf(r.copy)
+	case r.n > 0:
+		d.heldBufs--
+		d.bufs.Recycle(r.id)
+	}
 }
 
 // cancelOnce cancels c's operation of kind if inFlight and its cancel is
@@ -673,7 +683,10 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 		l.runPosted()
 		return
 	case kindMsgSent:
-		return // a failure means the target is gone: its callers learn that from it
+		if e.Res < 0 {
+			d.msgFailed(slot)
+		}
+		return
 	case kindAccept:
 		d.accepted(int(slot), e)
 		return
@@ -807,32 +820,39 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 	case e.Res > 0:
 		d.bufsTouched = true
 		id, ok := e.Buffer()
-		if !ok {
+		switch {
+		case !ok:
 			// The kernel always selects a buffer for these receives;
 			// a completion without one is not ours to recycle.
 			d.l.fail(c, "read", errRecvNoBuffer)
-			break
-		}
-		if u.flags&ufThrottled != 0 && int(e.Res) < d.bufs.Size() {
-			u.flags &^= ufThrottled // it drained its socket: multishot again
-		}
-		if u.deferred > 0 || c.readPaused() || d.overBudget(c) {
-			d.deferRecv(c, id, e.Res)
-		} else {
-			d.deliverBuf(c, id, e.Res)
-		}
-	case e.Res == 0:
-		u.flags |= ufRecvEOF
-		if u.deferred > 0 {
-			d.deferRecv(c, 0, 0)
-		} else {
-			d.l.readResult(c, nil, 0, "recv")
+		case c.closed():
+			// On its way when the connection closed: nobody reads it.
+			d.bufs.Recycle(id)
+		default:
+			if u.flags&ufThrottled != 0 && int(e.Res) < d.bufs.Size() {
+				u.flags &^= ufThrottled // it drained its socket: multishot again
+			}
+			if u.holding() || c.readPaused() || d.overBudget(c) {
+				d.deferRecv(c, id, e.Res)
+			} else {
+				d.deliverBuf(c, id, e.Res)
+			}
 		}
 	case e.Res == -int32(unix.ENOBUFS), e.Res == -int32(unix.ECANCELED):
 		// Out of buffers (re-armed once this batch's buffers are back
 		// with the kernel), or cancelled to pause or close.
+	case c.closed():
 	default:
-		d.l.readResult(c, nil, int(e.Res), "recv")
+		// The end of the stream (0) or an error: after what is held,
+		// and not while paused (no OnEOF then either).
+		if e.Res == 0 {
+			u.flags |= ufRecvEOF
+		}
+		if u.holding() || c.readPaused() {
+			d.deferRecv(c, 0, e.Res)
+		} else {
+			d.l.readResult(c, nil, int(e.Res), "recv")
+		}
 	}
 	if !more {
 		d.rearm = append(d.rearm, c)
@@ -866,11 +886,12 @@ func (d *uringDriver) deliverBuf(c *Conn, id uint16, n int32) {
 	d.bufs.Recycle(id)
 }
 
+// deferRecv holds a receive of c back for a later turn, behind those
+// already held.
 func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 	u := &c.ur
-	u.deferred++
 	d.l.cnt[sDeferrals]++
-	r := deferredRecv{c: c, id: id, n: n}
+	r := deferredRecv{id: id, n: n}
 	if n > 0 {
 		if d.heldBufs < d.maxHeld() {
 			d.heldBufs++
@@ -882,8 +903,12 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 			d.bufs.Recycle(id)
 		}
 	}
-	d.hold(r)
-	if u.deferred == 1 && u.flags&ufBudgetHeld == 0 {
+	first := !u.holding()
+	u.held = append(u.held, r)
+	if !c.readPaused() {
+		d.list(c)
+	}
+	if first && u.flags&ufBudgetHeld == 0 {
 		// Stop receiving until the held data is delivered, and then
 		// receive one buffer at a time: otherwise the kernel keeps
 		// filling provided buffers for this connection, and once it
@@ -893,15 +918,13 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 	}
 }
 
-// hold queues a deferred receive: on the connection while reading it is
-// paused (the loop's queue then holds nothing it could deliver, so the
-// loop does not spin on it), else on the loop's queue for the next turn.
-func (d *uringDriver) hold(r deferredRecv) {
-	if r.c.readPaused() {
-		r.c.ur.parked = append(r.c.ur.parked, r)
-		return
+// list puts c on the list of connections whose held receives the next
+// turn delivers, once.
+func (d *uringDriver) list(c *Conn) {
+	if c.ur.flags&ufListed == 0 {
+		c.ur.flags |= ufListed
+		d.deferred = append(d.deferred, c)
 	}
-	d.deferred = append(d.deferred, r)
 }
 
 // maxHeld is how many provided buffers deferred receives may keep out of
@@ -911,43 +934,57 @@ func (d *uringDriver) maxHeld() int { return d.l.cfg.BufferCount / 4 }
 // deliverDeferred hands over, in order, the receives earlier turns held
 // back, as far as each connection's budget for this turn allows.
 func (d *uringDriver) deliverDeferred() {
-	held := d.deferred
+	listed := d.deferred
 	d.deferred = d.spare[:0]
-	for i := range held {
-		r := held[i]
-		held[i] = deferredRecv{}
-		c := r.c
-		u := &c.ur
-		u.deferred--
+	for i, c := range listed {
+		listed[i] = nil
+		c.ur.flags &^= ufListed
+		d.deliverHeld(c)
+	}
+	d.spare = listed[:0]
+}
+
+// deliverHeld delivers c's held receives from the oldest on, until none is
+// left, c is paused (it is listed again when it resumes) or over this
+// turn's budget (listed again for the next turn). A callback may pause,
+// resume or close c in between: each receive is taken off the queue before
+// it is delivered, and the queue is looked at afresh for the next one.
+func (d *uringDriver) deliverHeld(c *Conn) {
+	u := &c.ur
+	for u.holding() {
+		if c.closed() {
+			d.dropHeld(c)
+			return
+		}
+		if c.readPaused() {
+			return
+		}
+		if d.overBudget(c) {
+			d.list(c)
+			return
+		}
+		r := u.held[u.heldHead]
+		u.held[u.heldHead] = deferredRecv{}
+		u.heldHead++
+		if u.heldHead == len(u.held) {
+			u.held, u.heldHead = u.held[:0], 0
+		}
 		switch {
-		case c.readPaused() || d.overBudget(c):
-			// Paused for backpressure, or still over budget: wait,
-			// and keep every later receive of c behind this one.
-			u.deferred++
-			d.hold(r)
-			continue
 		case r.copy != nil:
-			if !c.closed() {
-				u.turnBytes += len(r.copy)
-				d.l.readResult(c, r.copy, len(r.copy), "recv")
-			}
+			u.turnBytes += len(r.copy)
+			d.l.readResult(c, r.copy, len(r.copy), "recv")
 			d.l.putBuf(r.copy)
 		case r.n > 0:
 			d.heldBufs--
-			if c.closed() {
-				d.bufs.Recycle(r.id)
-			} else {
-				d.deliverBuf(c, r.id, r.n)
-			}
-		case !c.closed():
-			d.l.readResult(c, nil, 0, "recv")
-		}
-		if u.deferred == 0 && u.flags&ufBudgetHeld != 0 {
-			u.flags &^= ufBudgetHeld
-			d.rearm = append(d.rearm, c)
+			d.deliverBuf(c, r.id, r.n)
+		default:
+			d.l.readResult(c, nil, int(r.n), "recv")
 		}
 	}
-	d.spare = held[:0]
+	if u.flags&ufBudgetHeld != 0 {
+		u.flags &^= ufBudgetHeld
+		d.rearm = append(d.rearm, c)
+	}
 }
 
 // sent handles a send's completion: the loop counts it and moves the queue
@@ -991,28 +1028,45 @@ func (d *uringDriver) wake() {
 	if d.woken.Swap(true) {
 		return
 	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	_, _ = unix.Write(d.wakefd, one[:])
+	d.wakefd.signal()
 }
 
-// wakeFrom wakes this loop on behalf of another loop's thread: through
-// the caller's own ring (a MSG_RING submitted with its next enter, no
-// system call of its own) when both loops run io_uring, else through the
-// eventfd.
-func (d *uringDriver) wakeFrom(src driver) {
+// wakeFrom wakes this loop on behalf of another loop's thread through the
+// caller's own ring (a MSG_RING submitted with its next enter, no system
+// call of its own) when both loops run io_uring; otherwise, or when the
+// caller's submission queue is full, it reports false and the caller
+// writes the eventfd. The MSG_RING's own completion on the caller names
+// this loop, so that a failed one wakes it through the eventfd instead
+// (msgFailed).
+func (d *uringDriver) wakeFrom(src driver) bool {
 	s, ok := src.(*uringDriver)
 	if !ok || !d.msgRing || !s.msgRing || eventfdWakeOnly.Load() {
-		d.wake()
-		return
+		return false
 	}
 	if d.woken.Swap(true) {
+		return true
+	}
+	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, uint32(d.l.id), 0)) != nil {
+		d.woken.Store(false)
+		return false
+	}
+	return true
+}
+
+// msgFailed handles the failure of a MSG_RING this loop sent to wake loop
+// id: the target's wake-up flag, set for it, is cleared and the target
+// woken through its eventfd; otherwise every later wake-up of it would be
+// swallowed.
+func (d *uringDriver) msgFailed(id uint32) {
+	rt := d.l.rt
+	if rt == nil || int(id) >= len(rt.peers) {
 		return
 	}
-	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, 0, 0)) != nil {
-		d.woken.Store(false)
-		d.wake()
+	t := rt.peers[id]
+	if u, ok := t.d.(*uringDriver); ok {
+		u.woken.Store(false)
 	}
+	t.wakeIfOpen()
 }
 
 // eventfdWakeOnly, set by a benchmark, makes io_uring loops wake each other
@@ -1023,10 +1077,47 @@ func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 
 func (d *uringDriver) waits() uint64 { return d.waitsN }
 
+// close closes the ring, and then unmaps the receive buffers it fills,
+// unless the kernel may still be filling them: a loop that gave up on its
+// kernel (maxKernelErrors) exits with operations in flight, and the
+// kernel ends those only as it tears the closed ring down, after close(2)
+// has returned. Their buffers then stay mapped (a leak, logged, in a loop
+// that failed) rather than be written to after their addresses went to
+// another mapping.
 func (d *uringDriver) close() error {
-	err := errors.Join(d.bufs.Close(), d.pk.close(), d.r.Close())
-	if cerr := unix.Close(d.wakefd); cerr != nil {
-		err = errors.Join(err, os.NewSyscallError("close", cerr))
+	busy := !d.idle() || d.l.files.busy > 0
+	err := d.r.Close()
+	if busy {
+		d.l.log.Warn("percore: loop exits with operations in the kernel: its receive buffers stay mapped", "loop", d.l.id)
+	} else {
+		err = errors.Join(err, d.bufs.Close(), d.pk.close())
 	}
-	return err
+	return errors.Join(err, d.wakefd.close())
+}
+
+// wakeFd is the driver's wake-up descriptor, which the ring reads: an
+// eventFd, or the stand-in of the kernel-free tests.
+type wakeFd interface {
+	fd() int
+	signal()
+	close() error
+}
+
+// eventFd is an eventfd(2).
+type eventFd int
+
+func (e eventFd) fd() int { return int(e) }
+
+// signal adds one to the counter, which completes the ring's read of it.
+func (e eventFd) signal() {
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	_, _ = unix.Write(int(e), one[:])
+}
+
+func (e eventFd) close() error {
+	if err := unix.Close(int(e)); err != nil {
+		return os.NewSyscallError("close", err)
+	}
+	return nil
 }

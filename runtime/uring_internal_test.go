@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 	"unsafe"
@@ -88,7 +89,7 @@ func uringTestLoop(t *testing.T) (*Loop, *uringDriver, *fakeRing, *fakeBufs, *Co
 	for range 8 {
 		fb.mem = append(fb.mem, make([]byte, 16))
 	}
-	d := &uringDriver{l: l, r: fr, bufs: fb, wakefd: -1, cqes: make([]ring.Completion, 8)}
+	d := &uringDriver{l: l, r: fr, bufs: fb, wakefd: eventFd(-1), cqes: make([]ring.Completion, 8)}
 	l.d = d
 	l.acceptResult(fakeFd, 0, 0)
 	c := l.conns[0]
@@ -125,8 +126,8 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	if len(*got) != 2 {
 		t.Fatalf("%d payloads delivered in the first turn, want 2", len(*got))
 	}
-	if d.heldBufs != 2 || c.ur.deferred != 3 || len(d.deferred) != 3 {
-		t.Fatalf("held %d buffers, %d deferred (%d queued); want 2, 3, 3", d.heldBufs, c.ur.deferred, len(d.deferred))
+	if d.heldBufs != 2 || held(c) != 3 || len(d.deferred) != 1 {
+		t.Fatalf("held %d buffers, %d receives (%d connections listed); want 2, 3, 1", d.heldBufs, held(c), len(d.deferred))
 	}
 	if n := fr.count(kindCancel); n != 1 || c.ur.flags&(ufBudgetHeld|ufThrottled) != ufBudgetHeld|ufThrottled {
 		t.Fatalf("%d cancels, flags %#x; want one cancel, budget held and throttled", n, c.ur.flags)
@@ -134,17 +135,17 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	if !slices.Equal(fb.recycled, []uint16{0, 1, 4}) {
 		t.Fatalf("recycled %v, want the two delivered and the copied one", fb.recycled)
 	}
-	if d.deferred[2].copy == nil {
+	if c.ur.held[2].copy == nil {
 		t.Fatal("the receive past the held quarter was not copied out")
 	}
 
 	nextTurn(l, d) // two more, then the budget again
-	if len(*got) != 4 || d.heldBufs != 0 || c.ur.deferred != 1 {
-		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.heldBufs, c.ur.deferred)
+	if len(*got) != 4 || d.heldBufs != 0 || held(c) != 1 {
+		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.heldBufs, held(c))
 	}
 	nextTurn(l, d)
-	if len(*got) != 5 || c.ur.deferred != 0 || c.ur.flags&ufBudgetHeld != 0 {
-		t.Fatalf("third turn: %d delivered, %d deferred, flags %#x", len(*got), c.ur.deferred, c.ur.flags)
+	if len(*got) != 5 || held(c) != 0 || c.ur.flags&ufBudgetHeld != 0 {
+		t.Fatalf("third turn: %d delivered, %d deferred, flags %#x", len(*got), held(c), c.ur.flags)
 	}
 	if !slices.Contains(d.rearm, c) {
 		t.Error("the connection was not listed to receive again")
@@ -171,8 +172,8 @@ func TestReceivesParkWhilePaused(t *testing.T) {
 	if len(*got) != 0 {
 		t.Fatalf("%d payloads delivered while paused", len(*got))
 	}
-	if len(d.deferred) != 0 || len(c.ur.parked) != 2 {
-		t.Fatalf("%d on the loop's queue (it would spin), %d parked; want 0 and 2", len(d.deferred), len(c.ur.parked))
+	if len(d.deferred) != 0 || held(c) != 2 {
+		t.Fatalf("%d listed for the next turn (it would spin), %d held; want 0 and 2", len(d.deferred), held(c))
 	}
 	nextTurn(l, d)
 	if len(*got) != 0 {
@@ -191,8 +192,8 @@ func TestClosingAPausedConnectionGivesItsBuffersBack(t *testing.T) {
 	recv(d, fb, c, 3, payload(3))
 	recv(d, fb, c, 5, payload(5))
 	c.Abort()
-	if d.heldBufs != 0 || c.ur.deferred != 0 || c.ur.parked != nil {
-		t.Fatalf("after the close: %d held, %d deferred, parked %v", d.heldBufs, c.ur.deferred, c.ur.parked)
+	if d.heldBufs != 0 || held(c) != 0 {
+		t.Fatalf("after the close: %d buffers held, %d receives", d.heldBufs, held(c))
 	}
 	if !slices.Equal(fb.recycled, []uint16{3, 5}) {
 		t.Fatalf("recycled %v, want the parked buffers", fb.recycled)
@@ -201,5 +202,90 @@ func TestClosingAPausedConnectionGivesItsBuffersBack(t *testing.T) {
 	// its own for it, and one close.
 	if n, m := fr.count(kindCancel), fr.count(kindClose); n != 1 || m != 1 {
 		t.Fatalf("%d cancels, %d closes; want 1 and 1", n, m)
+	}
+}
+
+// TestDeferredAndPausedReceivesStayInOrder: a receive held back by the
+// budget, then a pause from outside the connection's callbacks (a proxy
+// pausing a client), then a receive that arrives while paused: after the
+// resume they are delivered in arrival order. (They used to come out 0, 1,
+// 3, 2: the held receive went behind the one that arrived while paused.)
+func TestDeferredAndPausedReceivesStayInOrder(t *testing.T) {
+	l, d, _, fb, c, got := uringTestLoop(t)
+	for i := range 3 {
+		recv(d, fb, c, uint16(i), payload(i)) // the third goes over the budget
+	}
+	c.PauseRead()
+	recv(d, fb, c, 3, payload(3))
+	nextTurn(l, d)
+	if len(*got) != 2 {
+		t.Fatalf("%d payloads delivered while paused, want the 2 before the pause", len(*got))
+	}
+	c.ResumeRead()
+	nextTurn(l, d)
+	nextTurn(l, d)
+	want := []string{payload(0), payload(1), payload(2), payload(3)}
+	if !slices.Equal(*got, want) {
+		t.Fatalf("delivered %q, want %q", *got, want)
+	}
+}
+
+// TestReceiveAfterAbortIsGivenBack: a receive that completes after the
+// connection was paused and then aborted (the cancel was on its way) is
+// given back at once, not held for a connection that will never read it.
+func TestReceiveAfterAbortIsGivenBack(t *testing.T) {
+	l, d, _, fb, c, got := uringTestLoop(t)
+	c.PauseRead()
+	c.Abort()
+	recv(d, fb, c, 6, payload(6))
+	nextTurn(l, d)
+	if len(*got) != 0 {
+		t.Fatalf("a closed connection got %q", *got)
+	}
+	if d.heldBufs != 0 || !slices.Equal(fb.recycled, []uint16{6}) {
+		t.Fatalf("after the close: %d buffers held, recycled %v; want 0 and [6]", d.heldBufs, fb.recycled)
+	}
+	// The kernel finishes what it held: the receive's last completion, the
+	// cancel and the close. Then nothing is left that could be filling a
+	// buffer, and the pages can go.
+	for _, kind := range []uint8{kindRecv, kindCancel, kindClose} {
+		e := ring.Completion{UserData: userData(kind, c.slot, c.gen)}
+		if kind == kindRecv {
+			e.Res = -int32(unix.ECANCELED)
+		}
+		d.dispatch(&e)
+	}
+	if !d.discardBuffers() {
+		t.Fatal("the buffers' pages cannot be given back")
+	}
+}
+
+// TestExitWithReceivesInFlightKeepsTheirBuffers: a loop that exits with a
+// receive still in the kernel (it gave up on its kernel after
+// maxKernelErrors) closes its ring and leaves the buffers the kernel may
+// still fill mapped; one that exits idle closes the ring, then unmaps
+// them. The buffers used to be unmapped first, while the ring that writes
+// into them was still open.
+func TestExitWithReceivesInFlightKeepsTheirBuffers(t *testing.T) {
+	for _, busy := range []bool{true, false} {
+		k := newSimKernel()
+		l, r, d := k.newLoop(0, Config{}, HandlerFunc(func(*Conn, []byte) {}))
+		l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
+		l.streams = 1
+		if busy {
+			l.acceptResult(simConnFd, 0, 0)
+			if err := r.Submit(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := d.close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(k.faults) > 0 {
+			t.Fatalf("busy %v: %s", busy, strings.Join(k.faults, "; "))
+		}
+		if !r.closed || r.bufs.closed == busy {
+			t.Errorf("busy %v: ring closed %v, buffers unmapped %v", busy, r.closed, r.bufs.closed)
+		}
 	}
 }

@@ -103,6 +103,8 @@ var statMetrics = []statMetric{
 		func(s *runtime.Stats) float64 { return float64(s.CallsRun) }},
 	{"CallBatches", "loop_call_batches_total", "Batches the cross-loop calls this loop ran came in: one per caller per turn, each with one wake-up.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.CallBatches) }},
+	{"CallRejects", "loop_call_rejects_total", "Cross-loop calls this loop refused with ErrLoopBusy: it held MaxHeldCalls for a target that was behind.", counter,
+		func(s *runtime.Stats) float64 { return float64(s.CallRejects) }},
 	{"FileOps", "file_ops_total", "File operations handed to the kernel or the file workers.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.FileOps) }},
 	{"FilesOpen", "files_open", "Files open on the loop now.", gauge,

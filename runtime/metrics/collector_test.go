@@ -49,6 +49,7 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_loop_calls_made_total":              dto.MetricType_COUNTER,
 	"percore_loop_calls_run_total":               dto.MetricType_COUNTER,
 	"percore_loop_call_batches_total":            dto.MetricType_COUNTER,
+	"percore_loop_call_rejects_total":            dto.MetricType_COUNTER,
 	"percore_loop_lag_p50_seconds":               dto.MetricType_GAUGE,
 	"percore_loop_lag_p99_seconds":               dto.MetricType_GAUGE,
 	"percore_loop_lag_max_seconds":               dto.MetricType_GAUGE,

@@ -1,0 +1,719 @@
+package runtime
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The io_uring driver's connection path, driven as a model: a real Loop
+// running its real run() on an io_uring driver over the stand-in kernel
+// (model_sim_test.go: ring, provided buffers, eventfd, fake clock), with
+// a small turn budget, few small buffers (so that a quarter is soon held
+// and receives are copied out) and a small outbound cap. Seeded random
+// sequences of steps: connections accepted; peers that send, end their
+// streams or reset; receives the kernel completes with and without more
+// to come, short, at the end of the stream, out of buffers (ENOBUFS);
+// sends it completes in parts, or fails; cancels it runs before or after
+// completing what they cancel; closes; and the handler (echoing what it
+// gets) and posted functions pausing and resuming reading (a connection's
+// own and another's, from inside and outside its callbacks), writing past
+// the outbound cap, closing and aborting. The oracle:
+//
+//   - bytes reach OnData in the order the peer sent them, each once, and
+//     never while reading is paused or after the connection closed; the
+//     peer receives what the handler wrote, in order, each byte once;
+//   - every provided buffer is the kernel's or the loop's, never both: a
+//     buffer is read only while the loop holds it, recycled once, and the
+//     loop holds exactly the buffers its held receives account for;
+//   - a closed connection holds no receive; one with held receives that
+//     is not paused is listed for the next turn; one that reads has a
+//     receive armed; one with bytes queued has a send in flight;
+//   - a connection's slot is freed only once the kernel holds nothing of
+//     it (no entry with its user data queued or in flight);
+//
+// and at the end, once the peers' data is in, reading resumed and every
+// connection closed: OnClose ran once for each, every byte a peer sent
+// was delivered, a connection closed with Close sent everything written,
+// no buffer is held, every slot is free and the loop exits.
+//
+// Run longer with -model.seeds and -model.steps; one seed with -model.seed;
+// FuzzModelUringConn takes the sequence of choices as its input.
+
+func TestModelUringConn(t *testing.T) {
+	seen := map[string]int{}
+	eachModelSeed(t, func(t *testing.T, seed uint64, steps int) {
+		m := runConnModel(t, fmt.Sprintf("seed %d", seed), seededInput(seed), steps)
+		for k, v := range m.seen {
+			seen[k] += v
+		}
+	})
+	if *modelSeed == 0 && *modelSeeds >= 20 && !t.Failed() {
+		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
+			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
+			"reset", "end of stream"} {
+			if seen[what] == 0 {
+				t.Errorf("no sequence reached %q", what)
+			}
+		}
+	}
+	t.Logf("reached: %v", seen)
+}
+
+func FuzzModelUringConn(f *testing.F) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		in := seededInput(seed)
+		data := make([]byte, 512)
+		for i := range data {
+			data[i] = byte(in.intn(256))
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 4096 {
+			return
+		}
+		runConnModel(t, "fuzz input", &modelInput{data: data}, len(data))
+	})
+}
+
+// connModel is one sequence.
+type connModel struct {
+	in    *modelInput
+	k     *simKernel
+	l     *Loop
+	r     *simRing
+	d     *uringDriver
+	conns []*mconn
+	step  int
+	trace []string
+	seen  map[string]int
+	// focus is the connection most steps are about for a while: traffic
+	// comes in bursts per connection, and so do the interleavings that
+	// matter (a receive held back, a pause, another receive, one turn).
+	focus *mconn
+}
+
+// mconn is one connection as the model sees it: the peer's side and what
+// the handler got.
+type mconn struct {
+	id, fd    int
+	c         *Conn
+	slot, gen uint32
+	sent      []byte // what the peer sent
+	given     int    // bytes of sent the kernel has put in receives
+	delivered int    // bytes of sent OnData got
+	end       int    // the peer ended its stream (1) or reset it (2) after sent
+	endGiven  bool   // the kernel reported that end
+	written   []byte // what the handler wrote
+	received  []byte // what the peer received of it
+	closes    int    // OnClose calls
+	closeErr  error
+	graceful  bool // the handler closed it with Close
+	failed    bool // a send failed, or it was aborted
+	freed     bool // its slot was seen freed
+}
+
+const maxModelConns = 6
+
+func runConnModel(t *testing.T, label string, in *modelInput, steps int) *connModel {
+	t.Helper()
+	m := newConnModel(in)
+	defer func() {
+		r := recover()
+		if r != nil {
+			if _, ok := r.(simFault); !ok {
+				panic(r)
+			}
+		}
+		if len(m.k.faults) > 0 {
+			t.Fatalf("%s, step %d: %s\nthe last steps:\n\t%s", label, m.step, strings.Join(m.k.faults, "; "),
+				strings.Join(m.trace, "\n\t"))
+		}
+	}()
+	for m.step = 1; m.step <= steps && !in.exhausted(); m.step++ {
+		m.randomStep()
+		m.check()
+	}
+	m.step = -1
+	m.settle()
+	return m
+}
+
+func newConnModel(in *modelInput) *connModel {
+	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}}
+	budgets := []int{16, 24, 32, 48, -1}
+	caps := []int{40, 64, 200, -1}
+	cfg := Config{BufferCount: 8, BufferSize: 16, TurnBudget: budgets[in.intn(len(budgets))],
+		MaxOutbound: caps[in.intn(len(caps))]}
+	if cfg.MaxOutbound > 0 {
+		cfg.OutboundLowWater = cfg.MaxOutbound / 2
+	}
+	m.l, m.r, m.d = m.k.newLoop(0, cfg, connHandler{m})
+	m.k.onSubmit = m.submitted
+	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
+	m.l.streams = 1
+	if err := m.d.listen(0, simListenFd); err != nil {
+		panic(err)
+	}
+	m.k.start(m.r)
+	return m
+}
+
+func (m *connModel) log(format string, args ...any) {
+	if len(m.trace) == 60 {
+		m.trace = m.trace[1:]
+	}
+	m.trace = append(m.trace, fmt.Sprintf("%d: ", m.step)+fmt.Sprintf(format, args...))
+}
+
+func (m *connModel) faultf(format string, args ...any) {
+	m.k.fault(format, args...)
+	panic(simFault{})
+}
+
+// submitted sees each entry the loop hands the kernel (under k.mu): a
+// close's descriptor is gone once it completes, and nothing may be
+// submitted for a connection whose slot was freed.
+func (m *connModel) submitted(r *simRing, op *simOp) bool {
+	if op.kind <= kindConnect && op.kind >= kindRecv {
+		if mc := m.byUserData(op.ud); mc != nil && mc.freed {
+			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)
+		}
+	}
+	return false
+}
+
+// byUserData returns the connection an entry's user data names.
+func (m *connModel) byUserData(ud uint64) *mconn {
+	slot, gen := uint32(ud), uint32(ud>>32)&genMask
+	for _, mc := range m.conns {
+		if mc.c != nil && mc.slot == slot && mc.gen == gen {
+			return mc
+		}
+	}
+	return nil
+}
+
+// pattern is the byte the peer of connection id sends at offset off.
+func pattern(id, off int) byte { return byte(off*7 + id*31 + off/251) }
+
+// open returns the connections OnClose has not run for.
+func (m *connModel) open() []*mconn {
+	var out []*mconn
+	for _, mc := range m.conns {
+		if mc.c != nil && mc.closes == 0 {
+			out = append(out, mc)
+		}
+	}
+	return out
+}
+
+func (m *connModel) pick(cs []*mconn) *mconn {
+	if len(cs) == 0 {
+		return nil
+	}
+	if m.focus != nil && slices.Contains(cs, m.focus) && m.in.chance(3, 4) {
+		return m.focus
+	}
+	return cs[m.in.intn(len(cs))]
+}
+
+// randomStep takes one step.
+func (m *connModel) randomStep() {
+	in := m.in
+	m.k.mu.Lock()
+	locked := true
+	unlock := func() {
+		if locked {
+			m.k.mu.Unlock()
+			locked = false
+		}
+	}
+	defer unlock()
+	if m.focus == nil || in.chance(1, 10) {
+		m.focus = m.pick(m.open())
+	}
+	switch x := in.intn(100); {
+	case x < 8:
+		if len(m.conns) < maxModelConns {
+			m.accept()
+		}
+	case x < 25:
+		if mc := m.pick(m.open()); mc != nil && mc.end == 0 {
+			n := 1 + in.intn(40)
+			for range n {
+				mc.sent = append(mc.sent, pattern(mc.id, len(mc.sent)))
+			}
+			m.log("peer %d sends %d bytes", mc.id, n)
+		}
+	case x < 27:
+		if mc := m.pick(m.open()); mc != nil && mc.end == 0 {
+			mc.end = 1
+			if in.chance(1, 4) {
+				mc.end = 2
+			}
+			m.log("peer %d ends its stream (%d)", mc.id, mc.end)
+		}
+	case x < 58:
+		m.kernelStep(false)
+	case x < 64:
+		// A burst: the kernel completes several before the loop runs.
+		for range 4 + in.intn(10) {
+			m.kernelStep(false)
+		}
+	case x < 72:
+		unlock()
+		m.outside()
+	case x < 77:
+		// One connection's burst in one turn: receives, something from
+		// outside (a pause, a close), more receives, then the loop.
+		if mc := m.focus; mc != nil && mc.closes == 0 && mc.end == 0 {
+			for range 16 + in.intn(64) {
+				mc.sent = append(mc.sent, pattern(mc.id, len(mc.sent)))
+			}
+		}
+		for range 1 + in.intn(4) {
+			m.kernelStep(false)
+		}
+		unlock()
+		m.outside()
+		m.k.mu.Lock()
+		locked = true
+		for range 1 + in.intn(3) {
+			m.kernelStep(false)
+		}
+		unlock()
+		if m.r.runnable() {
+			m.run()
+		}
+	default:
+		unlock()
+		if m.r.runnable() {
+			m.run()
+		}
+	}
+}
+
+// accept completes the loop's multishot accept with a new connection.
+func (m *connModel) accept() {
+	i := slices.IndexFunc(m.r.inflight, func(op *simOp) bool { return op.kind == kindAccept })
+	if i < 0 {
+		return
+	}
+	mc := &mconn{id: len(m.conns), fd: simConnFd + len(m.conns)}
+	m.conns = append(m.conns, mc)
+	m.r.post(m.r.inflight[i].ud, int32(mc.fd), cqeMore)
+	m.log("accept connection %d", mc.id)
+}
+
+const (
+	cqeBuffer = 1 << 0
+	cqeMore   = 1 << 1
+)
+
+// kernelStep completes one operation in flight, chosen at random (all, to
+// settle, completes sends whole and fails nothing); it reports whether
+// there was one to complete.
+func (m *connModel) kernelStep(settling bool) bool {
+	r, in := m.r, m.in
+	var can []int
+	for i, op := range r.inflight {
+		if m.ready(op) {
+			can = append(can, i)
+		}
+	}
+	if len(can) == 0 {
+		return false
+	}
+	i := can[in.intn(len(can))]
+	if m.focus != nil && in.chance(3, 4) {
+		for _, j := range can {
+			if m.byUserData(r.inflight[j].ud) == m.focus {
+				i = j
+				break
+			}
+		}
+	}
+	op := r.inflight[i]
+	mc := m.byUserData(op.ud)
+	switch op.kind {
+	case kindRecv:
+		m.receive(i, op, mc, settling)
+	case kindSend:
+		r.take(i)
+		n := len(op.p)
+		switch {
+		case !settling && in.chance(1, 40):
+			r.post(op.ud, -int32(unix.EPIPE), 0)
+			m.log("send of connection %d fails", mc.id)
+			mc.failed = true
+			return true
+		case !settling && n > 1 && in.chance(1, 2):
+			n = 1 + in.intn(n-1)
+			m.seen["partial send"]++
+		}
+		mc.received = append(mc.received, op.p[:n]...)
+		if !bytes.HasPrefix(mc.written, mc.received) {
+			m.k.fault("connection %d: the peer received bytes the handler did not write in that order (at %d)",
+				mc.id, len(mc.received)-n)
+		}
+		r.post(op.ud, int32(n), 0)
+		m.log("send of connection %d completes %d of %d", mc.id, n, len(op.p))
+	case kindCancel:
+		if j := r.find(op.target); j >= 0 && r.inflight[j].kind == kindRecv && m.ready(r.inflight[j]) && in.chance(1, 2) {
+			// The data it cancels arrives first.
+			m.receive(j, r.inflight[j], m.byUserData(op.target), settling)
+			m.seen["cancel after data"]++
+			return true
+		}
+		r.completeCancel(i)
+		m.log("cancel for connection %v runs", mc != nil)
+	case kindClose:
+		r.take(i)
+		m.k.closedFds[op.fd] = true
+		r.post(op.ud, 0, 0)
+		m.log("close of descriptor %d", op.fd)
+	case kindAcceptCancel:
+		r.completeCancel(i)
+	default:
+		r.take(i)
+		r.post(op.ud, 0, 0)
+	}
+	return true
+}
+
+// ready reports whether op can complete now: a receive only with data, or
+// the end of the stream, to report.
+func (m *connModel) ready(op *simOp) bool {
+	switch op.kind {
+	case kindAccept:
+		return false
+	case kindRecv:
+		mc := m.byUserData(op.ud)
+		return mc != nil && (mc.given < len(mc.sent) || mc.end != 0 && !mc.endGiven)
+	}
+	return true
+}
+
+// receive completes receive op (at index i) of mc with what the peer sent.
+func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
+	r, in := m.r, m.in
+	if mc.given == len(mc.sent) {
+		r.take(i)
+		mc.endGiven = true
+		if mc.end == 2 {
+			r.post(op.ud, -int32(unix.ECONNRESET), 0)
+			m.seen["reset"]++
+		} else {
+			r.post(op.ud, 0, 0)
+			m.seen["end of stream"]++
+		}
+		m.log("receive of connection %d: the end (%d)", mc.id, mc.end)
+		return
+	}
+	n := min(len(mc.sent)-mc.given, r.bufs.Size())
+	if !settling && n > 1 && in.chance(1, 3) {
+		n = 1 + in.intn(n-1) // short
+	}
+	id, ok := r.bufs.fill(mc.sent[mc.given : mc.given+n])
+	if !ok {
+		r.take(i)
+		r.post(op.ud, -int32(unix.ENOBUFS), 0)
+		m.seen["ENOBUFS"]++
+		m.log("receive of connection %d: out of buffers", mc.id)
+		return
+	}
+	mc.given += n
+	flags := uint32(id)<<16 | cqeBuffer
+	if op.multi && (settling || !in.chance(1, 8)) {
+		flags |= cqeMore
+	} else {
+		r.take(i)
+		if op.multi {
+			m.seen["multishot ended"]++
+		}
+	}
+	r.post(op.ud, int32(n), flags)
+	m.log("receive of connection %d: %d bytes in buffer %d (more %v)", mc.id, n, id, flags&cqeMore != 0)
+}
+
+// outside posts to the loop an action on a connection, from outside its
+// callbacks (as a proxy pauses a client while its upstream is behind).
+func (m *connModel) outside() {
+	mc := m.pick(m.open())
+	if mc == nil {
+		return
+	}
+	act := m.in.intn(6)
+	m.log("posted: %s on connection %d", []string{"pause", "resume", "write", "close", "abort", "pause"}[act], mc.id)
+	if m.l.Post(func() { m.act(mc, act, true) }) != nil {
+		m.faultf("post refused")
+	}
+}
+
+// act does one of the handler's actions on mc, on the loop's thread.
+func (m *connModel) act(mc *mconn, act int, outside bool) {
+	c := mc.c
+	switch act {
+	case 0, 5:
+		if outside && held(c) > 0 {
+			m.seen["pause from outside"]++
+		}
+		if held(c) > 0 {
+			m.seen["paused with held"]++
+		}
+		c.PauseRead()
+	case 1:
+		c.ResumeRead()
+	case 2:
+		m.write(mc, 1+m.in.intn(80))
+	case 3:
+		if c.Buffered() > 0 || c.state&stClosing == 0 {
+			mc.graceful = c.state&stClosed == 0 && !mc.failed
+		}
+		c.Close()
+	case 4:
+		if held(c) > 0 {
+			m.seen["closed while holding"]++
+		}
+		if !c.closed() {
+			mc.failed = true
+		}
+		c.Abort()
+	}
+}
+
+// write writes n bytes of the handler's own to mc.
+func (m *connModel) write(mc *mconn, n int) {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = byte(len(mc.written)+i) ^ 0x5a
+	}
+	if _, err := mc.c.Write(p); err == nil {
+		mc.written = append(mc.written, p...)
+	}
+	if mc.c.Paused() {
+		m.seen["outbound cap"]++
+	}
+}
+
+// run lets the loop take its turns until it waits again.
+func (m *connModel) run() {
+	m.log("the loop runs (%d completions ready)", len(m.r.cq))
+	m.k.resumeLoop(m.r)
+	if len(m.k.faults) > 0 {
+		panic(simFault{})
+	}
+	for _, mc := range m.conns {
+		if mc.c != nil && !mc.freed && mc.c.loop.conns[mc.slot] != mc.c {
+			mc.freed = true
+		}
+	}
+}
+
+// connHandler is the model's handler: it checks what it gets and acts.
+type connHandler struct{ m *connModel }
+
+func (h connHandler) OnOpen(c *Conn) {
+	m := h.m
+	mc := m.conns[c.fd-simConnFd]
+	mc.c, mc.slot, mc.gen = c, c.slot, c.gen
+	c.SetValue(mc)
+}
+
+func (h connHandler) OnData(c *Conn, data []byte) {
+	m := h.m
+	mc := c.Value().(*mconn)
+	switch {
+	case mc.closes > 0 || c.closed():
+		m.faultf("connection %d: OnData after it closed", mc.id)
+	case c.readPaused():
+		m.faultf("connection %d: OnData while reading is paused", mc.id)
+	case !bytes.Equal(data, mc.sent[mc.delivered:min(len(mc.sent), mc.delivered+len(data))]):
+		m.faultf("connection %d: OnData got %d bytes that are not the peer's from offset %d: out of order, lost or repeated",
+			mc.id, len(data), mc.delivered)
+	}
+	mc.delivered += len(data)
+	if held(c) > 0 {
+		m.seen["deferred"]++
+	}
+	if heldCopies(c) > 0 {
+		m.seen["copied"]++
+	}
+	// Echo, and now and then something more.
+	if _, err := c.Write(data); err == nil {
+		mc.written = append(mc.written, data...)
+	}
+	if c.Paused() {
+		m.seen["outbound cap"]++
+	}
+	switch x := m.in.intn(40); {
+	case x < 3:
+		m.act(mc, 0, false)
+	case x < 4:
+		m.act(mc, 3, false)
+	case x < 5:
+		m.act(mc, 4, false)
+	case x < 7:
+		m.write(mc, 1+m.in.intn(100))
+	case x < 10:
+		// Another connection's reading, from this one's callback.
+		if o := m.pick(m.open()); o != nil && o != mc {
+			m.act(o, m.in.intn(2), true)
+		}
+	}
+}
+
+func (h connHandler) OnEOF(c *Conn) {
+	m := h.m
+	mc := c.Value().(*mconn)
+	if mc.delivered != len(mc.sent) {
+		m.faultf("connection %d: OnEOF after %d of the peer's %d bytes", mc.id, mc.delivered, len(mc.sent))
+	}
+	if c.readPaused() {
+		m.faultf("connection %d: OnEOF while reading is paused", mc.id)
+	}
+	m.act(mc, 3, false)
+}
+
+func (h connHandler) OnClose(c *Conn, err error) {
+	m := h.m
+	mc := c.Value().(*mconn)
+	mc.closes++
+	mc.closeErr = err
+	if mc.closes > 1 {
+		m.faultf("connection %d: OnClose ran %d times", mc.id, mc.closes)
+	}
+	if err != nil {
+		mc.failed = true
+	}
+}
+
+// check runs the oracle's checks between steps, while the loop waits.
+func (m *connModel) check() {
+	k, r, d := m.k, m.r, m.d
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if r.exited {
+		return
+	}
+	if n := m.l.cnt[sPanics]; n > 0 {
+		m.faultf("%d callbacks panicked", n)
+	}
+	inCQ := 0 // buffers handed over in completions the loop has not reaped
+	for _, e := range r.cq {
+		if e.Flags&cqeBuffer != 0 {
+			inCQ++
+		}
+	}
+	if n := r.bufs.count(bufLoop); n != d.heldBufs+inCQ {
+		m.faultf("the loop holds %d provided buffers, its held receives account for %d (and %d are on their way)", n, d.heldBufs, inCQ)
+	}
+	if len(r.cq) > 0 {
+		return // the loop has not seen these yet: its state and the kernel's agree once it has
+	}
+	for _, mc := range m.conns {
+		c := mc.c
+		if c == nil {
+			continue
+		}
+		inFlight := func(kind uint8) bool {
+			ud := userData(kind, mc.slot, mc.gen)
+			return r.find(ud) >= 0
+		}
+		if mc.freed {
+			for _, kind := range []uint8{kindRecv, kindSend, kindCancel, kindClose, kindShutdown, kindConnect} {
+				if inFlight(kind) {
+					m.faultf("connection %d: its slot is free and an operation of kind %d is in flight", mc.id, kind)
+				}
+			}
+			continue
+		}
+		u := &c.ur
+		switch {
+		case c.closed() && held(c) > 0:
+			m.faultf("connection %d is closed and holds %d receives", mc.id, held(c))
+		case !c.closed() && held(c) > 0 && !c.readPaused() && !listed(c):
+			m.faultf("connection %d holds receives, is not paused, and is not listed to deliver them", mc.id)
+		case c.wantsInput() && c.state&stClosing == 0 && held(c) == 0 && u.flags&ufRecvEOF == 0 && !inFlight(kindRecv):
+			m.faultf("connection %d reads and has no receive armed (flags %#x)", mc.id, u.flags)
+		case !c.closed() && c.out.buffered() > 0 && !inFlight(kindSend):
+			m.faultf("connection %d has %d bytes queued and no send in flight", mc.id, c.out.buffered())
+		}
+	}
+}
+
+// settle delivers what the peers sent, resumes reading everywhere, closes
+// every connection and stops the loop, checking what must hold at the end.
+func (m *connModel) settle() {
+	drain := func() {
+		for range 100000 {
+			m.k.mu.Lock()
+			progressed := m.kernelStep(true)
+			m.k.mu.Unlock()
+			if m.r.exited {
+				return
+			}
+			if len(m.r.cq) > 0 {
+				m.run()
+				progressed = true
+			}
+			if !progressed {
+				return
+			}
+		}
+		m.faultf("the connections did not settle")
+	}
+	drain()
+	for _, mc := range m.open() {
+		if mc.end == 0 {
+			mc.end = 1
+		}
+		m.l.Post(func() {
+			mc.c.ResumeRead()
+		})
+	}
+	drain()
+	for _, mc := range m.open() {
+		if mc.c.readPaused() {
+			continue // over its outbound cap with its peer gone: closed below
+		}
+		if mc.delivered != len(mc.sent) && !mc.failed && mc.c.state&stClosing == 0 {
+			m.faultf("connection %d: %d of the peer's %d bytes delivered once everything settled", mc.id, mc.delivered, len(mc.sent))
+		}
+	}
+	for _, mc := range m.open() {
+		m.l.Post(func() { m.act(mc, 3, true) })
+	}
+	drain()
+	for _, mc := range m.conns {
+		switch {
+		case mc.c == nil:
+		case mc.closes != 1:
+			c := mc.c
+			m.faultf("connection %d: OnClose ran %d times (state %#x, driver flags %#x, %d bytes queued, %d receives held, %d operations in the kernel)",
+				mc.id, mc.closes, c.state, c.ur.flags, c.Buffered(), held(c), c.ur.ops)
+		case mc.graceful && !mc.failed && !bytes.Equal(mc.received, mc.written):
+			m.faultf("connection %d, closed with Close: the peer received %d of the %d bytes written",
+				mc.id, len(mc.received), len(mc.written))
+		case !mc.freed:
+			m.faultf("connection %d: its slot was not freed", mc.id)
+		}
+	}
+	if n := m.r.bufs.count(bufLoop); n != 0 || m.d.heldBufs != 0 || len(m.d.deferred) != 0 {
+		m.faultf("at the end the loop holds %d buffers (%d counted) and lists %d connections", n, m.d.heldBufs, len(m.d.deferred))
+	}
+	if !m.d.discardBuffers() {
+		m.faultf("at the end the buffers' pages cannot be given back")
+	}
+	m.l.Post(func() { m.l.forceStop(ErrShutdown) })
+	drain()
+	if !m.r.exited {
+		m.faultf("the loop did not exit once stopped")
+	}
+}
