@@ -63,11 +63,13 @@ func TestPoolCollector(t *testing.T) {
 		roundTrip(t, loop, local) // a new connection: the get waited for it
 		roundTrip(t, loop, local) // the idle one
 
-		// The loop publishes at the end of the turn of the last Put.
+		// The loop publishes at the end of each turn: the second get's, then
+		// the one of the Put that idles the connection again.
 		var mfs map[string]*dto.MetricFamily
-		pctest.WaitFor(t, "the loop to publish the second get", func() bool {
+		pctest.WaitFor(t, "the loop to publish the second get and its put", func() bool {
 			mfs = gather(t, c)
-			return sum(mfs, "percore_pool_gets_total", map[string]string{"result": "direct"}) == 1
+			return sum(mfs, "percore_pool_gets_total", map[string]string{"result": "direct"}) == 1 &&
+				sum(mfs, "percore_pool_idle_connections", nil) == 1
 		})
 		for _, name := range []string{"percore_pool_gets_total", "percore_pool_get_wait_seconds_total",
 			"percore_pool_connections_created_total", "percore_pool_connect_errors_total",
