@@ -6,7 +6,8 @@
 // a few atomic loads), so the request path pays nothing for being watched.
 // Every series carries the labels loop (the loop's index) and cpu (the CPU
 // its thread is pinned to). [NewPool] does the same for a connection pool's
-// State and Statistics, summed over the loops, with a pool label.
+// State and Statistics, summed over the loops (pool.Pool.Snapshot), with a
+// pool label.
 // [Listen] serves both, with the Go runtime's and the process's own
 // collectors, at /metrics, and net/http/pprof at /debug/pprof/, from
 // ordinary goroutines that never run on a loop's thread.
@@ -24,11 +25,17 @@
 // those of the loop's last window of about a second, not a running summary:
 // plot them as they are, do not rate() or average them over loops.
 //
-// A pool's collector asks every loop for its pool's numbers (one function
-// posted to each loop per scrape) and waits at most PoolConfig.Timeout for
-// the answers; a scrape that times out leaves the pool's series out rather
-// than export a partial sum that would look like a counter reset, and
-// counts the miss in percore_pool_scrape_errors_total.
+// A pool's collector reads pool.Pool.Snapshot: what each loop's Local
+// published at the end of the loop's last turn, with the same caveat. It
+// never asks a loop for anything, so it cannot time out, and each loop's
+// numbers are of one moment between its callbacks: the conservation law
+// percore_pool_connections_created_total ==
+// sum(percore_pool_connections_closed_total) + percore_pool_connections
+// holds in every scrape.
+//
+// The metrics, with their names, kinds and help, are defined once with
+// the runtime's and the pool's counters (internal/gen/stats/table.go, see
+// docs/decisions/0038-counters-from-one-table.md).
 //
 // Importing this package imports net/http/pprof, which registers its
 // handlers on http.DefaultServeMux. [Listen] serves its own mux, never that

@@ -1,7 +1,10 @@
 package metrics
 
 import (
+	"os"
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,7 +101,7 @@ func TestEveryPoolField(t *testing.T) {
 			}
 			var moved []string
 			for _, m := range poolMetrics {
-				if m.value(&s, &st) != 0 {
+				if m.value(&st, &s) != 0 {
 					moved = append(moved, m.field)
 				}
 			}
@@ -144,5 +147,51 @@ func TestLagInSeconds(t *testing.T) {
 				t.Errorf("%s = %v, want %v", m.name, got, w)
 			}
 		}
+	}
+}
+
+// TestDocumentedMetricsExist: every metric the Grafana dashboard
+// (docs/grafana-percore.json) queries, and every one the table of
+// docs/operations.md describes, is one this package exports, so that a
+// rename in the counters' table cannot leave a panel or a runbook line
+// behind.
+func TestDocumentedMetricsExist(t *testing.T) {
+	exported := map[string]bool{namespace + "_loop_info": true}
+	for _, m := range statMetrics {
+		exported[namespace+"_"+m.name] = true
+	}
+	for _, m := range poolMetrics {
+		exported[namespace+"_"+m.name] = true
+	}
+	name := regexp.MustCompile(`percore_[a-z0-9_]*[a-z0-9]`)
+	dash, err := os.ReadFile("../../docs/grafana-percore.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, n := range name.FindAllString(string(dash), -1) {
+		found++
+		if !exported[n] {
+			t.Errorf("docs/grafana-percore.json queries %s, which no collector exports", n)
+		}
+	}
+	ops, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(ops), "\n") {
+		if !strings.HasPrefix(line, "| `"+namespace+"_") {
+			continue
+		}
+		first := strings.SplitN(line, "|", 3)[1]
+		for _, n := range name.FindAllString(first, -1) {
+			found++
+			if !exported[n] {
+				t.Errorf("docs/operations.md describes %s, which no collector exports", n)
+			}
+		}
+	}
+	if found < 40 {
+		t.Fatalf("found only %d metric names in the docs: the test reads the wrong files", found)
 	}
 }

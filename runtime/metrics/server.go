@@ -35,8 +35,9 @@ func Handler(rt *runtime.Runtime, extra ...prometheus.Collector) (http.Handler, 
 		}
 	}
 	mux := http.NewServeMux()
-	// ContinueOnError: a collector that fails (a pool's loops slow to
-	// answer) costs its own series, not the whole scrape.
+	// ContinueOnError: a collector that fails (an extra one; percore's
+	// own read published snapshots and cannot) costs its own series, not
+	// the whole scrape.
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

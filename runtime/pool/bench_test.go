@@ -174,3 +174,43 @@ func TestLoopClockChoice(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPublish is what a Local costs its loop per turn (Loop.OnPublish):
+// a turn that served gets (two counters changed), and one that changed
+// nothing (an idle pool: no store, the sequence untouched).
+func BenchmarkPublish(b *testing.B) {
+	p, err := New[*fakeConn](newFakeManager(), Config{ReapInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := p.Local(newFakeLoop(newFakeClock()))
+	b.Run("changed", func(b *testing.B) {
+		for b.Loop() {
+			l.st.GetsDirect++
+			l.st.WaitTime++
+			l.publish()
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			l.publish()
+		}
+	})
+}
+
+// BenchmarkSnapshot is one Pool.Snapshot over four loops' Locals.
+func BenchmarkSnapshot(b *testing.B) {
+	p, err := New[*fakeConn](newFakeManager(), Config{ReapInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for range 4 {
+		p.Local(newFakeLoop(newFakeClock())).publish()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if st, _ := p.Snapshot(); st.Loops != 4 {
+			b.Fatalf("%d loops", st.Loops)
+		}
+	}
+}

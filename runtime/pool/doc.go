@@ -43,10 +43,20 @@
 // connections, then warm up to MinIdle) runs on a per-loop timer every
 // Config.ReapInterval.
 //
+// # Numbers
+//
+// A Local counts in plain fields (Local.State and Local.Statistics read
+// them on its loop) and publishes them whenever its loop publishes its own
+// counters (Loop.OnPublish: at the end of each turn), under a sequence
+// lock. Pool.Snapshot sums what the loops published, from any goroutine,
+// without asking them: each loop's numbers are of one moment between its
+// callbacks, so Created == Closed() + Connections holds in every snapshot.
+//
 // # Threads
 //
 // Pool's methods are safe for concurrent use, except Local, which must be
-// called on the loop's thread it names. A Local's methods, its Leases and
+// called on the loop's thread it names; Snapshot may be called on a loop's
+// thread too. A Local's methods, its Leases and
 // the callbacks it runs (a get's done, and the Manager's methods) belong to
 // that loop's thread.
 //

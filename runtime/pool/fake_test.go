@@ -33,12 +33,14 @@ func (c *fakeClock) set(t time.Time) {
 func (c *fakeClock) Advance(d time.Duration) { c.set(c.Now().Add(d)) }
 
 // fakeLoop is a deterministic single-threaded Loop: timers run when the test
-// advances the clock, posted functions when it drains them.
+// advances the clock, posted functions when it drains them, and the
+// OnPublish functions when it ends a turn (publish).
 type fakeLoop struct {
-	clock  *fakeClock
-	timers []*fakeTimer
-	seq    int
-	onStop []func()
+	clock     *fakeClock
+	timers    []*fakeTimer
+	seq       int
+	onStop    []func()
+	onPublish []func()
 
 	mu      sync.Mutex
 	posted  []func()
@@ -76,6 +78,16 @@ func (fl *fakeLoop) Post(f func()) error {
 }
 
 func (fl *fakeLoop) OnStop(f func()) { fl.onStop = append(fl.onStop, f) }
+
+func (fl *fakeLoop) OnPublish(f func()) { fl.onPublish = append(fl.onPublish, f) }
+
+// publish ends a turn: the OnPublish functions run, as a percore loop runs
+// them between its callbacks.
+func (fl *fakeLoop) publish() {
+	for _, f := range fl.onPublish {
+		f()
+	}
+}
 
 // advance moves the clock forward by d, running the timers that come due on
 // the way in deadline order (each at its deadline).
@@ -129,8 +141,8 @@ func (fl *fakeLoop) drain() {
 	}
 }
 
-// stop runs the OnStop functions, refuses further posts and runs what was
-// posted before, as a percore loop does.
+// stop runs the OnStop functions, refuses further posts, runs what was
+// posted before and publishes a last time, as a percore loop does.
 func (fl *fakeLoop) stop() {
 	for _, f := range fl.onStop {
 		f()
@@ -139,6 +151,7 @@ func (fl *fakeLoop) stop() {
 	fl.stopped = true
 	fl.mu.Unlock()
 	fl.drain()
+	fl.publish()
 }
 
 // liveTimers counts the timers still pending.

@@ -34,9 +34,9 @@ type Local[C any] struct {
 	serving bool // serveWaiters is running (callbacks may re-enter it)
 	closed  bool // the pool is closed (or the loop stopped)
 	stopped bool // the loop stopped; the Local has left the registry
-	retired bool // guarded by p.mu: the counters are in p.retired
 
-	st Statistics
+	st  Statistics
+	pub published // State and Statistics for Pool.Snapshot
 }
 
 func newLocal[C any](p *Pool[C], loop Loop) *Local[C] {

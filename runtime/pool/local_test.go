@@ -423,34 +423,37 @@ func TestStatisticsAndStop(t *testing.T) {
 			pctest.OnLoop(t, l, func() { c.Conn().broken = true })
 			g.put(c)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		st, err := p.State(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := p.Statistics(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// The loops publish at the end of the turn that ran the last put.
 		want := Statistics{GetsDirect: 2, GetsWaited: 4, GetsTimedOut: 2, Created: 4, ClosedBroken: 2}
-		s.WaitTime = 0
-		if s != want || st.Loops != 2 || st.Connections != 2 || st.Idle != 2 {
-			t.Errorf("summed state %v\nstatistics %+v\nwant       %+v", st, s, want)
+		var st State
+		var s Statistics
+		pctest.WaitFor(t, "the loops to publish the last put", func() bool {
+			st, s = p.Snapshot()
+			s.WaitTime = 0
+			return s == want
+		})
+		if st.Loops != 2 || st.Connections != 2 || st.Idle != 2 {
+			t.Errorf("summed state %v, want 2 loops, 2 connections, both idle", st)
 		}
 		checkConservation(t, st, s, m)
+		ctx := context.Background()
+		st2, err := p.State(ctx)
+		if err != nil || st2 != st {
+			t.Errorf("State = %v, %v; Snapshot's was %v", st2, err, st)
+		}
+		s2, err := p.Statistics(ctx)
+		if s2.WaitTime = 0; err != nil || s2 != s {
+			t.Errorf("Statistics = %+v, %v; Snapshot's was %+v", s2, err, s)
+		}
 
 		// Stopping the loops removes their Locals; the counters stay.
 		rt.Close()
-		if n := len(*p.locals.Load()); n != 0 {
+		if n := len(p.reg.Load().locals); n != 0 {
 			t.Errorf("%d Locals left in the registry after the loops stopped", n)
 		}
-		s2, err := p.Statistics(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s2.Created != 4 || s2.Closed() != 4 || s2.ClosedOnClose != 2 {
-			t.Errorf("after stop: %+v", s2)
+		st2, s2 = p.Snapshot()
+		if s2.Created != 4 || s2.Closed() != 4 || s2.ClosedOnClose != 2 || st2 != (State{}) {
+			t.Errorf("after stop: %v; %+v", st2, s2)
 		}
 	})
 }

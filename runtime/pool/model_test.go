@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -35,12 +36,13 @@ const (
 	opWarm
 	opDrain
 	opPutStale
+	opPublish
 	numOps
 )
 
 var opNames = [numOps]string{"get", "get", "get", "put", "put broken", "advance", "maintain",
 	"clear", "close or reap", "connect ok", "connect fail", "validate ok", "validate fail",
-	"modes", "break idle", "warm", "drain", "put stale"}
+	"modes", "break idle", "warm", "drain", "put stale", "publish"}
 
 // get is one Get the model issued.
 type get struct {
@@ -67,6 +69,12 @@ type model struct {
 	gets   map[*request[*fakeConn]]*get // the request of each get that waits
 	prev   Statistics
 	closed bool // Pool.Close was called
+
+	// The oracle of Pool.Snapshot: what the Local was when its loop last
+	// published (ended a turn), and the last snapshot read.
+	pubState State
+	pubStats Statistics
+	prevSnap Statistics
 }
 
 // newModel decodes a configuration from the first bytes of data.
@@ -98,6 +106,7 @@ func newModel(data []byte, fatal func(step int, msg string)) (*model, []byte) {
 		return nil, nil
 	}
 	md.p, md.cfg = p, p.cfg
+	md.pubState = State{Loops: 1} // published as it was made, before it warmed
 	md.l = p.Local(md.loop)
 	md.check()
 	if len(data) < 4 {
@@ -166,7 +175,46 @@ func (md *model) apply(op, arg byte) {
 			return
 		}
 		md.putStale(md.stale[int(arg)%len(md.stale)])
+	case opPublish:
+		md.publish()
 	}
+}
+
+// publish ends the loop's turn: the Local publishes what it holds now.
+func (md *model) publish() {
+	md.loop.publish()
+	md.pubState, md.pubStats = md.l.State(), md.l.Statistics()
+}
+
+// checkSnapshot checks what Pool.Snapshot returns: what the Local was at
+// its last publication, whatever happened since, so that the conservation
+// law holds in it even while the Local is between two of its own counts.
+func (md *model) checkSnapshot() {
+	st, s := md.p.Snapshot()
+	if st != md.pubState || s != md.pubStats {
+		md.failf("snapshot %v; %+v\nwant the last publication %v; %+v", st, s, md.pubState, md.pubStats)
+	}
+	if s.Created != s.Closed()+uint64(st.Connections) {
+		md.failf("conservation in the snapshot: created %d != closed %d + live %d", s.Created, s.Closed(), st.Connections)
+	}
+	if st.Loops != 1 || st.Connections+st.Connecting > md.cfg.maxSize || s.Gets() > uint64(md.ended) {
+		md.failf("snapshot %v; %+v: %d loops, over max size %d, or more gets than the %d that ended", st, s, st.Loops, md.cfg.maxSize, md.ended)
+	}
+	if f := wentDown(md.prevSnap, s); f != "" {
+		md.failf("%s went down in the snapshot: was %+v\n now %+v", f, md.prevSnap, s)
+	}
+	md.prevSnap = s
+}
+
+// wentDown names a counter of now that is below its value in was, or "".
+func wentDown(was, now Statistics) string {
+	w, n := reflect.ValueOf(was), reflect.ValueOf(now)
+	for i := range w.NumField() {
+		if n.Field(i).Convert(reflect.TypeFor[uint64]()).Uint() < w.Field(i).Convert(reflect.TypeFor[uint64]()).Uint() {
+			return w.Type().Field(i).Name
+		}
+	}
+	return ""
 }
 
 // putStale puts back a lease that was put back already: Put must ignore
@@ -306,7 +354,11 @@ func (md *model) check() {
 	if pending := md.issued - md.ended; pending != l.active.len || len(md.gets) != pending {
 		md.failf("%d gets pending, %d requests active, %d tracked", pending, l.active.len, len(md.gets))
 	}
-	md.checkMonotonic(s)
+	if f := wentDown(md.prev, s); f != "" {
+		md.failf("%s went down:\n was %+v\n now %+v", f, md.prev, s)
+	}
+	md.prev = s
+	md.checkSnapshot()
 	// The wait ends at the connection timeout.
 	now := md.clock.Now()
 	for r, g := range md.gets {
@@ -344,19 +396,6 @@ func (md *model) check() {
 			md.failf("closed, yet %d idle, %d waiters, %d gets pending", st.Idle, st.Waiters, l.active.len)
 		}
 	}
-}
-
-func (md *model) checkMonotonic(s Statistics) {
-	p := md.prev
-	if s.GetsDirect < p.GetsDirect || s.GetsWaited < p.GetsWaited || s.GetsTimedOut < p.GetsTimedOut ||
-		s.GetsFailed < p.GetsFailed || s.WaitTime < p.WaitTime || s.Created < p.Created ||
-		s.ConnectErrors < p.ConnectErrors || s.ClosedBroken < p.ClosedBroken ||
-		s.ClosedInvalid < p.ClosedInvalid || s.ClosedIdleTimeout < p.ClosedIdleTimeout ||
-		s.ClosedMaxLifetime < p.ClosedMaxLifetime || s.ClosedCleared < p.ClosedCleared ||
-		s.ClosedOnClose < p.ClosedOnClose {
-		md.failf("a counter went down:\n was %+v\n now %+v", p, s)
-	}
-	md.prev = s
 }
 
 // settle answers everything outstanding, returns every lease, then stops
@@ -398,11 +437,14 @@ func (md *model) settle() {
 	if s.Created != s.Closed() || len(m.open) != 0 {
 		md.failf("after stop: created %d, closed %d, %d still open", s.Created, s.Closed(), len(m.open))
 	}
-	if n := len(*md.p.locals.Load()); n != 0 {
+	if n := len(md.p.reg.Load().locals); n != 0 {
 		md.failf("after stop the registry holds %d locals", n)
 	}
-	if md.p.retired != s {
-		md.failf("retired statistics %+v, want %+v", md.p.retired, s)
+	if r := md.p.reg.Load().retired; r != s {
+		md.failf("retired statistics %+v, want %+v", r, s)
+	}
+	if st, ps := md.p.Snapshot(); st != (State{}) || ps != s {
+		md.failf("after stop the snapshot is %v; %+v, want no state and %+v", st, ps, s)
 	}
 	if n := md.loop.liveTimers(); n != 0 {
 		md.failf("%d timers still armed after stop", n)

@@ -24,6 +24,12 @@ type Loop interface {
 	// OnStop registers f to run on the loop's thread when the loop stops.
 	// It is called on the loop's thread.
 	OnStop(f func())
+	// OnPublish registers f to run on the loop's thread whenever the
+	// loop publishes its own counters: between callbacks (at the end of
+	// each turn, say) and once more after it stops. A Local publishes
+	// its State and Statistics from it, for Pool.Snapshot. It is called
+	// on the loop's thread.
+	OnPublish(f func())
 }
 
 // Manager opens, checks and closes a pool's connections. Its methods are
@@ -61,13 +67,21 @@ type Pool[C any] struct {
 	m   Manager[C]
 	cfg settings
 
-	// locals is the registry of Locals by loop, copied on write under mu
-	// so that Local finds an existing entry without a lock.
-	locals atomic.Pointer[map[Loop]*Local[C]]
+	// reg is the registry of Locals, copied on write under mu, so that
+	// Local finds an existing entry and Snapshot reads every loop's
+	// numbers without a lock.
+	reg atomic.Pointer[registry[C]]
 
-	mu      sync.Mutex
-	closed  bool       // under mu
-	retired Statistics // under mu: the counters of Locals whose loop stopped
+	mu     sync.Mutex
+	closed bool // under mu
+}
+
+// registry is the Locals by loop, and the final Statistics of the Locals
+// whose loop stopped: one value, replaced whole, so that a reader sees a
+// Local either in locals or in retired, never in both or neither.
+type registry[C any] struct {
+	locals  map[Loop]*Local[C]
+	retired Statistics
 }
 
 // New returns a pool of connections made by m. An invalid configuration
@@ -81,7 +95,7 @@ func New[C any](m Manager[C], cfg Config) (*Pool[C], error) {
 		return nil, err
 	}
 	p := &Pool[C]{m: m, cfg: s}
-	p.locals.Store(&map[Loop]*Local[C]{})
+	p.reg.Store(&registry[C]{locals: map[Loop]*Local[C]{}})
 	return p, nil
 }
 
@@ -91,31 +105,34 @@ func New[C any](m Manager[C], cfg Config) (*Pool[C], error) {
 func (p *Pool[C]) Config() Config { return p.cfg.config() }
 
 // Local returns loop's own pool, creating it on first use: it then warms
-// up to MinIdle, starts the maintenance timer and registers with
-// loop.OnStop to close and leave the registry when the loop stops. It must
-// be called on loop's thread. Looking up an existing Local takes no lock;
-// callers on a hot path keep the result anyway (per connection, say).
+// up to MinIdle, starts the maintenance timer, registers with
+// loop.OnPublish to publish its numbers, and with loop.OnStop to close and
+// leave the registry when the loop stops. It must be called on loop's
+// thread. Looking up an existing Local takes no lock; callers on a hot path
+// keep the result anyway (per connection, say).
 func (p *Pool[C]) Local(loop Loop) *Local[C] {
-	if l := (*p.locals.Load())[loop]; l != nil {
+	if l := p.reg.Load().locals[loop]; l != nil {
 		return l
 	}
 	p.mu.Lock()
-	old := *p.locals.Load()
-	if l := old[loop]; l != nil {
+	old := p.reg.Load()
+	if l := old.locals[loop]; l != nil {
 		p.mu.Unlock()
 		return l
 	}
 	l := newLocal(p, loop)
 	l.closed = p.closed
-	next := make(map[Loop]*Local[C], len(old)+1)
-	for k, v := range old {
-		next[k] = v
+	l.publish() // Loops 1 from the start, before a reader can find it
+	next := &registry[C]{locals: make(map[Loop]*Local[C], len(old.locals)+1), retired: old.retired}
+	for k, v := range old.locals {
+		next.locals[k] = v
 	}
-	next[loop] = l
-	p.locals.Store(&next)
+	next.locals[loop] = l
+	p.reg.Store(next)
 	p.mu.Unlock()
 
 	loop.OnStop(l.stop)
+	loop.OnPublish(l.publish)
 	if !l.closed {
 		l.startMaintenance()
 		l.Warm()
@@ -128,16 +145,14 @@ func (p *Pool[C]) Local(loop Loop) *Local[C] {
 func (p *Pool[C]) retire(l *Local[C]) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := *p.locals.Load()
-	next := make(map[Loop]*Local[C], len(old))
-	for k, v := range old {
+	old := p.reg.Load()
+	next := &registry[C]{locals: make(map[Loop]*Local[C], len(old.locals)), retired: old.retired.Add(l.st)}
+	for k, v := range old.locals {
 		if v != l {
-			next[k] = v
+			next.locals[k] = v
 		}
 	}
-	p.locals.Store(&next)
-	p.retired = p.retired.Add(l.st)
-	l.retired = true
+	p.reg.Store(next)
 }
 
 // Close closes the pool on every loop: each loop, promptly (the close is
@@ -157,7 +172,7 @@ func (p *Pool[C]) Close() error {
 		return nil
 	}
 	p.closed = true
-	locals := *p.locals.Load()
+	locals := p.reg.Load().locals
 	p.mu.Unlock()
 	var errs []error
 	for loop, l := range locals {
@@ -172,73 +187,43 @@ func (p *Pool[C]) Close() error {
 // once and the others when they come back (after a failover, say). It does
 // not wait and may be called from any goroutine.
 func (p *Pool[C]) Clear() {
-	for loop, l := range *p.locals.Load() {
+	for loop, l := range p.reg.Load().locals {
 		_ = loop.Post(l.Clear)
 	}
 }
 
-// State returns the sum of every loop's State. It posts to every loop and
-// waits for the answers, so it must not be called on a loop thread of this
-// pool (use Local.State there); ctx bounds the wait, and when it expires the
-// sum of the loops that answered comes with an error.
+// Snapshot returns the sum of every loop's State and Statistics as each
+// loop published them at the end of its last turn, with the Statistics of
+// the loops that have stopped (so that no counter ever goes down). It reads
+// what the loops published (a few atomic loads per loop) and never waits
+// for them; it is safe for concurrent use, on a loop's thread too. Each
+// loop's numbers are of one moment between its callbacks, so the
+// conservation law holds in every snapshot: s.Created == s.Closed() +
+// st.Connections. A loop that is busy in a callback shows the numbers of
+// its last turn until the callback returns.
+func (p *Pool[C]) Snapshot() (State, Statistics) {
+	reg := p.reg.Load()
+	st, s := State{}, reg.retired
+	for _, l := range reg.locals {
+		lst, ls := l.snapshot()
+		st, s = st.Add(lst), s.Add(ls)
+	}
+	return st, s
+}
+
+// State returns the State of Snapshot. ctx is not used and the error is
+// always nil: State used to ask every loop and wait for the answers, and
+// keeps that signature so that its callers compile; new code calls
+// Snapshot, which returns State and Statistics of the same moments.
 func (p *Pool[C]) State(ctx context.Context) (State, error) {
-	st, _, err := p.snapshot(ctx)
-	return st, err
+	st, _ := p.Snapshot()
+	return st, nil
 }
 
-// Statistics returns the sum of every loop's Statistics, including those of
-// loops that have stopped, so that no counter ever goes down. It waits for
-// the loops like State.
+// Statistics returns the Statistics of Snapshot; like State, it keeps the
+// signature of the version that asked the loops (ctx is not used, the
+// error is always nil).
 func (p *Pool[C]) Statistics(ctx context.Context) (Statistics, error) {
-	_, s, err := p.snapshot(ctx)
-	return s, err
-}
-
-// snapshot asks every loop for its State and Statistics (a function posted
-// to each, so that nothing on the hot path is shared) and sums the answers.
-func (p *Pool[C]) snapshot(ctx context.Context) (State, Statistics, error) {
-	type answer struct {
-		l     *Local[C]
-		state State
-		stats Statistics
-	}
-	locals := *p.locals.Load()
-	answers := make(chan answer, len(locals))
-	asked := 0
-	for loop, l := range locals {
-		err := loop.Post(func() {
-			if l.stopped {
-				answers <- answer{}
-				return
-			}
-			answers <- answer{l, l.State(), l.Statistics()}
-		})
-		if err == nil {
-			asked++
-		}
-	}
-	var got []answer
-	var err error
-wait:
-	for range asked {
-		select {
-		case a := <-answers:
-			got = append(got, a)
-		case <-ctx.Done():
-			err = fmt.Errorf("pool: statistics: %w", ctx.Err())
-			break wait
-		}
-	}
-	var st State
-	p.mu.Lock()
-	stats := p.retired
-	for _, a := range got {
-		// A loop that stopped after it answered is in retired already.
-		if a.l != nil && !a.l.retired {
-			st = st.Add(a.state)
-			stats = stats.Add(a.stats)
-		}
-	}
-	p.mu.Unlock()
-	return st, stats, err
+	_, s := p.Snapshot()
+	return s, nil
 }

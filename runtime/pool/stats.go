@@ -1,78 +1,54 @@
 package pool
 
+//go:generate go run github.com/percore/percore/internal/gen/stats -target pool
+
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
+
+	"github.com/percore/percore/internal/seqlock"
 )
 
-// State is what a pool holds right now, on one loop or summed over loops.
-type State struct {
-	// Loops is the number of per-loop pools summed (1 for a Local).
-	Loops int
-	// Connections counts open connections: idle, lent out and being
-	// validated. Connecting counts connects in progress. Each holds one
-	// of the loop's MaxSize slots.
-	Connections, Connecting int
-	// Idle counts connections ready to lend.
-	Idle int
-	// Waiters counts gets queued for a connection to come back or a slot
-	// to free up.
-	Waiters int
+// State and Statistics, their merges, the index constants (sGetsDirect,
+// ...) and loadStats and storeStats are generated into stats_gen.go from
+// the one definition of the counters, internal/gen/stats/table.go; so are
+// their metrics (package runtime/metrics).
+
+// published is a Local's State and Statistics as of the end of its loop's
+// last turn: written by the loop (Local.publish, an OnPublish function),
+// read by Pool.Snapshot from any goroutine under a sequence lock, so that
+// a snapshot never mixes two turns.
+type published struct {
+	seq  seqlock.Seq
+	vals [numStats]atomic.Uint64
+	last [numStats]uint64 // what vals holds, for the loop alone
 }
 
-// Add returns the sum of s and o.
-func (s State) Add(o State) State {
-	s.Loops += o.Loops
-	s.Connections += o.Connections
-	s.Connecting += o.Connecting
-	s.Idle += o.Idle
-	s.Waiters += o.Waiters
-	return s
+// publish publishes l's numbers. It runs on the loop's thread between
+// callbacks, where the conservation law holds; a turn that changed
+// nothing costs a comparison of the values and no store.
+func (l *Local[C]) publish() {
+	var v [numStats]uint64
+	st, s := l.State(), l.st
+	storeStats(&v, &st, &s)
+	l.pub.seq.Publish(l.pub.vals[:], l.pub.last[:], v[:])
+}
+
+// snapshot returns what l published last. It is safe for concurrent use.
+func (l *Local[C]) snapshot() (State, Statistics) {
+	var v [numStats]uint64
+	l.pub.seq.Read(l.pub.vals[:], v[:])
+	var st State
+	var s Statistics
+	loadStats(&v, &st, &s)
+	return st, s
 }
 
 // String formats s on one line.
 func (s State) String() string {
 	return fmt.Sprintf("connections %d (idle %d, in use %d) connecting %d waiters %d",
 		s.Connections, s.Idle, s.Connections-s.Idle, s.Connecting, s.Waiters)
-}
-
-// Statistics are a pool's counters since it started, on one loop or summed
-// over loops. Every counter only grows, and every get ends in exactly one of
-// GetsDirect, GetsWaited, GetsTimedOut and GetsFailed. The conservation law
-// Created == Closed() + State.Connections holds whenever the loop is between
-// callbacks.
-type Statistics struct {
-	// GetsDirect counts gets served by an idle connection (validated
-	// first when test on checkout is on).
-	GetsDirect uint64
-	// GetsWaited counts gets served by a new connection or by one handed
-	// over on return, after waiting for it.
-	GetsWaited uint64
-	// GetsTimedOut counts gets that ended with ErrTimeout.
-	GetsTimedOut uint64
-	// GetsFailed counts gets that ended with a connect error or
-	// ErrClosed.
-	GetsFailed uint64
-	// WaitTime is the total time the GetsWaited gets waited.
-	WaitTime time.Duration
-	// Created counts connections opened; ConnectErrors counts connects
-	// that failed (also those that no get was waiting for any more).
-	Created, ConnectErrors uint64
-	// ClosedBroken counts connections closed because the Manager said
-	// they were broken, on return or on checkout.
-	ClosedBroken uint64
-	// ClosedInvalid counts connections that failed validation on
-	// checkout.
-	ClosedInvalid uint64
-	// ClosedIdleTimeout and ClosedMaxLifetime count connections that
-	// expired.
-	ClosedIdleTimeout, ClosedMaxLifetime uint64
-	// ClosedCleared counts connections closed by Clear (idle ones at
-	// once, the others as they come back).
-	ClosedCleared uint64
-	// ClosedOnClose counts connections closed because the pool was
-	// closed or the loop stopped.
-	ClosedOnClose uint64
 }
 
 // Closed returns the number of connections closed, for every cause.
@@ -92,24 +68,6 @@ func (s Statistics) AverageWait() time.Duration {
 		return 0
 	}
 	return s.WaitTime / time.Duration(s.GetsWaited)
-}
-
-// Add returns the sum of s and o.
-func (s Statistics) Add(o Statistics) Statistics {
-	s.GetsDirect += o.GetsDirect
-	s.GetsWaited += o.GetsWaited
-	s.GetsTimedOut += o.GetsTimedOut
-	s.GetsFailed += o.GetsFailed
-	s.WaitTime += o.WaitTime
-	s.Created += o.Created
-	s.ConnectErrors += o.ConnectErrors
-	s.ClosedBroken += o.ClosedBroken
-	s.ClosedInvalid += o.ClosedInvalid
-	s.ClosedIdleTimeout += o.ClosedIdleTimeout
-	s.ClosedMaxLifetime += o.ClosedMaxLifetime
-	s.ClosedCleared += o.ClosedCleared
-	s.ClosedOnClose += o.ClosedOnClose
-	return s
 }
 
 // String formats s on one line.

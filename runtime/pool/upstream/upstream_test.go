@@ -185,6 +185,7 @@ type fakeLoop struct{}
 func (fakeLoop) Schedule(time.Duration, func()) func() bool { return func() bool { return false } }
 func (fakeLoop) Post(func()) error                          { return nil }
 func (fakeLoop) OnStop(func())                              {}
+func (fakeLoop) OnPublish(func())                           {}
 
 func TestConnectNeedsPercoreLoop(t *testing.T) {
 	m, err := upstream.New("127.0.0.1:1")
