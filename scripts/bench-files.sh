@@ -55,7 +55,7 @@ bench_need "Debian: apt-get install -y util-linux wrk nginx-light" taskset wrk g
 bench_tmp
 
 run go build -o "$tmp/file_server" ./examples/file_server
-run go build -o "$tmp/httpfile" ./examples/baseline/httpfile
+run go build -C examples/bench -o "$tmp/httpfile" ./baseline/httpfile
 mkdir -p "$tmp/www" "$tmp/nginx"
 for s in $SIZES; do
   case "$s" in

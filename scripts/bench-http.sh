@@ -74,9 +74,9 @@ bench_need "Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils;
 
 bench_tmp
 
-run go build -o "$tmp/" ./examples/http ./examples/http_proxy ./examples/load \
-  ./examples/baseline/fasthttp ./examples/baseline/nethttp
-run go build -tags=poll_opt -o "$tmp/" ./examples/baseline/gnethttp
+run go build -o "$tmp/" ./examples/http ./examples/http_proxy
+run go build -C examples/bench -o "$tmp/" ./load ./baseline/fasthttp ./baseline/nethttp
+run go build -C examples/bench -tags=poll_opt -o "$tmp/" ./baseline/gnethttp
 hz=$(getconf CLK_TCK)
 
 cat >"$tmp/pipeline.lua" <<'EOF'

@@ -162,26 +162,29 @@ if [ "$SUMMARY_ONLY" = 1 ]; then
 fi
 
 # Build what the servers asked for need, and the load generator.
-pkgs=(./examples/load) gnet_pkgs=() need_gcc=0 need_vegeta=0
+# (Peers and the load generator are in the benchmark module, examples/bench:
+# its packages are named relative to it, in bench_pkgs.)
+pkgs=() bench_pkgs=(./load) gnet_pkgs=() need_gcc=0 need_vegeta=0
 for proto in $PROTOCOLS; do
   for server in $(servers_of "$proto"); do
     case "$proto/$server" in
       echo/percore-*) pkgs+=(./examples/echo) ;;
-      echo/netpoll) pkgs+=(./examples/baseline/netpoll) ;;
-      echo/stdnet) pkgs+=(./examples/baseline/stdnet) ;;
-      echo/gnet) gnet_pkgs+=(./examples/baseline/gnet) ;;
+      echo/netpoll) bench_pkgs+=(./baseline/netpoll) ;;
+      echo/stdnet) bench_pkgs+=(./baseline/stdnet) ;;
+      echo/gnet) gnet_pkgs+=(./baseline/gnet) ;;
       echo/liburing) need_gcc=1 ;;
       http/percore) pkgs+=(./examples/http) ;;
-      http/fasthttp) pkgs+=(./examples/baseline/fasthttp) ;;
-      http/gnet) gnet_pkgs+=(./examples/baseline/gnethttp) ;;
+      http/fasthttp) bench_pkgs+=(./baseline/fasthttp) ;;
+      http/gnet) gnet_pkgs+=(./baseline/gnethttp) ;;
       resp/kv) pkgs+=(./examples/kv) ;;
     esac
   done
   if [ "$proto" = http ] && [ "$VEGETA" = 1 ]; then need_vegeta=1; fi
 done
-run go build -o "$tmp/" "${pkgs[@]}"
-if [ ${#gnet_pkgs[@]} -gt 0 ]; then run go build -tags=poll_opt -o "$tmp/" "${gnet_pkgs[@]}"; fi
-if [ "$need_gcc" = 1 ]; then run gcc -O2 -o "$tmp/liburing-echo" examples/baseline/uringc/echo.c -luring; fi
+if [ ${#pkgs[@]} -gt 0 ]; then run go build -o "$tmp/" "${pkgs[@]}"; fi
+run go build -C examples/bench -o "$tmp/" "${bench_pkgs[@]}"
+if [ ${#gnet_pkgs[@]} -gt 0 ]; then run go build -C examples/bench -tags=poll_opt -o "$tmp/" "${gnet_pkgs[@]}"; fi
+if [ "$need_gcc" = 1 ]; then run gcc -O2 -o "$tmp/liburing-echo" examples/bench/baseline/uringc/echo.c -luring; fi
 if [ "$need_vegeta" = 1 ] && ! run bash -c "cd scripts/vegeta && go build -o '$tmp/vegeta' github.com/tsenart/vegeta/v12"; then
   echo "$BENCH_NAME: note: vegeta did not build (scripts/vegeta; it comes from the Go module proxy): no vegeta check" >&2
   VEGETA=0

@@ -81,7 +81,7 @@ bench_tmp
 run go build -o "$tmp/kv" ./examples/kv
 run go build -o "$tmp/redis_proxy" ./examples/redis_proxy
 run go build -o "$tmp/handkept" ./examples/kv/testdata/handkept
-run go build -o "$tmp/load" ./examples/load
+run go build -C examples/bench -o "$tmp/load" ./load
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
   printf 'table\tserver\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\tcross_loop_share\tclient_busy_pct\n' >"$OUT/resp-runs.tsv"

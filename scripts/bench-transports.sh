@@ -100,11 +100,11 @@ trap cleanup EXIT
 run go build -o "$tmp/udp_echo" ./examples/udp_echo
 run go build -o "$tmp/unix_echo" ./examples/unix_echo
 run go build -o "$tmp/echo" ./examples/echo
-run go build -o "$tmp/load" ./examples/load
-run go build -o "$tmp/stdnet" ./examples/baseline/stdnet
-run go build -tags=poll_opt -o "$tmp/gnet" ./examples/baseline/gnet
-run gcc -O2 -o "$tmp/c_udp_echo" examples/baseline/udpc/udp_echo.c
-run gcc -O2 -o "$tmp/udp_load" examples/baseline/udpc/udp_load.c
+run go build -C examples/bench -o "$tmp/load" ./load
+run go build -C examples/bench -o "$tmp/stdnet" ./baseline/stdnet
+run go build -C examples/bench -tags=poll_opt -o "$tmp/gnet" ./baseline/gnet
+run gcc -O2 -o "$tmp/c_udp_echo" examples/bench/baseline/udpc/udp_echo.c
+run gcc -O2 -o "$tmp/udp_load" examples/bench/baseline/udpc/udp_load.c
 if [ "$DRY_RUN" = 1 ]; then exit 0; fi
 mkdir -p "$OUT"
 runs="$OUT/transports-runs.tsv"

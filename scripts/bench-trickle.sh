@@ -80,7 +80,7 @@ bench_need "Debian: apt-get install -y util-linux redis-server; scripts/ensure-t
 bench_tmp
 
 run go build -o "$tmp/kv" ./examples/kv
-run go build -o "$tmp/trickle" ./examples/kv/trickle
+run go build -C examples/bench -o "$tmp/trickle" ./trickle
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
   printf 'server\tseg\trepeat\tmode\tresult\n' >"$OUT/trickle-runs.tsv"

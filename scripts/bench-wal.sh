@@ -61,7 +61,8 @@ bench_need "Debian: apt-get install -y util-linux golang" taskset go
 bench_tmp
 logs=${LOG_DIR:-$tmp/logs}
 
-run go build -o "$tmp/" ./examples/wal ./examples/walload ./examples/baseline/walstd ./scripts/testdata/fsyncprobe
+run go build -o "$tmp/" ./examples/wal ./scripts/testdata/fsyncprobe
+run go build -C examples/bench -o "$tmp/" ./walload ./baseline/walstd
 hz=$(getconf CLK_TCK)
 
 # start_server NAME SYNC PORT DIR starts a server pinned to SERVER_CPU; it sets SERVER_PID.

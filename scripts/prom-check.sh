@@ -112,7 +112,7 @@ done
 echo "prom-check.sh: building"
 mkdir -p "$TMP/bin" "$TMP/data"
 go build -o "$TMP/bin/echo" ./examples/echo
-go build -o "$TMP/bin/load" ./examples/load
+go build -C examples/bench -o "$TMP/bin/load" ./load
 
 "$TMP/bin/echo" "${ECHO_ARGS[@]}" >"$TMP/echo.log" 2>&1 &
 PIDS+=($!)

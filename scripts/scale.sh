@@ -55,7 +55,7 @@ trap cleanup EXIT
 # The servers come from the tree measured, the client from this one.
 export GOFLAGS="${GOFLAGS:--ldflags=-checklinkname=0}"
 run sh -c "cd '$tree' && go build -o '$work/echo' ./examples/echo && go build -o '$work/lines' ./examples/lines"
-run sh -c "cd '$here' && go build -o '$work/scale' ./examples/scale"
+run sh -c "cd '$here' && go build -C examples/bench -o '$work/scale' ./scale"
 [ "$dry" = 1 ] && exit 0
 
 # wait_file FILE SECONDS: wait until FILE exists.
