@@ -141,8 +141,8 @@ start_udp() {
 # and prints the address to load.
 start_unix() {
   case "$1" in
-    percore-uring) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -path "$2" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;
-    percore-epoll) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -path "$2" -cores "$SERVER_CPU" -backend epoll > /dev/null 2>&1 & ;;
+    percore-uring) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -addr "$2" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;
+    percore-epoll) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -addr "$2" -cores "$SERVER_CPU" -backend epoll > /dev/null 2>&1 & ;;
     gnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/gnet" -proto unix -addr "$2" -loops 1 > /dev/null 2>&1 & ;;
     stdnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/stdnet" -net unix -addr "$2" -loops 1 > /dev/null 2>&1 & ;;
     tcp-percore-uring) taskset -c "$SERVER_CPU" "$tmp/echo" -addr "127.0.0.1:$3" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;

@@ -72,7 +72,7 @@ start_server() {
     wal-uring | wal-epoll)
       # shellcheck disable=SC2206 # WAL_FLAGS is a list of flags
       cmd=(env GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/wal" -addr "127.0.0.1:$port" -dir "$dir"
-        -sync="$sync" -backend "${name#wal-}" -cpu "$SERVER_CPU" -segment-size 1073741824 $WAL_FLAGS)
+        -sync="$sync" -backend "${name#wal-}" -cores "$SERVER_CPU" -segment-size 1073741824 $WAL_FLAGS)
       ;;
     std-group | std-record | std-group-p4)
       local group=true procs=1

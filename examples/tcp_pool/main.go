@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/metrics"
@@ -45,31 +45,26 @@ import (
 
 // config is what the flags set.
 type config struct {
-	addr     string
+	serverflag.Flags
 	upstream string
-	cores    string
-	backend  string
 	max      int
 	wait     time.Duration
 	timeout  time.Duration
 	maxLine  int
-	metrics  string // the metrics and pprof address, "" for none
 	logger   *slog.Logger
 }
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:7100", "listen address")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:7100")
 	flag.StringVar(&cfg.upstream, "upstream", "127.0.0.1:7000", "upstream address (literal ip:port)")
-	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
-	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
 	flag.IntVar(&cfg.max, "max", 10, "upstream connections per loop (0: the pool's default, 10)")
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (the pool's connection timeout)")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long the upstream may take to reply")
 	flag.IntVar(&cfg.maxLine, "max-line", 64<<10, "longest request or reply line, newline included")
-	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics (the loops' and the pool's) at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9102 (default: off)")
 	stats := flag.Bool("stats", false, "print the pool's state and statistics every second")
 	flag.Parse()
+	cfg.Flags = *sf
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(cfg, *stats); err != nil {
 		fmt.Fprintln(os.Stderr, "tcp_pool:", err)
@@ -123,15 +118,8 @@ func start(cfg config) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger}
-	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
-		return nil, err
-	}
-	if cfg.cores != "" {
-		if rcfg.Cores, err = cpu.ParseList(cfg.cores); err != nil {
-			return nil, err
-		}
-	}
+	rcfg := percore.Config{Addr: cfg.Addr, Logger: cfg.logger}
+	cfg.Apply(&rcfg)
 	if cfg.maxLine < 2 {
 		return nil, fmt.Errorf("max line %d too short", cfg.maxLine)
 	}
@@ -140,12 +128,10 @@ func start(cfg config) (*server, error) {
 		return nil, err
 	}
 	s := &server{rt: rt, pool: p}
-	if cfg.metrics != "" {
-		s.metrics, err = metrics.Listen(cfg.metrics, rt, metrics.NewPool(p, metrics.PoolConfig{Name: "upstream"}))
-		if err != nil {
-			s.close()
-			return nil, err
-		}
+	// -metrics serves the pool's series too, pool="upstream".
+	if s.metrics, err = cfg.ServeMetrics(rt, metrics.NewPool(p, metrics.PoolConfig{Name: "upstream"})); err != nil {
+		s.close()
+		return nil, err
 	}
 	return s, nil
 }
