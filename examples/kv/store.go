@@ -293,7 +293,7 @@ func (sh *shard) incr(c *cmd, now int64, dst []byte) []byte {
 	var v int64
 	if e != nil {
 		var ok bool
-		if v, ok = parseInt(e.v); !ok {
+		if v, ok = resp.ParseInt(e.v); !ok {
 			return resp.AppendError(dst, errNotInt)
 		}
 	}

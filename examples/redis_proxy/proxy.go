@@ -4,7 +4,6 @@ package main
 
 import (
 	"bytes"
-	"strings"
 	"time"
 
 	percore "github.com/percore/percore/runtime"
@@ -26,6 +25,7 @@ type proxy struct {
 	servers  []string
 	pools    []*pool.Pool[*upstream.Conn]
 	loops    percore.PerLoop[[]*backend]
+	parsed   percore.PerLoop[int64] // the bytes the loop's request parsers examined
 	lim      resp.Limits
 	maxReq   int
 	maxReply int
@@ -54,6 +54,7 @@ func (p *proxy) setup(l *percore.Loop) error {
 		bs[i] = b
 	}
 	p.loops.Set(l, bs)
+	p.parsed.Set(l, 0)
 	return nil
 }
 
@@ -82,6 +83,8 @@ type client struct {
 	c      *percore.Conn
 	bs     []*backend
 	q      *ordered.Queue[join]
+	rp     resp.Parser // the progress through a partial command
+	parsed *int64      // the loop's count of bytes parsed
 	args   [][]byte
 	keys   []int   // the key positions of the command at hand
 	routes []route // per server: where its commands in flight are
@@ -91,14 +94,19 @@ type client struct {
 
 func (p *proxy) OnOpen(c *percore.Conn) {
 	bs := *p.loops.Get(c.Loop())
-	frame.SetValue(c, &client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c)})
+	frame.SetValue(c, &client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c),
+		parsed: p.parsed.Get(c.Loop())})
 }
 
 // OnView forwards every whole command of in and returns the bytes they
 // took; it stops, and pauses the client's reads, while too many of its
-// replies wait.
+// replies wait. The parser keeps its progress through a partial command,
+// so that a command that arrives in many reads is read once (issue 23,
+// decision 0029).
 func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 	cl := frame.Value(c).(*client)
+	scanned := cl.rp.Scanned()
+	defer func() { *cl.parsed += cl.rp.Scanned() - scanned }()
 	done := 0
 	for done < len(in) && !cl.q.Closing() {
 		if cl.q.Waiting() >= p.maxWait {
@@ -106,7 +114,7 @@ func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 			frame.PauseRead(c)
 			break
 		}
-		args, n, err := resp.Parse(cl.args[:0], in[done:], p.lim)
+		args, n, err := cl.rp.Parse(cl.args[:0], in[done:], p.lim)
 		if err != nil {
 			cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR "+err.Error()))
 			cl.q.CloseWhenDone()
@@ -121,11 +129,19 @@ func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 		}
 		done += n
 	}
+	if cap(cl.args) > maxKeptArgs {
+		cl.args = nil // a command of many arguments: do not keep its room for the connection's life
+	}
 	if cl.q.Closing() {
+		cl.rp.Reset()
 		return len(in), nil
 	}
 	return done, nil
 }
+
+// maxKeptArgs bounds the room for arguments a connection keeps between
+// reads.
+const maxKeptArgs = 1024
 
 // OnFrameError answers a request over -max-request; frame.View then
 // closes the connection.
@@ -157,33 +173,33 @@ var (
 func (cl *client) command(args [][]byte, raw []byte) {
 	name := args[0]
 	switch {
-	case is(name, "PING") && len(args) == 1:
+	case resp.EqualFold(name, "PING") && len(args) == 1:
 		cl.q.Send(replyPong)
 		return
-	case is(name, "PING") && len(args) == 2, is(name, "ECHO") && len(args) == 2:
+	case resp.EqualFold(name, "PING") && len(args) == 2, resp.EqualFold(name, "ECHO") && len(args) == 2:
 		cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
 		return
-	case is(name, "COMMAND"):
+	case resp.EqualFold(name, "COMMAND"):
 		cl.q.Send(replyEmpty)
 		return
-	case is(name, "QUIT"):
+	case resp.EqualFold(name, "QUIT"):
 		cl.q.Send(replyOK)
 		cl.q.CloseWhenDone()
 		return
-	case is(name, "SELECT") && len(args) == 2 && string(args[1]) == "0",
-		is(name, "CLIENT") && len(args) == 3 && is(args[1], "SETNAME"):
+	case resp.EqualFold(name, "SELECT") && len(args) == 2 && string(args[1]) == "0",
+		resp.EqualFold(name, "CLIENT") && len(args) == 3 && resp.EqualFold(args[1], "SETNAME"):
 		cl.q.Send(replyOK)
 		return
-	case is(name, "HELLO") && (len(args) == 1 || len(args) == 2 && string(args[1]) == "2"):
+	case resp.EqualFold(name, "HELLO") && (len(args) == 1 || len(args) == 2 && string(args[1]) == "2"):
 		cl.q.Send(helloReply)
 		return
-	case is(name, "CONFIG") && len(args) == 3 && is(args[1], "GET"):
+	case resp.EqualFold(name, "CONFIG") && len(args) == 3 && resp.EqualFold(args[1], "GET"):
 		cl.q.Send(replyEmpty) // the servers' settings are not the proxy's
 		return
 	}
 	cmd := commands.Find(args)
 	if cmd == nil {
-		cl.sendTmp(resp.AppendError(cl.tmp[:0], unknown(args)))
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], commands.NotFoundError(args)))
 		return
 	}
 	r := rules()[cmd]
@@ -192,7 +208,7 @@ func (cl *client) command(args [][]byte, raw []byte) {
 		cl.sendTmp(resp.AppendError(cl.tmp[:0], refusal(cmd, r.refuse)))
 		return
 	case !cmd.ArityOK(len(args)):
-		cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for '"+cmd.Name+"' command"))
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], commands.ArityError(cmd)))
 		return
 	}
 	keys, ok := cmd.Keys(cl.keys[:0], args)
@@ -218,7 +234,7 @@ func (cl *client) command(args [][]byte, raw []byte) {
 		if keys[len(keys)-1]+keys[1]-keys[0] != len(args) {
 			// MSET a 1 b: the last key has no value (Redis checks
 			// this in the command, after the arity).
-			cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for '"+cmd.Name+"' command"))
+			cl.sendTmp(resp.AppendError(cl.tmp[:0], commands.ArityError(cmd)))
 			return
 		}
 		cl.split(args, keys, r.join)
@@ -241,22 +257,6 @@ func evenKeys(keys []int) bool {
 		}
 	}
 	return true
-}
-
-// unknown is Redis's error for a command the table does not have (a
-// command of a later Redis, a module's) or an unknown subcommand.
-func unknown(args [][]byte) string {
-	if c := commands.Lookup(args[0]); c != nil && c.Container() && len(args) > 1 {
-		return "ERR unknown subcommand '" + trunc(args[1], 128) + "'. Try " + strings.ToUpper(c.Name) + " HELP."
-	}
-	msg := "ERR unknown command '" + trunc(args[0], 128) + "', with args beginning with: "
-	for _, a := range args[1:] {
-		if len(msg) > 256 {
-			break
-		}
-		msg += "'" + trunc(a, 128) + "' "
-	}
-	return msg
 }
 
 var helloReply = func() []byte {
@@ -385,21 +385,6 @@ func (cl *client) sendTmp(p []byte) {
 	cl.tmp = p
 	cl.q.Send(p)
 }
-
-// is reports whether b is the upper-case ASCII word upper, in any case.
-func is(b []byte, upper string) bool {
-	if len(b) != len(upper) {
-		return false
-	}
-	for i := range len(b) {
-		if b[i]&^0x20 != upper[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func trunc(b []byte, n int) string { return string(b[:min(len(b), n)]) }
 
 // serverOf is the server key belongs to: twemproxy's fnv1a_64 hash (which
 // is 32 bits wide: twemproxy truncates the 64-bit FNV constants) and its
