@@ -85,6 +85,10 @@ type join struct {
 	resp3 bool
 }
 
+// Reset readies a reused reply's join (ordered.Resetter), keeping the
+// room of its failure text.
+func (j *join) Reset() { *j = join{fail: j.fail[:0]} }
+
 type joinMode uint8
 
 const (
@@ -167,8 +171,7 @@ func (cl *client) direct(c *cmd, now int64) {
 // everyLoop runs k on every loop (DBSIZE, FLUSHALL, INFO) and joins.
 func (cl *client) everyLoop(k kind, mode joinMode, info bool) {
 	r := cl.q.Push(1)
-	r.Data.mode, r.Data.sum, r.Data.fail, r.Data.info, r.Data.resp3 = mode, 0, r.Data.fail[:0], info, cl.resp3
-	r.Data.stats = counts{}
+	r.Data.mode, r.Data.info, r.Data.resp3 = mode, info, cl.resp3
 	l := cl.c.Loop()
 	for _, owner := range cl.s.allLoops() {
 		c := cmd{k: k}
@@ -203,7 +206,7 @@ func (cl *client) addPart(r *ordered.Reply[join], part []byte, n int64) {
 // partDone counts off a part of r, building the reply from its parts
 // first when it is the last.
 func (cl *client) partDone(r *ordered.Reply[join]) {
-	if d := &r.Data; d.mode != joinOne && cl.q.Left(r) == 1 {
+	if d := &r.Data; d.mode != joinOne && cl.q.Last(r) {
 		switch {
 		case len(d.fail) > 0:
 			r.Buf = append(r.Buf[:0], d.fail...)

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"slices"
 	"time"
 
 	percore "github.com/percore/percore/runtime"
@@ -67,6 +68,10 @@ type join struct {
 	parts [][]byte // MGET: each key's reply
 	fail  []byte
 }
+
+// Reset readies a reused reply's join (ordered.Resetter), keeping the
+// room of its parts and its failure text.
+func (j *join) Reset() { *j = join{parts: j.parts[:0], fail: j.fail[:0]} }
 
 type joinMode uint8
 
@@ -282,12 +287,10 @@ var helloReply = func() []byte {
 func (cl *client) split(args [][]byte, keys []int, mode joinMode) {
 	step := keys[1] - keys[0]
 	r := cl.q.Push(1) // held until every part is sent
-	r.Data.mode, r.Data.sum, r.Data.fail = mode, 0, r.Data.fail[:0]
+	r.Data.mode = mode
 	if mode == joinArray {
-		for len(r.Data.parts) < len(keys) {
-			r.Data.parts = append(r.Data.parts, nil)
-		}
-		r.Data.parts = r.Data.parts[:len(keys)]
+		// Within the room kept, the parts' own buffers come back too.
+		r.Data.parts = slices.Grow(r.Data.parts, len(keys))[:len(keys)]
 	}
 	for i, k := range keys {
 		b := resp.AppendArray(cl.tmp[:0], 1+step)
@@ -333,7 +336,7 @@ func (cl *client) part(r *ordered.Reply[join], i int, reply []byte) {
 // partDone counts off a part of r, building a joined reply from its parts
 // first when it is the last.
 func (cl *client) partDone(r *ordered.Reply[join]) {
-	if d := &r.Data; d.mode != joinOne && cl.q.Left(r) == 1 {
+	if d := &r.Data; d.mode != joinOne && cl.q.Last(r) {
 		switch {
 		case len(d.fail) > 0:
 			r.Buf = append(r.Buf[:0], d.fail...)
