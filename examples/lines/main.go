@@ -116,7 +116,7 @@ func newHandler() percore.Handler {
 // The callbacks frame.Lines forwards to server, checked by the compiler:
 // a misspelled OnShutdown would fail to build instead of never running.
 var (
-	_ frame.LineHandler       = (*server)(nil)
+	_ frame.Handler           = (*server)(nil)
 	_ frame.ErrorHandler      = (*server)(nil)
 	_ percore.ShutdownHandler = (*server)(nil)
 )
@@ -127,7 +127,7 @@ type server struct {
 	pong, unknown, tooLong []byte
 }
 
-func (s *server) OnLine(c *percore.Conn, line []byte) {
+func (s *server) OnFrame(c *percore.Conn, line []byte) {
 	switch {
 	case string(line) == "ping":
 		c.Write(s.pong)

@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -186,48 +185,49 @@ type front struct {
 	pool    *pool.Pool[*upstream.Conn]
 	timeout time.Duration
 	maxLine int
-	lines   bufio.SplitFunc // request and reply lines, newline kept
+	lines   func() frame.Scanner // request and reply lines, newline kept: one per stream
 }
 
 // The callbacks frame.Split forwards, checked by the compiler.
 var (
-	_ frame.TokenHandler   = (*front)(nil)
+	_ frame.Handler        = (*front)(nil)
 	_ frame.ErrorHandler   = (*front)(nil)
 	_ percore.OpenHandler  = (*front)(nil)
 	_ percore.CloseHandler = (*front)(nil)
 )
 
 func newFront(p *pool.Pool[*upstream.Conn], timeout time.Duration, maxLine int) percore.Handler {
-	f := &front{pool: p, timeout: timeout, maxLine: maxLine, lines: rawLines(maxLine)}
-	return frame.Split(f.lines, f, frame.SplitConfig{MaxBuffered: maxLine})
+	f := &front{pool: p, timeout: timeout, maxLine: maxLine}
+	f.lines = func() frame.Scanner { return rawLines{frame.NewLineScanner(maxLine - 1)} }
+	return frame.Split(nil, f, frame.SplitConfig{MaxBuffered: maxLine, Scanner: f.lines})
 }
 
-// rawLines returns a split function for lines of at most max bytes,
-// newline included, whose tokens keep their newline: what the upstream gets
-// and what the client gets back.
-func rawLines(max int) bufio.SplitFunc {
-	lines := frame.ScanLines(max - 1)
-	return func(data []byte, atEOF bool) (int, []byte, error) {
-		adv, tok, err := lines(data, atEOF)
-		if tok != nil {
-			tok = data[:adv]
-		}
-		return adv, tok, err
+// rawLines splits lines of at most max bytes, newline included, into
+// tokens that keep their newline: what the upstream gets and what the
+// client gets back. A LineScanner underneath searches a line that arrives
+// in pieces once.
+type rawLines struct{ *frame.LineScanner }
+
+func (r rawLines) Scan(data []byte, atEOF bool) (int, []byte, error) {
+	adv, tok, err := r.LineScanner.Scan(data, atEOF)
+	if tok != nil {
+		tok = data[:adv]
 	}
+	return adv, tok, err
 }
 
 func (f *front) OnOpen(c *percore.Conn) {
 	local := f.pool.Local(c.Loop())
 	cl := &client{c: c, local: local,
-		x: upstream.NewExchange(local, f.lines, upstream.ExchangeConfig{MaxReply: f.maxLine, Timeout: f.timeout})}
+		x: upstream.NewExchange(local, nil, upstream.ExchangeConfig{MaxReply: f.maxLine, Timeout: f.timeout, Scanner: f.lines})}
 	// Bound once per client, so that a request allocates nothing for them.
 	cl.gotFn, cl.replyFn = cl.got, cl.replied
 	frame.SetValue(c, cl)
 }
 
-// OnToken starts a request: the client's next lines wait (in the adapter,
+// OnFrame starts a request: the client's next lines wait (in the adapter,
 // then in the kernel) until it is answered.
-func (f *front) OnToken(c *percore.Conn, line []byte) {
+func (f *front) OnFrame(c *percore.Conn, line []byte) {
 	cl := frame.Value(c).(*client)
 	frame.PauseRead(c)
 	c.BeginRequest() // a graceful shutdown waits for its answer

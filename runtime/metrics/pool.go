@@ -21,15 +21,24 @@ type PoolSource interface {
 	Statistics(ctx context.Context) (pool.Statistics, error)
 }
 
-// PoolConfig configures a pool collector. The zero value works.
+// PoolConfig configures a pool collector. The zero value works: a field's
+// zero means its default (the Default constants), and a negative Timeout
+// means none.
 type PoolConfig struct {
 	// Name is the value of the pool label on every series, for a process
-	// with several pools. Zero means "default".
+	// with several pools. Empty means DefaultPoolName.
 	Name string
 	// Timeout bounds how long a scrape waits for the loops to report
-	// their pool's numbers. Zero or negative means one second.
+	// their pool's numbers. Zero means DefaultPoolTimeout; negative means
+	// no bound (a scrape waits as long as the loops take).
 	Timeout time.Duration
 }
+
+// PoolConfig's defaults.
+const (
+	DefaultPoolName    = "default"
+	DefaultPoolTimeout = time.Second
+)
 
 // poolMetric is one exported field of pool.Statistics or pool.State, like
 // statMetric; TestEveryPoolField checks that every field has one.
@@ -109,10 +118,10 @@ type PoolCollector struct {
 // NewPool returns a collector over p.
 func NewPool(p PoolSource, cfg PoolConfig) *PoolCollector {
 	if cfg.Name == "" {
-		cfg.Name = "default"
+		cfg.Name = DefaultPoolName
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = time.Second
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultPoolTimeout
 	}
 	c := &PoolCollector{p: p, timeout: cfg.Timeout}
 	constLabels := prometheus.Labels{"pool": cfg.Name}
@@ -152,7 +161,10 @@ func (c *PoolCollector) Describe(ch chan<- *prometheus.Desc) {
 // connection may be created and counted only as live: the conservation law
 // holds exactly on a quiet pool.
 func (c *PoolCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if c.timeout > 0 { // negative: no bound
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+	}
 	defer cancel()
 	s, err := c.p.Statistics(ctx)
 	var st pool.State

@@ -1,6 +1,7 @@
 package resp_test
 
 import (
+	"bytes"
 	"math"
 	"testing"
 
@@ -68,5 +69,36 @@ func TestParseInt(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { resp.ParseInt([]byte("-1234567")) }); n != 0 {
 		t.Errorf("ParseInt allocates %v times", n)
+	}
+}
+
+// TestZeroAndNegativeLimits: a limit's zero value means its default and a
+// negative one means no limit.
+func TestZeroAndNegativeLimits(t *testing.T) {
+	inline := append([]byte("SET k "), bytes.Repeat([]byte("v"), resp.DefaultMaxInline+10)...)
+	inline = append(inline, "\r\n"...)
+	line := append([]byte("+"), bytes.Repeat([]byte("x"), resp.DefaultMaxLine+10)...)
+	line = append(line, "\r\n"...)
+	for _, tc := range []struct {
+		name    string
+		lim     int
+		wantErr bool
+	}{
+		{"zero: the default", 0, true},
+		{"negative: none", -1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args, n, err := resp.Parse(nil, inline, resp.Limits{MaxInline: tc.lim})
+			if (err != nil) != tc.wantErr || (!tc.wantErr && (n != len(inline) || len(args) != 3)) {
+				t.Fatalf("Parse with MaxInline %d: %d args, %d bytes, %v; want an error: %v", tc.lim, len(args), n, err, tc.wantErr)
+			}
+			adv, _, err := resp.ScanReply(resp.ReplyLimits{MaxLine: tc.lim})(line, false)
+			if (err != nil) != tc.wantErr || (!tc.wantErr && adv != len(line)) {
+				t.Fatalf("ScanReply with MaxLine %d: %d bytes, %v; want an error: %v", tc.lim, adv, err, tc.wantErr)
+			}
+		})
+	}
+	if resp.DefaultLimits.MaxBulk != resp.DefaultMaxBulk || resp.DefaultReplyLimits.MaxDepth != resp.DefaultMaxDepth {
+		t.Fatalf("the defaults as data disagree with the constants: %+v %+v", resp.DefaultLimits, resp.DefaultReplyLimits)
 	}
 }
