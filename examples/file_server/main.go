@@ -24,10 +24,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
-	"golang.org/x/sys/unix"
 )
 
 type options struct {
