@@ -7,15 +7,15 @@
 # UDP: percore's examples/udp_echo on io_uring and on epoll (each also with
 # -gro, Config.UDPGRO: the -gro rows; percore-uring-gso and percore-epoll-gso,
 # -gso, Config.UDPGSO, run only when named in UDP_SERVERS), gnet v2's UDP
-# echo (examples/baseline/gnet -proto udp, built with -tags=poll_opt,
+# echo (examples/bench/baseline/gnet -proto udp, built with -tags=poll_opt,
 # WithMulticore, WithReusePort, WithLockOSThread), std net (a net.UDPConn,
 # ReadFromUDPAddrPort/WriteToUDPAddrPort) and the C recvmmsg/sendmmsg loop
-# (examples/baseline/udpc/udp_echo.c, the limit), each driven by
-# examples/baseline/udpc/udp_load.c (one thread, WINDOW datagrams in flight,
+# (examples/bench/baseline/udpc/udp_echo.c, the limit), each driven by
+# examples/bench/baseline/udpc/udp_load.c (one thread, WINDOW datagrams in flight,
 # every reply checked) at each payload of SIZES. Server CPU per packet is
 # the server's utime+stime from /proc/PID/stat over the measured window,
 # divided by the replies in it. The "SERVER/load" rows cross-check the C
-# client: examples/load's UDP mode (-addr udp://, one socket on one percore
+# client: examples/bench/load's UDP mode (-addr udp://, one socket on one percore
 # loop, WINDOW datagrams in flight, every reply checked, losses counted)
 # against the servers of LOAD_UDP_SERVERS, the server's CPU from
 # -server-pid.
@@ -25,7 +25,7 @@
 #
 # Unix: percore's examples/unix_echo (io_uring, epoll), gnet -proto unix, std
 # net -net unix, and percore's TCP echo (examples/echo, io_uring) for the
-# comparison, driven by examples/load (-conns CONNS, 64 B), which reports
+# comparison, driven by examples/bench/load (-conns CONNS, 64 B), which reports
 # the server's CPU per request itself (-server-pid).
 #
 # What it changes: it builds into a temporary directory (removed on exit),

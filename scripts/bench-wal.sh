@@ -2,14 +2,14 @@
 # bench-wal.sh: examples/wal against a std-net group-commit server and
 # per-record fdatasync (BENCH=wal make bench, or scripts/bench.sh with
 # BENCH=wal). Each server runs pinned to SERVER_CPU (one loop, or
-# GOMAXPROCS=1): wal on io_uring and on epoll, examples/baseline/walstd
+# GOMAXPROCS=1): wal on io_uring and on epoll, examples/bench/baseline/walstd
 # (a goroutine per connection and a committer goroutine), and walstd
 # -group=false (each record written and fdatasynced alone, under a mutex);
 # std-group-p4 is walstd with GOMAXPROCS=4 on the same CPU (not in the
 # default list: with GOMAXPROCS=1, Go's own default on one CPU, the
 # committer keeps the P through a short fdatasync and the connections'
 # goroutines gather nothing meanwhile).
-# examples/walload, pinned to CLIENT_CPU, runs CLIENTS connections, each
+# examples/bench/walload, pinned to CLIENT_CPU, runs CLIENTS connections, each
 # with one record of SIZE bytes in flight, for DURATION seconds, for each
 # client count in CLIENT_COUNTS, with sync and without (SYNCS), servers
 # interleaved, REPEATS times. Each run records records acknowledged per

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: the side-by-side benchmark (`make bench`). For each echo server it
 # starts the server pinned to SERVER_CPUS (GOMAXPROCS = their count), waits
-# until it listens, runs examples/load pinned to CLIENT_CPUS, and records
+# until it listens, runs examples/bench/load pinned to CLIENT_CPUS, and records
 # requests/s, latency, the server's CPU, context switches and system calls per
 # request, its peak memory, and which side was saturated. Servers run
 # interleaved (A B C A B C), REPEATS times; the table gives medians with the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # prom-check.sh: shows a real Prometheus server scraping percore. It builds
-# examples/echo and examples/load, starts echo with -metrics on 127.0.0.1,
+# examples/echo and examples/bench/load, starts echo with -metrics on 127.0.0.1,
 # writes a one-job prometheus.yml (scrape every second) in a temporary
 # directory, starts `prometheus` on 127.0.0.1 with its storage there, runs
 # load against echo, and while load runs asks Prometheus's HTTP API for

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scale.sh: percore's behaviour with thousands of connections, the figures
 # of docs/performance.md's "At scale" section. It changes nothing on the
-# host: it builds examples/echo, examples/lines and examples/scale into a
+# host: it builds examples/echo, examples/lines and examples/bench/scale into a
 # temporary directory, runs them on loopback and prints one line per run.
 #
 #   scripts/scale.sh                 # both scenarios, both backends
