@@ -73,7 +73,7 @@ lint:
 ## net/http (scripts/bench-http.sh), BENCH=transports for UDP and
 ## Unix-socket echo against gnet, std net and a C recvmmsg loop (scripts/bench-transports.sh),
 ## BENCH=latency for open-loop latency against throughput of the echo, HTTP and RESP servers
-## and their peers, with the issue-29 floors and vegeta beside examples/load
+## and their peers, with the issue-29 floors and vegeta beside examples/bench/load
 ## (scripts/bench-latency.sh; in batches: PROTOCOLS, CONNS, REPEAT_FROM, see its --help).
 bench:
 	./scripts/bench.sh
