@@ -8,12 +8,20 @@ RING_TEST_LDFLAGS := -ldflags=github.com/percore/percore/ring=-checklinkname=0
 GO ?= go
 SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/lib/*.sh scripts/testdata/fake-* .ci/run)
 
+# The modules of the repository: the library (the root), the benchmark module
+# (the peer servers, the load tools, the WebSocket interop tests and
+# staticcheck: examples/bench, docs/decisions/0037-benchmark-module.md), and
+# the charts (scripts/benchplot). scripts/vegeta holds no code (a pinned tool).
+BENCH_MOD := examples/bench
+MODULES := . $(BENCH_MOD) scripts/benchplot
+
 .PHONY: all build test test-go tools lint bench bench-smoke clean
 
 all: build
 
 build:
 	$(GO) build ./...
+	$(GO) build -C $(BENCH_MOD) ./...
 
 ## test: the whole suite: lint, the benchmark harness in smoke mode, then
 ## go test -race over every package (the script tests included, and
@@ -40,15 +48,21 @@ test-go:
 	    echo "note: io_uring cannot run here ($$(echo "$$why" | grep -m 1 '^echo: ' | cut -c 7-)): its tests $$fate"; \
 	  fi
 	$(GO) test -count=1 -timeout 5m -run 'Alloc' $(RING_TEST_LDFLAGS) ./...
-	cd scripts/benchplot && $(GO) test -count=1 ./...
+	$(GO) test -C $(BENCH_MOD) -count=1 -timeout 5m -run 'Alloc' ./...
+	$(GO) test -C scripts/benchplot -count=1 ./...
+	$(GO) test -C $(BENCH_MOD) -race -count=1 -timeout 10m ./...
 	$(GO) test -race -count=1 -timeout 15m $(RING_TEST_LDFLAGS) ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
-	cd scripts/benchplot && $(GO) vet ./...
+	@for m in $(MODULES); do echo "$(GO) vet ./... (in $$m)"; $(GO) vet -C $$m ./... || exit 1; done
+	@# staticcheck is pinned by a tool line in the benchmark module's go.mod
+	@# (so that the library's go.mod does not require it) and run over every
+	@# module from its own directory.
+	@sc=$$(mktemp -d)/staticcheck && trap 'rm -rf "$$(dirname "$$sc")"' EXIT && \
+	  $(GO) build -C $(BENCH_MOD) -o "$$sc" honnef.co/go/tools/cmd/staticcheck && \
+	  for m in $(MODULES); do echo "staticcheck ./... (in $$m)"; (cd $$m && "$$sc" ./...) || exit 1; done
 	@if [ -n "$(SHELL_SCRIPTS)" ]; then \
 	  if command -v shellcheck >/dev/null; then shellcheck -x $(SHELL_SCRIPTS); \
 	  else echo "shellcheck is not installed (apt-get install -y shellcheck)"; exit 1; fi; fi
@@ -59,7 +73,7 @@ lint:
 ## net/http (scripts/bench-http.sh), BENCH=transports for UDP and
 ## Unix-socket echo against gnet, std net and a C recvmmsg loop (scripts/bench-transports.sh),
 ## BENCH=latency for open-loop latency against throughput of the echo, HTTP and RESP servers
-## and their peers, with the issue-29 floors and vegeta beside examples/load
+## and their peers, with the issue-29 floors and vegeta beside examples/bench/load
 ## (scripts/bench-latency.sh; in batches: PROTOCOLS, CONNS, REPEAT_FROM, see its --help).
 bench:
 	./scripts/bench.sh
@@ -70,3 +84,4 @@ bench-smoke:
 
 clean:
 	$(GO) clean ./...
+	$(GO) clean -C $(BENCH_MOD) ./...

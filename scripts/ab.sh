@@ -31,8 +31,8 @@ build() { # tree out
 }
 build "$a" "$work/echo-a"
 build "$b" "$work/echo-b"
-if [ "$dry" = 1 ]; then echo "+ build $here/examples/load"; exit 0; fi
-(cd "$here" && go build -o "$work/load" ./examples/load)
+if [ "$dry" = 1 ]; then echo "+ build $here/examples/bench/load"; exit 0; fi
+(cd "$here" && go build -C examples/bench -o "$work/load" ./load)
 
 port=27900
 : >"$work/runs"

@@ -6,7 +6,7 @@
 #   worker_processes 1; worker_cpu_affinity (SERVER_CPU); master_process off;
 #   daemon off; access_log off; sendfile on; keepalive_requests and
 #   keepalive_timeout raised
-# and examples/baseline/httpfile (http.FileServer). wrk -t1 -cCONNS, pinned
+# and examples/bench/baseline/httpfile (http.FileServer). wrk -t1 -cCONNS, pinned
 # to CLIENT_CPU, fetches each of three files (4 KiB, 256 KiB, 16 MiB; in the
 # page cache after the warm-up) for DURATION, servers and sizes interleaved,
 # REPEATS times. Each run records requests/s, the transfer rate, and the
@@ -55,7 +55,7 @@ bench_need "Debian: apt-get install -y util-linux wrk nginx-light" taskset wrk g
 bench_tmp
 
 run go build -o "$tmp/file_server" ./examples/file_server
-run go build -o "$tmp/httpfile" ./examples/baseline/httpfile
+run go build -C examples/bench -o "$tmp/httpfile" ./baseline/httpfile
 mkdir -p "$tmp/www" "$tmp/nginx"
 for s in $SIZES; do
   case "$s" in

@@ -13,7 +13,7 @@
 # it records requests/s, p99, wrk's errors, the server's CPU per request
 # (utime+stime from /proc/PID/stat over the run, divided by the requests wrk
 # counted) and the busy share of server and client (flagged S and C at 85%).
-# examples/load's HTTP mode (keep-alive, pipelined, every response checked)
+# examples/bench/load's HTTP mode (keep-alive, pipelined, every response checked)
 # measures the servers named in LOADCHECK too, right after wrk, as a
 # cross-check of wrk's count and with a cheaper client ("NAME/load" rows);
 # LOADCHECK="" turns it off.
@@ -74,9 +74,9 @@ bench_need "Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils;
 
 bench_tmp
 
-run go build -o "$tmp/" ./examples/http ./examples/http_proxy ./examples/load \
-  ./examples/baseline/fasthttp ./examples/baseline/nethttp
-run go build -tags=poll_opt -o "$tmp/" ./examples/baseline/gnethttp
+run go build -o "$tmp/" ./examples/http ./examples/http_proxy
+run go build -C examples/bench -o "$tmp/" ./load ./baseline/fasthttp ./baseline/nethttp
+run go build -C examples/bench -tags=poll_opt -o "$tmp/" ./baseline/gnethttp
 hz=$(getconf CLK_TCK)
 
 cat >"$tmp/pipeline.lua" <<'EOF'
@@ -238,7 +238,7 @@ measure() {
   tail -n 1 "$OUT/http-runs.tsv" | awk -F'\t' '{ printf "bench-http.sh: %s -P %s repeat %s: %s req/s, %s ns of server CPU per request\n", $1, $2, $3, $4, $7 }' >&2
 }
 
-# loadcheck NAME PORT P PID REPEAT: examples/load's HTTP mode on the same server.
+# loadcheck NAME PORT P PID REPEAT: examples/bench/load's HTTP mode on the same server.
 loadcheck() {
   local name=$1 port=$2 p=$3 pid=$4 repeat=$5
   local cmd=(timeout -k 5 $((DURATION + 30)) taskset -c "$CLIENT_CPUS" "$tmp/load" -addr "127.0.0.1:$port"

@@ -3,16 +3,16 @@
 # scripts/bench.sh with BENCH=latency). For each protocol in PROTOCOLS, each connection count
 # in CONNS and each repeat, every server of that protocol runs in turn (interleaved: A B C A B
 # C), pinned to SERVER_CPUS with one loop, worker or thread (GOMAXPROCS=1 for the Go ones), and
-# examples/load, pinned to CLIENT_CPUS, runs
+# examples/bench/load, pinned to CLIENT_CPUS, runs
 #   load -conns C -rates 10%,50%,80%,90%,100% -warmup WARMUP -seconds WINDOW -json -server-pid PID
 # against it: a closed-loop run that measures the server's capacity, then one open-loop run
 # at each fraction of that capacity (FRACTIONS), requests due on a fixed schedule and each
-# latency taken from its due time (coordinated omission corrected: examples/load/openloop.go).
+# latency taken from its due time (coordinated omission corrected: examples/bench/load/openloop.go).
 # A step in which the generator fell behind its own schedule is recorded as invalid and left
 # out of the curves.
 #
 #   echo  examples/echo on io_uring (percore-uring) and epoll (percore-epoll), the C liburing
-#         echo (liburing: examples/baseline/uringc), netpoll, gnet, std net; 64-byte requests
+#         echo (liburing: examples/bench/baseline/uringc), netpoll, gnet, std net; 64-byte requests
 #   http  examples/http (percore), nginx (return 200), fasthttp, gnet: GET /plaintext, every
 #         response checked for "Hello, World!"
 #   resp  examples/kv (kv) and redis-server (redis): 50% GET, 50% SET of 64-byte values
@@ -22,7 +22,7 @@
 # netpoll's capacity (as measured in the same repeat), percore-uring, percore-epoll, netpoll
 # and liburing; for http, at FLOOR_PCT% of nginx's capacity, percore and nginx. And the check
 # against an independent open-loop client (VEGETA=1): vegeta v12.13.0 (docs/decisions/0031)
-# and examples/load at the same rates (VEGETA_RATES, requests/s) on the same server (percore
+# and examples/bench/load at the same rates (VEGETA_RATES, requests/s) on the same server (percore
 # and nginx HTTP, 50 connections), vegeta's latencies beside load's.
 #
 # Runs go to OUT/latency-runs.jsonl, one JSON object per load result (or vegeta report),
@@ -33,7 +33,7 @@
 # the vegeta check) and one chart per protocol, OUT/latency-PROTOCOL.png (p50 and p99 against
 # requests/s, a panel per connection count). SUMMARY_ONLY=1 only summarises.
 #
-# What it changes: it builds the servers, examples/load, vegeta (from the Go module proxy,
+# What it changes: it builds the servers, examples/bench/load, vegeta (from the Go module proxy,
 # pinned by scripts/vegeta/go.sum) and benchplot into a temporary directory (removed on exit,
 # with nginx's configuration), listens on 127.0.0.1 ports from BASE_PORT up, and writes
 # OUT/latency-runs.jsonl, OUT/latency-summary.md and OUT/latency-*.png. Undo: delete OUT. It
@@ -162,26 +162,29 @@ if [ "$SUMMARY_ONLY" = 1 ]; then
 fi
 
 # Build what the servers asked for need, and the load generator.
-pkgs=(./examples/load) gnet_pkgs=() need_gcc=0 need_vegeta=0
+# (Peers and the load generator are in the benchmark module, examples/bench:
+# its packages are named relative to it, in bench_pkgs.)
+pkgs=() bench_pkgs=(./load) gnet_pkgs=() need_gcc=0 need_vegeta=0
 for proto in $PROTOCOLS; do
   for server in $(servers_of "$proto"); do
     case "$proto/$server" in
       echo/percore-*) pkgs+=(./examples/echo) ;;
-      echo/netpoll) pkgs+=(./examples/baseline/netpoll) ;;
-      echo/stdnet) pkgs+=(./examples/baseline/stdnet) ;;
-      echo/gnet) gnet_pkgs+=(./examples/baseline/gnet) ;;
+      echo/netpoll) bench_pkgs+=(./baseline/netpoll) ;;
+      echo/stdnet) bench_pkgs+=(./baseline/stdnet) ;;
+      echo/gnet) gnet_pkgs+=(./baseline/gnet) ;;
       echo/liburing) need_gcc=1 ;;
       http/percore) pkgs+=(./examples/http) ;;
-      http/fasthttp) pkgs+=(./examples/baseline/fasthttp) ;;
-      http/gnet) gnet_pkgs+=(./examples/baseline/gnethttp) ;;
+      http/fasthttp) bench_pkgs+=(./baseline/fasthttp) ;;
+      http/gnet) gnet_pkgs+=(./baseline/gnethttp) ;;
       resp/kv) pkgs+=(./examples/kv) ;;
     esac
   done
   if [ "$proto" = http ] && [ "$VEGETA" = 1 ]; then need_vegeta=1; fi
 done
-run go build -o "$tmp/" "${pkgs[@]}"
-if [ ${#gnet_pkgs[@]} -gt 0 ]; then run go build -tags=poll_opt -o "$tmp/" "${gnet_pkgs[@]}"; fi
-if [ "$need_gcc" = 1 ]; then run gcc -O2 -o "$tmp/liburing-echo" examples/baseline/uringc/echo.c -luring; fi
+if [ ${#pkgs[@]} -gt 0 ]; then run go build -o "$tmp/" "${pkgs[@]}"; fi
+run go build -C examples/bench -o "$tmp/" "${bench_pkgs[@]}"
+if [ ${#gnet_pkgs[@]} -gt 0 ]; then run go build -C examples/bench -tags=poll_opt -o "$tmp/" "${gnet_pkgs[@]}"; fi
+if [ "$need_gcc" = 1 ]; then run gcc -O2 -o "$tmp/liburing-echo" examples/bench/baseline/uringc/echo.c -luring; fi
 if [ "$need_vegeta" = 1 ] && ! run bash -c "cd scripts/vegeta && go build -o '$tmp/vegeta' github.com/tsenart/vegeta/v12"; then
   echo "$BENCH_NAME: note: vegeta did not build (scripts/vegeta; it comes from the Go module proxy): no vegeta check" >&2
   VEGETA=0

@@ -10,7 +10,7 @@
 #          UPSTREAM_CPUS (default: the client's CPUs; the client saturates first anyway). The
 #          proxy's own CPU per request is the comparison; "direct" rows give redis-server's.
 #   load   the kv table's servers again, with the project's own RESP client instead of
-#          redis-benchmark (examples/load -engine resp: 50% GET, 50% SET of one key, 3-byte
+#          redis-benchmark (examples/bench/load -engine resp: 50% GET, 50% SET of one key, 3-byte
 #          values, as redis-benchmark's defaults; every reply verified), a cross-check of
 #          redis-benchmark's requests/s by a client that costs less per request.
 #   loops  examples/kv with one loop on SERVER_CPUS and with two loops on LOOP_CPUS (default
@@ -27,7 +27,7 @@
 # gives medians, and each row's ratios to its table's reference (redis for kv and load,
 # twemproxy for proxy, kv1-uring for loops).
 #
-# What it changes: it builds examples/kv, examples/redis_proxy and examples/load into a temporary directory
+# What it changes: it builds examples/kv, examples/redis_proxy and examples/bench/load into a temporary directory
 # (removed on exit, with the servers' working directories and nutcracker's configuration),
 # listens on 127.0.0.1 ports from BASE_PORT up (redis-server with --save '' --appendonly no:
 # no files), and writes OUT/resp-runs.tsv and OUT/resp-summary.md. Undo: delete OUT. It
@@ -81,7 +81,7 @@ bench_tmp
 run go build -o "$tmp/kv" ./examples/kv
 run go build -o "$tmp/redis_proxy" ./examples/redis_proxy
 run go build -o "$tmp/handkept" ./examples/kv/testdata/handkept
-run go build -o "$tmp/load" ./examples/load
+run go build -C examples/bench -o "$tmp/load" ./load
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
   printf 'table\tserver\tpipeline\trepeat\ttest\trps\trequests\tcpu_ns_per_req\tcross_loop_share\tclient_busy_pct\n' >"$OUT/resp-runs.tsv"

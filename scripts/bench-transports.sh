@@ -7,15 +7,15 @@
 # UDP: percore's examples/udp_echo on io_uring and on epoll (each also with
 # -gro, Config.UDPGRO: the -gro rows; percore-uring-gso and percore-epoll-gso,
 # -gso, Config.UDPGSO, run only when named in UDP_SERVERS), gnet v2's UDP
-# echo (examples/baseline/gnet -proto udp, built with -tags=poll_opt,
+# echo (examples/bench/baseline/gnet -proto udp, built with -tags=poll_opt,
 # WithMulticore, WithReusePort, WithLockOSThread), std net (a net.UDPConn,
 # ReadFromUDPAddrPort/WriteToUDPAddrPort) and the C recvmmsg/sendmmsg loop
-# (examples/baseline/udpc/udp_echo.c, the limit), each driven by
-# examples/baseline/udpc/udp_load.c (one thread, WINDOW datagrams in flight,
+# (examples/bench/baseline/udpc/udp_echo.c, the limit), each driven by
+# examples/bench/baseline/udpc/udp_load.c (one thread, WINDOW datagrams in flight,
 # every reply checked) at each payload of SIZES. Server CPU per packet is
 # the server's utime+stime from /proc/PID/stat over the measured window,
 # divided by the replies in it. The "SERVER/load" rows cross-check the C
-# client: examples/load's UDP mode (-addr udp://, one socket on one percore
+# client: examples/bench/load's UDP mode (-addr udp://, one socket on one percore
 # loop, WINDOW datagrams in flight, every reply checked, losses counted)
 # against the servers of LOAD_UDP_SERVERS, the server's CPU from
 # -server-pid.
@@ -25,7 +25,7 @@
 #
 # Unix: percore's examples/unix_echo (io_uring, epoll), gnet -proto unix, std
 # net -net unix, and percore's TCP echo (examples/echo, io_uring) for the
-# comparison, driven by examples/load (-conns CONNS, 64 B), which reports
+# comparison, driven by examples/bench/load (-conns CONNS, 64 B), which reports
 # the server's CPU per request itself (-server-pid).
 #
 # What it changes: it builds into a temporary directory (removed on exit),
@@ -100,11 +100,11 @@ trap cleanup EXIT
 run go build -o "$tmp/udp_echo" ./examples/udp_echo
 run go build -o "$tmp/unix_echo" ./examples/unix_echo
 run go build -o "$tmp/echo" ./examples/echo
-run go build -o "$tmp/load" ./examples/load
-run go build -o "$tmp/stdnet" ./examples/baseline/stdnet
-run go build -tags=poll_opt -o "$tmp/gnet" ./examples/baseline/gnet
-run gcc -O2 -o "$tmp/c_udp_echo" examples/baseline/udpc/udp_echo.c
-run gcc -O2 -o "$tmp/udp_load" examples/baseline/udpc/udp_load.c
+run go build -C examples/bench -o "$tmp/load" ./load
+run go build -C examples/bench -o "$tmp/stdnet" ./baseline/stdnet
+run go build -C examples/bench -tags=poll_opt -o "$tmp/gnet" ./baseline/gnet
+run gcc -O2 -o "$tmp/c_udp_echo" examples/bench/baseline/udpc/udp_echo.c
+run gcc -O2 -o "$tmp/udp_load" examples/bench/baseline/udpc/udp_load.c
 if [ "$DRY_RUN" = 1 ]; then exit 0; fi
 mkdir -p "$OUT"
 runs="$OUT/transports-runs.tsv"
@@ -141,8 +141,8 @@ start_udp() {
 # and prints the address to load.
 start_unix() {
   case "$1" in
-    percore-uring) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -path "$2" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;
-    percore-epoll) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -path "$2" -cores "$SERVER_CPU" -backend epoll > /dev/null 2>&1 & ;;
+    percore-uring) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -addr "$2" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;
+    percore-epoll) taskset -c "$SERVER_CPU" "$tmp/unix_echo" -addr "$2" -cores "$SERVER_CPU" -backend epoll > /dev/null 2>&1 & ;;
     gnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/gnet" -proto unix -addr "$2" -loops 1 > /dev/null 2>&1 & ;;
     stdnet) GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/stdnet" -net unix -addr "$2" -loops 1 > /dev/null 2>&1 & ;;
     tcp-percore-uring) taskset -c "$SERVER_CPU" "$tmp/echo" -addr "127.0.0.1:$3" -cores "$SERVER_CPU" -backend uring > /dev/null 2>&1 & ;;

@@ -3,7 +3,7 @@
 # (ARGS one-byte arguments: "*140000" then "$1\r\nx\r\n" 140,000 times) in SEG-byte writes
 # (TCP_NODELAY, one write per segment, a segment every GAP), for each SEG in SEGS, to
 # examples/kv (one loop, io_uring and epoll) and to redis-server, each pinned to SERVER_CPUS,
-# the client (examples/kv/trickle) pinned to CLIENT_CPUS. Each run sends WARMUP commands first
+# the client (examples/bench/trickle) pinned to CLIENT_CPUS. Each run sends WARMUP commands first
 # (unmeasured: a fresh server's first big command also grows its heap), then N measured ones,
 # one after the other. Each server and segment size is run twice:
 #   cpu   the trickle alone: the server's CPU time per command (the sum of its threads'
@@ -24,7 +24,7 @@
 # is slower than either server reads one, so each reads every segment as it comes, and the runs
 # repeat to a few percent.
 #
-# What it changes: it builds examples/kv and examples/kv/trickle into a temporary directory
+# What it changes: it builds examples/kv and examples/bench/trickle into a temporary directory
 # (removed on exit), listens on 127.0.0.1 ports from BASE_PORT up (redis-server with --save ''
 # --appendonly no: no files), and writes OUT/trickle-runs.tsv and OUT/trickle-summary.md.
 # Undo: delete OUT. It changes no system setting.
@@ -80,7 +80,7 @@ bench_need "Debian: apt-get install -y util-linux redis-server; scripts/ensure-t
 bench_tmp
 
 run go build -o "$tmp/kv" ./examples/kv
-run go build -o "$tmp/trickle" ./examples/kv/trickle
+run go build -C examples/bench -o "$tmp/trickle" ./trickle
 if [ "$DRY_RUN" = 0 ]; then
   mkdir -p "$OUT"
   printf 'server\tseg\trepeat\tmode\tresult\n' >"$OUT/trickle-runs.tsv"

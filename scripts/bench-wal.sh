@@ -2,14 +2,14 @@
 # bench-wal.sh: examples/wal against a std-net group-commit server and
 # per-record fdatasync (BENCH=wal make bench, or scripts/bench.sh with
 # BENCH=wal). Each server runs pinned to SERVER_CPU (one loop, or
-# GOMAXPROCS=1): wal on io_uring and on epoll, examples/baseline/walstd
+# GOMAXPROCS=1): wal on io_uring and on epoll, examples/bench/baseline/walstd
 # (a goroutine per connection and a committer goroutine), and walstd
 # -group=false (each record written and fdatasynced alone, under a mutex);
 # std-group-p4 is walstd with GOMAXPROCS=4 on the same CPU (not in the
 # default list: with GOMAXPROCS=1, Go's own default on one CPU, the
 # committer keeps the P through a short fdatasync and the connections'
 # goroutines gather nothing meanwhile).
-# examples/walload, pinned to CLIENT_CPU, runs CLIENTS connections, each
+# examples/bench/walload, pinned to CLIENT_CPU, runs CLIENTS connections, each
 # with one record of SIZE bytes in flight, for DURATION seconds, for each
 # client count in CLIENT_COUNTS, with sync and without (SYNCS), servers
 # interleaved, REPEATS times. Each run records records acknowledged per
@@ -61,7 +61,8 @@ bench_need "Debian: apt-get install -y util-linux golang" taskset go
 bench_tmp
 logs=${LOG_DIR:-$tmp/logs}
 
-run go build -o "$tmp/" ./examples/wal ./examples/walload ./examples/baseline/walstd ./scripts/testdata/fsyncprobe
+run go build -o "$tmp/" ./examples/wal ./scripts/testdata/fsyncprobe
+run go build -C examples/bench -o "$tmp/" ./walload ./baseline/walstd
 hz=$(getconf CLK_TCK)
 
 # start_server NAME SYNC PORT DIR starts a server pinned to SERVER_CPU; it sets SERVER_PID.
@@ -71,7 +72,7 @@ start_server() {
     wal-uring | wal-epoll)
       # shellcheck disable=SC2206 # WAL_FLAGS is a list of flags
       cmd=(env GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$tmp/wal" -addr "127.0.0.1:$port" -dir "$dir"
-        -sync="$sync" -backend "${name#wal-}" -cpu "$SERVER_CPU" -segment-size 1073741824 $WAL_FLAGS)
+        -sync="$sync" -backend "${name#wal-}" -cores "$SERVER_CPU" -segment-size 1073741824 $WAL_FLAGS)
       ;;
     std-group | std-record | std-group-p4)
       local group=true procs=1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: the side-by-side benchmark (`make bench`). For each echo server it
 # starts the server pinned to SERVER_CPUS (GOMAXPROCS = their count), waits
-# until it listens, runs examples/load pinned to CLIENT_CPUS, and records
+# until it listens, runs examples/bench/load pinned to CLIENT_CPUS, and records
 # requests/s, latency, the server's CPU, context switches and system calls per
 # request, its peak memory, and which side was saturated. Servers run
 # interleaved (A B C A B C), REPEATS times; the table gives medians with the
@@ -73,10 +73,10 @@ fi
 SPECS=(
   "percore-uring|examples/echo||0|-addr {ADDR} -backend uring -cores {CPUS}"
   "percore-epoll|examples/echo||0|-addr {ADDR} -backend epoll -cores {CPUS}"
-  "netpoll|examples/baseline/netpoll||0|-addr {ADDR} -loops {LOOPS}"
-  "netpoll-nogopool|examples/baseline/netpoll||0|-addr {ADDR} -loops {LOOPS} -nogopool"
-  "stdnet|examples/baseline/stdnet||0|-addr {ADDR} -loops {LOOPS}"
-  "gnet|examples/baseline/gnet|poll_opt|5|-addr {ADDR} -loops {LOOPS}"
+  "netpoll|examples/bench/baseline/netpoll||0|-addr {ADDR} -loops {LOOPS}"
+  "netpoll-nogopool|examples/bench/baseline/netpoll||0|-addr {ADDR} -loops {LOOPS} -nogopool"
+  "stdnet|examples/bench/baseline/stdnet||0|-addr {ADDR} -loops {LOOPS}"
+  "gnet|examples/bench/baseline/gnet|poll_opt|5|-addr {ADDR} -loops {LOOPS}"
 )
 BASELINE=netpoll
 
@@ -235,7 +235,9 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 # No GOFLAGS: percore and the baselines link with a plain go build (decision 0014).
 echo "bench.sh: building"
-go build -o "$TMP/bin/load" ./examples/load
+# The peers and the load generator are in the benchmark module (its own
+# go.mod, examples/bench: decision 0037), built there.
+go build -C examples/bench -o "$TMP/bin/load" ./load
 go build -o "$TMP/bin/benchreport" ./scripts/benchreport
 declare -A built=()
 for spec in "${selected[@]}"; do
@@ -243,7 +245,10 @@ for spec in "${selected[@]}"; do
   key="$dir|$tags"
   if [ -n "${built[$key]:-}" ]; then continue; fi
   bin="$TMP/bin/$(echo "$dir-$tags" | tr '/|' '__')"
-  go build -tags="$tags" -o "$bin" "./$dir"
+  case "$dir" in
+    examples/bench/*) go build -C examples/bench -tags="$tags" -o "$bin" "./${dir#examples/bench/}" ;;
+    *) go build -tags="$tags" -o "$bin" "./$dir" ;;
+  esac
   built[$key]=$bin
 done
 

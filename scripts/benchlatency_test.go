@@ -71,7 +71,7 @@ func TestBenchLatencyPlans(t *testing.T) {
 			0, []string{"no capacity of netpoll"}, []string{"-rate 80000"}},
 		{"batch of later repeats", []string{"PROTOCOLS=resp", "CONNS=50", "REPEATS=1", "REPEAT_FROM=3"}, 0, []string{"repeats 3..3"}, []string{"vegeta"}},
 		{"no floors, no vegeta", []string{"PROTOCOLS=http", "CONNS=50", "FLOORS=0", "VEGETA=0"}, 0, []string{"-rates 10%"}, []string{"-rate 80000", "vegeta"}},
-		{"summary only", []string{"SUMMARY_ONLY=1"}, 0, []string{"benchplot -latency"}, []string{"./examples/load", "-rates"}},
+		{"summary only", []string{"SUMMARY_ONLY=1"}, 0, []string{"benchplot -latency"}, []string{"./load", "-rates"}},
 		{"unknown protocol", []string{"PROTOCOLS=echo ftp"}, 2, []string{"unknown protocol ftp"}, nil},
 		{"unknown server", []string{"PROTOCOLS=http", "HTTP_SERVERS=percore apache"}, 2, []string{"unknown http server apache"}, nil},
 		{"bad connection count", []string{"CONNS=50 lots"}, 2, []string{"'lots' is not a positive whole number"}, nil},

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # prom-check.sh: shows a real Prometheus server scraping percore. It builds
-# examples/echo and examples/load, starts echo with -metrics on 127.0.0.1,
+# examples/echo and examples/bench/load, starts echo with -metrics on 127.0.0.1,
 # writes a one-job prometheus.yml (scrape every second) in a temporary
 # directory, starts `prometheus` on 127.0.0.1 with its storage there, runs
 # load against echo, and while load runs asks Prometheus's HTTP API for
@@ -112,7 +112,7 @@ done
 echo "prom-check.sh: building"
 mkdir -p "$TMP/bin" "$TMP/data"
 go build -o "$TMP/bin/echo" ./examples/echo
-go build -o "$TMP/bin/load" ./examples/load
+go build -C examples/bench -o "$TMP/bin/load" ./load
 
 "$TMP/bin/echo" "${ECHO_ARGS[@]}" >"$TMP/echo.log" 2>&1 &
 PIDS+=($!)

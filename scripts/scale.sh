@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scale.sh: percore's behaviour with thousands of connections, the figures
 # of docs/performance.md's "At scale" section. It changes nothing on the
-# host: it builds examples/echo, examples/lines and examples/scale into a
+# host: it builds examples/echo, examples/lines and examples/bench/scale into a
 # temporary directory, runs them on loopback and prints one line per run.
 #
 #   scripts/scale.sh                 # both scenarios, both backends
@@ -55,7 +55,7 @@ trap cleanup EXIT
 # The servers come from the tree measured, the client from this one.
 export GOFLAGS="${GOFLAGS:--ldflags=-checklinkname=0}"
 run sh -c "cd '$tree' && go build -o '$work/echo' ./examples/echo && go build -o '$work/lines' ./examples/lines"
-run sh -c "cd '$here' && go build -o '$work/scale' ./examples/scale"
+run sh -c "cd '$here' && go build -C examples/bench -o '$work/scale' ./scale"
 [ "$dry" = 1 ] && exit 0
 
 # wait_file FILE SECONDS: wait until FILE exists.

@@ -25,9 +25,9 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/ring"
 	percore "github.com/percore/percore/runtime"
-	"github.com/percore/percore/runtime/metrics"
 )
 
 // echo writes back what it reads; Write copies, so the receive buffer can
@@ -41,22 +41,19 @@ func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 var _ percore.Handler = echo{}
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:7000", "listen address")
-	cores := flag.String("cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
-	backend := flag.String("backend", "auto", "auto, uring or epoll")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:7000")
 	incoming := flag.Bool("incoming-cpu", false, "set SO_INCOMING_CPU on each loop's listener")
 	stats := flag.Bool("stats", false, "print a one-line stats summary every second")
 	ringFlags := flag.String("ring-flags", "default", "io_uring setup flags: default, none, or a list of single_issuer,defer_taskrun,coop_taskrun,sqpoll")
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
-	metricsAddr := flag.String("metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9100 (default: off)")
 	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, ring, kernel, cpus) and exit; exit status 3 when io_uring is unavailable here, 1 on any other error")
 	flag.Parse()
 	if *probe {
-		*addr = ""
+		sf.Addr = ""
 	}
-	err := run(*probe, *addr, *metricsAddr, *cores, *backend, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
+	err := run(*probe, sf, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		if errors.Is(err, ring.ErrUnavailable) {
@@ -66,23 +63,15 @@ func main() {
 	}
 }
 
-func run(probe bool, addr, metricsAddr, cores, backend, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
-	cfg := percore.Config{Addr: addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
+func run(probe bool, sf *serverflag.Flags, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
+	cfg := percore.Config{Addr: sf.Addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
-	var err error
-	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
-		return err
-	}
+	sf.Apply(&cfg)
 	flags, err := percore.ParseRingFlags(ringFlags)
 	if err != nil {
 		return err
 	}
 	cfg.RingFlags = &flags
-	if cores != "" {
-		if cfg.Cores, err = cpu.ParseList(cores); err != nil {
-			return err
-		}
-	}
 	if probe {
 		rt, err := percore.New(cfg, nil)
 		if err != nil {
@@ -102,12 +91,12 @@ func run(probe bool, addr, metricsAddr, cores, backend, ringFlags string, waitBa
 		list = append(list, l.CPU())
 	}
 	fmt.Printf("host tuning for these loops: sudo scripts/tune-nic.sh --cpus %s\n", cpu.FormatList(list))
-	if metricsAddr != "" {
-		ms, err := metrics.Listen(metricsAddr, rt)
-		if err != nil {
-			rt.Close()
-			return err
-		}
+	ms, err := sf.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
 		defer ms.Close()
 		fmt.Printf("metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", ms.Addr(), ms.Addr())
 	}

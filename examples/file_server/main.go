@@ -24,25 +24,26 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"golang.org/x/sys/unix"
+
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
-	"golang.org/x/sys/unix"
 )
 
 type options struct {
-	addr, root, cores, backend string
-	small                      int
+	serverflag.Flags
+	root  string
+	small int
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.addr, "addr", "127.0.0.1:8080", "listen address")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:8080")
 	flag.StringVar(&o.root, "root", ".", "the directory to serve")
-	flag.StringVar(&o.cores, "cpus", "", "CPUs to run loops on (\"0\", \"0-3\"); empty: every CPU allowed")
-	flag.StringVar(&o.backend, "backend", "auto", "auto, uring or epoll")
 	flag.IntVar(&o.small, "small", 16<<10, "files up to this size are answered from one read and one write; larger ones with Conn.SendFile (0: all with SendFile)")
 	flag.Parse()
+	o.Flags = *sf
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -55,22 +56,12 @@ func main() {
 // run serves until ctx ends, then shuts down gracefully; ready gets the
 // listening address.
 func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr)) error {
-	backend, err := percore.ParseBackend(o.backend)
-	if err != nil {
-		return err
-	}
-	var cores []int
-	if o.cores != "" {
-		if cores, err = cpu.ParseList(o.cores); err != nil {
-			return err
-		}
-	}
 	if fi, err := os.Stat(o.root); err != nil || !fi.IsDir() {
 		return fmt.Errorf("root %s is not a directory (%v)", o.root, err)
 	}
 	s := &fileServer{small: o.small}
-	rt, err := percore.New(percore.Config{
-		Addr: o.addr, Cores: cores, Backend: backend, Logger: log,
+	cfg := percore.Config{
+		Addr: o.Addr, Logger: log,
 		LoopSetup: func(l *percore.Loop) error {
 			fd, err := unix.Open(o.root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
@@ -79,9 +70,20 @@ func run(ctx context.Context, o options, log *slog.Logger, ready func(net.Addr))
 			s.roots.Set(l, l.NewFile(fd, o.root))
 			return nil
 		},
-	}, frame.View(s, frame.SplitConfig{}))
+	}
+	o.Apply(&cfg)
+	rt, err := percore.New(cfg, frame.View(s, frame.SplitConfig{}))
 	if err != nil {
 		return err
+	}
+	ms, err := o.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
+		defer ms.Close()
+		log.Info("file_server: serving metrics", "url", "http://"+ms.Addr().String()+"/metrics")
 	}
 	ready(rt.Addr())
 	<-ctx.Done()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -82,7 +83,7 @@ func serve(t *testing.T, b percore.Backend, root string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	o := options{addr: "127.0.0.1:0", root: root, cores: cpu.FormatList(cores[:1]), backend: b.String(), small: 16 << 10}
+	o := options{Flags: serverflag.Flags{Addr: "127.0.0.1:0", Cores: cores[:1], Backend: b}, root: root, small: 16 << 10}
 	if strings.Contains(t.Name(), "/sendfile/") {
 		o.small = 0
 	}

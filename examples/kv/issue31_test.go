@@ -242,24 +242,6 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
-// TestParseInt (issue 31, item 9): integers as Redis's string2ll reads
-// them: "-0" and "-05" are not integers.
-func TestParseInt(t *testing.T) {
-	for _, tt := range []struct {
-		in string
-		n  int64
-		ok bool
-	}{
-		{"0", 0, true}, {"7", 7, true}, {"-7", -7, true}, {"9223372036854775807", 1<<63 - 1, true},
-		{"-9223372036854775808", -1 << 63, true}, {"-0", 0, false}, {"-05", 0, false}, {"05", 0, false},
-		{"+5", 0, false}, {"", 0, false}, {"-", 0, false}, {" 1", 0, false}, {"9223372036854775808", 0, false}, {"1a", 0, false},
-	} {
-		if n, ok := parseInt([]byte(tt.in)); n != tt.n || ok != tt.ok {
-			t.Errorf("parseInt(%q) = %d, %v; want %d, %v", tt.in, n, ok, tt.n, tt.ok)
-		}
-	}
-}
-
 // TestArityFromTheTable: every command kv runs, sent with too few
 // arguments (and too many where the arity is fixed), gets redis-server's
 // reply byte for byte: the arity, the names in the errors and the

@@ -64,36 +64,31 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/resp"
-	"github.com/percore/percore/runtime/metrics"
 )
 
 // config is what the flags set.
 type config struct {
-	addr       string
-	cores      string
-	backend    string
+	serverflag.Flags
 	maxRequest int
 	maxMemory  int64
 	policy     string
 	sweep      time.Duration
-	metrics    string // the metrics and pprof address, "" for none
 	logger     *slog.Logger
 }
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:6380", "listen address")
-	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
-	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:6380")
 	flag.IntVar(&cfg.maxRequest, "max-request", 1<<20, "longest request (and argument) in bytes")
 	maxMemory := flag.String("maxmemory", "0", "most memory the keys may account for, in bytes or with a suffix as Redis reads one: k, m, g (1000s), kb, mb, gb (1024s) (0: no limit)")
 	flag.StringVar(&cfg.policy, "maxmemory-policy", "noeviction", "at -maxmemory: noeviction (writes get -OOM) or allkeys-random (evict random keys)")
-	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9103 (default: off)")
 	flag.DurationVar(&cfg.sweep, "sweep", 100*time.Millisecond, "how often each loop samples keys with an expiry and deletes the expired ones")
 	flag.Parse()
+	cfg.Flags = *sf
 	var err error
 	if cfg.maxMemory, err = parseBytes(*maxMemory); err != nil {
 		fmt.Fprintln(os.Stderr, "kv:", err)
@@ -112,12 +107,12 @@ func run(cfg config) error {
 		return err
 	}
 	fmt.Printf("kv: %d loops listening on %s\n", len(rt.Loops()), rt.Addr())
-	if cfg.metrics != "" {
-		ms, err := metrics.Listen(cfg.metrics, rt)
-		if err != nil {
-			rt.Close()
-			return err
-		}
+	ms, err := cfg.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
 		defer ms.Close()
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -133,16 +128,10 @@ func run(cfg config) error {
 
 // start starts the server's loops.
 func start(cfg config) (*percore.Runtime, error) {
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger}
-	var err error
-	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
-		return nil, err
-	}
-	if cfg.cores != "" {
-		if rcfg.Cores, err = cpu.ParseList(cfg.cores); err != nil {
-			return nil, err
-		}
-	} else {
+	rcfg := percore.Config{Addr: cfg.Addr, Logger: cfg.logger}
+	cfg.Apply(&rcfg)
+	if rcfg.Cores == nil {
+		var err error
 		// The runtime's own choice, made here so that each loop
 		// knows its share of -maxmemory.
 		if rcfg.Cores, err = cpu.Cores(); err != nil {

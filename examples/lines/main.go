@@ -31,10 +31,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
-	"github.com/percore/percore/runtime/metrics"
 )
 
 // maxLine is the protocol's line limit in bytes, '\r' included.
@@ -42,23 +41,18 @@ const maxLine = 1024
 
 // options are the command's flags.
 type options struct {
-	addr            string
-	cores           string
-	backend         string
+	serverflag.Flags
 	idleTimeout     time.Duration
 	shutdownTimeout time.Duration
-	metrics         string // the metrics and pprof address, "" for none
 }
 
 func main() {
 	var o options
-	flag.StringVar(&o.addr, "addr", "127.0.0.1:7001", "listen address")
-	flag.StringVar(&o.cores, "cores", "", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
-	flag.StringVar(&o.backend, "backend", "auto", "auto, uring or epoll")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:7001")
 	flag.DurationVar(&o.idleTimeout, "idle-timeout", time.Minute, "close a connection silent for this long (0: never)")
 	flag.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 5*time.Second, "how long a graceful shutdown may take")
-	flag.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9101 (default: off)")
 	flag.Parse()
+	o.Flags = *sf
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -77,31 +71,23 @@ func main() {
 
 // run serves until ctx is done, then shuts down gracefully. It calls ready
 // with the listening address once the server accepts connections, and the
-// metrics server's address (nil without o.metrics).
+// metrics server's address (nil without -metrics).
 func run(ctx context.Context, o options, log *slog.Logger, ready func(addr, metrics net.Addr)) error {
 	// The runtime closes a connection silent for IdleTimeout and tells
 	// OnClose why (percore.ErrIdleTimeout).
-	cfg := percore.Config{Addr: o.addr, Logger: log, IdleTimeout: o.idleTimeout}
-	var err error
-	if cfg.Backend, err = percore.ParseBackend(o.backend); err != nil {
-		return err
-	}
-	if o.cores != "" {
-		if cfg.Cores, err = cpu.ParseList(o.cores); err != nil {
-			return err
-		}
-	}
+	cfg := percore.Config{Addr: o.Addr, Logger: log, IdleTimeout: o.idleTimeout}
+	o.Apply(&cfg)
 	rt, err := percore.New(cfg, newHandler())
 	if err != nil {
 		return err
 	}
 	var maddr net.Addr
-	if o.metrics != "" {
-		ms, err := metrics.Listen(o.metrics, rt)
-		if err != nil {
-			rt.Close()
-			return err
-		}
+	ms, err := o.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
 		defer ms.Close()
 		maddr = ms.Addr()
 	}
@@ -130,7 +116,7 @@ func newHandler() percore.Handler {
 // The callbacks frame.Lines forwards to server, checked by the compiler:
 // a misspelled OnShutdown would fail to build instead of never running.
 var (
-	_ frame.LineHandler       = (*server)(nil)
+	_ frame.Handler           = (*server)(nil)
 	_ frame.ErrorHandler      = (*server)(nil)
 	_ percore.ShutdownHandler = (*server)(nil)
 )
@@ -141,7 +127,7 @@ type server struct {
 	pong, unknown, tooLong []byte
 }
 
-func (s *server) OnLine(c *percore.Conn, line []byte) {
+func (s *server) OnFrame(c *percore.Conn, line []byte) {
 	switch {
 	case string(line) == "ping":
 		c.Write(s.pong)

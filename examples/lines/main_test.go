@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -31,15 +32,19 @@ func start(t *testing.T, backend string, idle time.Duration) (addr string, stop 
 }
 
 // startWith is start with options of the test's own; it also returns the
-// metrics server's address ("" without o.metrics).
+// metrics server's address ("" without o.Metrics).
 func startWith(t *testing.T, backend string, set func(*options)) (addr, metricsAddr string, stop func()) {
 	t.Helper()
 	cores, err := cpu.Cores()
 	if err != nil {
 		t.Fatal(err)
 	}
+	b, err := percore.ParseBackend(backend)
+	if err != nil {
+		t.Fatal(err)
+	}
 	o := options{
-		addr: "127.0.0.1:0", cores: cpu.FormatList(cores[:1]), backend: backend,
+		Flags:           serverflag.Flags{Addr: "127.0.0.1:0", Cores: cores[:1], Backend: b},
 		shutdownTimeout: 5 * time.Second,
 	}
 	set(&o)
@@ -202,7 +207,7 @@ func TestHandlerOnRuntime(t *testing.T) {
 // profiles on a side port.
 func TestMetrics(t *testing.T) {
 	eachBackend(t, func(t *testing.T, backend string) {
-		addr, maddr, _ := startWith(t, backend, func(o *options) { o.metrics = "127.0.0.1:0" })
+		addr, maddr, _ := startWith(t, backend, func(o *options) { o.Metrics = "127.0.0.1:0" })
 		c := pctest.Dial(t, addr)
 		if _, err := c.Write([]byte("ping\n")); err != nil {
 			t.Fatal(err)

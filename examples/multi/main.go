@@ -7,7 +7,7 @@
 // down gracefully. Clients see every request answered and no connect
 // refused in between (docs/operations.md#zero-downtime-restart).
 //
-//	go run ./examples/multi -tcp 127.0.0.1:7000 -udp 127.0.0.1:7001 -unix /tmp/multi.sock
+//	go run ./examples/multi -addr 127.0.0.1:7000 -udp 127.0.0.1:7001 -unix /tmp/multi.sock
 //	kill -HUP <pid>      # a new process takes over; the old one exits
 //
 // Started by systemd with socket activation (LISTEN_FDS), it serves the
@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -62,28 +62,16 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("multi", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	tcp := fl.String("tcp", "127.0.0.1:7000", "TCP address (empty: none)")
+	sf := serverflag.Register(fl, "127.0.0.1:7000") // -addr is the TCP address (empty: none)
 	udp := fl.String("udp", "127.0.0.1:7001", "UDP address (empty: none)")
 	unixPath := fl.String("unix", "/tmp/percore-multi.sock", "Unix socket path or @name (empty: none)")
-	cores := fl.String("cores", "", "CPU list for the loops (default: the affinity mask, at most GOMAXPROCS of it)")
-	backend := fl.String("backend", "auto", "auto, uring or epoll")
 	grace := fl.Duration("grace", 10*time.Second, "how long a graceful shutdown waits for connections")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := percore.Config{PacketHandler: echo{}, Logger: log}
-	var err error
-	if cfg.Backend, err = percore.ParseBackend(*backend); err != nil {
-		fmt.Fprintln(stderr, "multi:", err)
-		return 2
-	}
-	if *cores != "" {
-		if cfg.Cores, err = cpu.ParseList(*cores); err != nil {
-			fmt.Fprintln(stderr, "multi:", err)
-			return 2
-		}
-	}
+	sf.Apply(&cfg)
 	// A ready descriptor from a parent comes after the sockets: read its
 	// number before ListenFiles clears the environment.
 	readyFd, _ := strconv.Atoi(os.Getenv(readyEnv))
@@ -96,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(files) > 0 {
 		cfg.Files = files
 	} else {
-		for _, a := range []struct{ scheme, addr string }{{"tcp", *tcp}, {"udp", *udp}, {"unix", *unixPath}} {
+		for _, a := range []struct{ scheme, addr string }{{"tcp", sf.Addr}, {"udp", *udp}, {"unix", *unixPath}} {
 			if a.addr != "" {
 				cfg.Listen = append(cfg.Listen, a.scheme+"://"+a.addr)
 			}
@@ -109,6 +97,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "multi:", err)
 		return 1
+	}
+	ms, err := sf.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		fmt.Fprintln(stderr, "multi:", err)
+		return 1
+	}
+	if ms != nil {
+		defer ms.Close()
+		log.Info("multi: serving metrics", "url", "http://"+ms.Addr().String()+"/metrics")
 	}
 	var names []string
 	for _, ln := range rt.Listeners() {

@@ -78,7 +78,7 @@ func TestRestartOnSIGHUP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exe, "-tcp", "127.0.0.1:0", "-udp", "127.0.0.1:0", "-unix", filepath.Join(dir, "m.sock"),
+		cmd := exec.Command(exe, "-addr", "127.0.0.1:0", "-udp", "127.0.0.1:0", "-unix", filepath.Join(dir, "m.sock"),
 			"-backend", b.String(), "-cores", "0", "-grace", "5s")
 		cmd.Env = append(os.Environ(), serverEnv+"=1")
 		cmd.Stderr = nil // /dev/null: a pipe would keep Wait waiting for the new process, which inherits it

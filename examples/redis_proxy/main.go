@@ -55,7 +55,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/resp"
@@ -67,10 +67,8 @@ import (
 
 // config is what the flags set.
 type config struct {
-	addr     string
+	serverflag.Flags
 	servers  []string
-	cores    string
-	backend  string
 	max      int
 	depth    int
 	wait     time.Duration
@@ -78,16 +76,13 @@ type config struct {
 	maxReq   int
 	maxReply int
 	maxWait  int
-	metrics  string // the metrics and pprof address, "" for none
 	logger   *slog.Logger
 }
 
 func main() {
 	var cfg config
 	servers := flag.String("servers", "127.0.0.1:6379", "the Redis servers, comma-separated literal ip:port (ordered as twemproxy orders a pool's servers)")
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:6390", "listen address")
-	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
-	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:6390")
 	flag.IntVar(&cfg.max, "max", 4, "upstream connections per server per loop (the pool's MaxSize)")
 	flag.IntVar(&cfg.depth, "depth", 256, "requests in flight on one upstream connection before another is leased")
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (the pool's connection timeout)")
@@ -95,8 +90,8 @@ func main() {
 	flag.IntVar(&cfg.maxReq, "max-request", 1<<20, "longest client request in bytes")
 	flag.IntVar(&cfg.maxReply, "max-reply", 16<<20, "longest upstream reply in bytes")
 	flag.IntVar(&cfg.maxWait, "max-waiting", 1024, "replies a client may have waiting before the proxy stops reading its requests")
-	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics (the loops' and the pools', pool=\"ADDR\") at /metrics and pprof at /debug/pprof/ on this address (default: off)")
 	flag.Parse()
+	cfg.Flags = *sf
 	cfg.servers = strings.Split(*servers, ",")
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(cfg); err != nil {
@@ -163,31 +158,21 @@ func start(cfg config) (*server, error) {
 	}
 	p.pools = s.pools
 	s.p = p
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger, LoopSetup: p.setup}
+	rcfg := percore.Config{Addr: cfg.Addr, Logger: cfg.logger, LoopSetup: p.setup}
+	cfg.Apply(&rcfg)
 	var err error
-	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
-		s.closePools()
-		return nil, err
-	}
-	if cfg.cores != "" {
-		if rcfg.Cores, err = cpu.ParseList(cfg.cores); err != nil {
-			s.closePools()
-			return nil, err
-		}
-	}
 	if s.rt, err = percore.New(rcfg, frame.View(p, frame.SplitConfig{MaxBuffered: cfg.maxReq})); err != nil {
 		s.closePools()
 		return nil, err
 	}
-	if cfg.metrics != "" {
-		var cs []prometheus.Collector
-		for i, pl := range s.pools {
-			cs = append(cs, metrics.NewPool(pl, metrics.PoolConfig{Name: servers[i]}))
-		}
-		if s.metrics, err = metrics.Listen(cfg.metrics, s.rt, cs...); err != nil {
-			s.close()
-			return nil, err
-		}
+	// -metrics serves the pools' series too, pool="ADDR".
+	var cs []prometheus.Collector
+	for i, pl := range s.pools {
+		cs = append(cs, metrics.NewPool(pl, metrics.PoolConfig{Name: servers[i]}))
+	}
+	if s.metrics, err = cfg.ServeMetrics(s.rt, cs...); err != nil {
+		s.close()
+		return nil, err
 	}
 	return s, nil
 }

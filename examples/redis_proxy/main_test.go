@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -96,7 +96,7 @@ func startProxy(t *testing.T, b percore.Backend, loops int, timeout time.Duratio
 func startProxyReply(t *testing.T, b percore.Backend, loops int, timeout time.Duration, max, maxReply int, servers ...string) *server {
 	t.Helper()
 	use := pctest.LoopCores(t, loops)
-	s, err := start(config{addr: "127.0.0.1:0", servers: servers, cores: cpu.FormatList(use), backend: b.String(),
+	s, err := start(config{Flags: serverflag.Flags{Addr: "127.0.0.1:0", Cores: use, Backend: b}, servers: servers,
 		max: max, depth: 4, wait: 5 * time.Second, timeout: timeout, maxReq: 1 << 20, maxReply: maxReply, maxWait: 64,
 		logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bytes"
-	"strings"
 	"time"
 
 	percore "github.com/percore/percore/runtime"
@@ -26,6 +24,7 @@ type proxy struct {
 	servers  []string
 	pools    []*pool.Pool[*upstream.Conn]
 	loops    percore.PerLoop[[]*backend]
+	parsed   percore.PerLoop[int64] // the bytes the loop's request parsers examined
 	lim      resp.Limits
 	maxReq   int
 	maxReply int
@@ -54,27 +53,9 @@ func (p *proxy) setup(l *percore.Loop) error {
 		bs[i] = b
 	}
 	p.loops.Set(l, bs)
+	p.parsed.Set(l, 0)
 	return nil
 }
-
-// join is how a client's waiting reply is made from its parts: one
-// upstream reply forwarded as it is, or a multi-key command split by
-// server and joined.
-type join struct {
-	mode  joinMode
-	sum   int64
-	parts [][]byte // MGET: each key's reply
-	fail  []byte
-}
-
-type joinMode uint8
-
-const (
-	joinOne   joinMode = iota // the one part is the reply
-	joinSum                   // response_policy:agg_sum (DEL, EXISTS): the parts' integers summed
-	joinArray                 // no response policy (MGET): the parts' one-element arrays, as one
-	joinOK                    // response_policy:all_succeeded (MSET): +OK unless a part failed
-)
 
 // client is one client connection.
 type client struct {
@@ -82,6 +63,8 @@ type client struct {
 	c      *percore.Conn
 	bs     []*backend
 	q      *ordered.Queue[join]
+	rp     resp.Parser // the progress through a partial command
+	parsed *int64      // the loop's count of bytes parsed
 	args   [][]byte
 	keys   []int   // the key positions of the command at hand
 	routes []route // per server: where its commands in flight are
@@ -91,14 +74,19 @@ type client struct {
 
 func (p *proxy) OnOpen(c *percore.Conn) {
 	bs := *p.loops.Get(c.Loop())
-	frame.SetValue(c, &client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c)})
+	frame.SetValue(c, &client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c),
+		parsed: p.parsed.Get(c.Loop())})
 }
 
 // OnView forwards every whole command of in and returns the bytes they
 // took; it stops, and pauses the client's reads, while too many of its
-// replies wait.
+// replies wait. The parser keeps its progress through a partial command,
+// so that a command that arrives in many reads is read once (issue 23,
+// decision 0029).
 func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 	cl := frame.Value(c).(*client)
+	scanned := cl.rp.Scanned()
+	defer func() { *cl.parsed += cl.rp.Scanned() - scanned }()
 	done := 0
 	for done < len(in) && !cl.q.Closing() {
 		if cl.q.Waiting() >= p.maxWait {
@@ -106,7 +94,7 @@ func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 			frame.PauseRead(c)
 			break
 		}
-		args, n, err := resp.Parse(cl.args[:0], in[done:], p.lim)
+		args, n, err := cl.rp.Parse(cl.args[:0], in[done:], p.lim)
 		if err != nil {
 			cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR "+err.Error()))
 			cl.q.CloseWhenDone()
@@ -121,11 +109,19 @@ func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
 		}
 		done += n
 	}
+	if cap(cl.args) > maxKeptArgs {
+		cl.args = nil // a command of many arguments: do not keep its room for the connection's life
+	}
 	if cl.q.Closing() {
+		cl.rp.Reset()
 		return len(in), nil
 	}
 	return done, nil
 }
+
+// maxKeptArgs bounds the room for arguments a connection keeps between
+// reads.
+const maxKeptArgs = 1024
 
 // OnFrameError answers a request over -max-request; frame.View then
 // closes the connection.
@@ -157,33 +153,33 @@ var (
 func (cl *client) command(args [][]byte, raw []byte) {
 	name := args[0]
 	switch {
-	case is(name, "PING") && len(args) == 1:
+	case resp.EqualFold(name, "PING") && len(args) == 1:
 		cl.q.Send(replyPong)
 		return
-	case is(name, "PING") && len(args) == 2, is(name, "ECHO") && len(args) == 2:
+	case resp.EqualFold(name, "PING") && len(args) == 2, resp.EqualFold(name, "ECHO") && len(args) == 2:
 		cl.sendTmp(resp.AppendBulk(cl.tmp[:0], args[1]))
 		return
-	case is(name, "COMMAND"):
+	case resp.EqualFold(name, "COMMAND"):
 		cl.q.Send(replyEmpty)
 		return
-	case is(name, "QUIT"):
+	case resp.EqualFold(name, "QUIT"):
 		cl.q.Send(replyOK)
 		cl.q.CloseWhenDone()
 		return
-	case is(name, "SELECT") && len(args) == 2 && string(args[1]) == "0",
-		is(name, "CLIENT") && len(args) == 3 && is(args[1], "SETNAME"):
+	case resp.EqualFold(name, "SELECT") && len(args) == 2 && string(args[1]) == "0",
+		resp.EqualFold(name, "CLIENT") && len(args) == 3 && resp.EqualFold(args[1], "SETNAME"):
 		cl.q.Send(replyOK)
 		return
-	case is(name, "HELLO") && (len(args) == 1 || len(args) == 2 && string(args[1]) == "2"):
+	case resp.EqualFold(name, "HELLO") && (len(args) == 1 || len(args) == 2 && string(args[1]) == "2"):
 		cl.q.Send(helloReply)
 		return
-	case is(name, "CONFIG") && len(args) == 3 && is(args[1], "GET"):
+	case resp.EqualFold(name, "CONFIG") && len(args) == 3 && resp.EqualFold(args[1], "GET"):
 		cl.q.Send(replyEmpty) // the servers' settings are not the proxy's
 		return
 	}
 	cmd := commands.Find(args)
 	if cmd == nil {
-		cl.sendTmp(resp.AppendError(cl.tmp[:0], unknown(args)))
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], commands.NotFoundError(args)))
 		return
 	}
 	r := rules()[cmd]
@@ -192,7 +188,7 @@ func (cl *client) command(args [][]byte, raw []byte) {
 		cl.sendTmp(resp.AppendError(cl.tmp[:0], refusal(cmd, r.refuse)))
 		return
 	case !cmd.ArityOK(len(args)):
-		cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for '"+cmd.Name+"' command"))
+		cl.sendTmp(resp.AppendError(cl.tmp[:0], commands.ArityError(cmd)))
 		return
 	}
 	keys, ok := cmd.Keys(cl.keys[:0], args)
@@ -218,7 +214,7 @@ func (cl *client) command(args [][]byte, raw []byte) {
 		if keys[len(keys)-1]+keys[1]-keys[0] != len(args) {
 			// MSET a 1 b: the last key has no value (Redis checks
 			// this in the command, after the arity).
-			cl.sendTmp(resp.AppendError(cl.tmp[:0], "ERR wrong number of arguments for '"+cmd.Name+"' command"))
+			cl.sendTmp(resp.AppendError(cl.tmp[:0], commands.ArityError(cmd)))
 			return
 		}
 		cl.split(args, keys, r.join)
@@ -243,22 +239,6 @@ func evenKeys(keys []int) bool {
 	return true
 }
 
-// unknown is Redis's error for a command the table does not have (a
-// command of a later Redis, a module's) or an unknown subcommand.
-func unknown(args [][]byte) string {
-	if c := commands.Lookup(args[0]); c != nil && c.Container() && len(args) > 1 {
-		return "ERR unknown subcommand '" + trunc(args[1], 128) + "'. Try " + strings.ToUpper(c.Name) + " HELP."
-	}
-	msg := "ERR unknown command '" + trunc(args[0], 128) + "', with args beginning with: "
-	for _, a := range args[1:] {
-		if len(msg) > 256 {
-			break
-		}
-		msg += "'" + trunc(a, 128) + "' "
-	}
-	return msg
-}
-
 var helloReply = func() []byte {
 	b := resp.AppendArray(nil, 14)
 	for _, kv := range [][2]string{{"server", "percore-redis-proxy"}, {"version", "7.0.0"}} {
@@ -272,134 +252,10 @@ var helloReply = func() []byte {
 	return resp.AppendArray(resp.AppendBulkString(b, "modules"), 0)
 }()
 
-// split sends a multi-key command whose keys belong to several servers as
-// one command of the same name per key, with the arguments up to the next
-// key (MGET a b -> MGET a, MGET b; MSET a 1 b 2 -> MSET a 1, MSET b 2),
-// each to its server, and joins the replies as the command's response
-// policy says. The same command, not GET for MGET: each part answers as
-// the whole would for its key (MGET's nil for a key that holds a list,
-// where GET's would be WRONGTYPE).
-func (cl *client) split(args [][]byte, keys []int, mode joinMode) {
-	step := keys[1] - keys[0]
-	r := cl.q.Push(1) // held until every part is sent
-	r.Data.mode, r.Data.sum, r.Data.fail = mode, 0, r.Data.fail[:0]
-	if mode == joinArray {
-		for len(r.Data.parts) < len(keys) {
-			r.Data.parts = append(r.Data.parts, nil)
-		}
-		r.Data.parts = r.Data.parts[:len(keys)]
-	}
-	for i, k := range keys {
-		b := resp.AppendArray(cl.tmp[:0], 1+step)
-		b = resp.AppendBulk(b, args[0])
-		for _, a := range args[k : k+step] {
-			b = resp.AppendBulk(b, a)
-		}
-		cl.tmp = b
-		cl.q.Add(r, 1)
-		cl.bs[cl.p.serverOf(args[k])].send(b, pending{cl: cl, r: r, part: i})
-	}
-	cl.partDone(r)
-}
-
-// part takes in part i of r: for a forwarded command, the reply itself.
-// reply is valid only during the call.
-func (cl *client) part(r *ordered.Reply[join], i int, reply []byte) {
-	d := &r.Data
-	switch {
-	case d.mode == joinOne:
-		r.Buf = append(r.Buf[:0], reply...)
-	case len(reply) > 0 && reply[0] == '-':
-		if len(d.fail) == 0 {
-			d.fail = append(d.fail, reply...)
-		}
-	case d.mode == joinSum:
-		if n, ok := intReply(reply); ok {
-			d.sum += n
-		} else if len(d.fail) == 0 {
-			d.fail = append(d.fail, "-ERR unexpected reply from upstream\r\n"...)
-		}
-	case d.mode == joinArray:
-		// A one-key part's reply is an array of one element.
-		elem, ok := bytes.CutPrefix(reply, []byte("*1\r\n"))
-		if !ok && len(d.fail) == 0 {
-			d.fail = append(d.fail, "-ERR unexpected reply from upstream\r\n"...)
-		}
-		d.parts[i] = append(d.parts[i][:0], elem...)
-	}
-	cl.partDone(r)
-}
-
-// partDone counts off a part of r, building a joined reply from its parts
-// first when it is the last.
-func (cl *client) partDone(r *ordered.Reply[join]) {
-	if d := &r.Data; d.mode != joinOne && cl.q.Left(r) == 1 {
-		switch {
-		case len(d.fail) > 0:
-			r.Buf = append(r.Buf[:0], d.fail...)
-		case d.mode == joinSum:
-			r.Buf = resp.AppendInt(r.Buf[:0], d.sum)
-		case d.mode == joinArray:
-			r.Buf = resp.AppendArray(r.Buf[:0], len(d.parts))
-			for _, p := range d.parts {
-				r.Buf = append(r.Buf, p...)
-			}
-		case d.mode == joinOK:
-			r.Buf = append(r.Buf[:0], replyOK...)
-		}
-	}
-	cl.q.Done(r)
-	if cl.paused && cl.q.Waiting() <= cl.p.maxWait/2 && !cl.c.Closed() {
-		cl.paused = false
-		frame.ResumeRead(cl.c)
-	}
-}
-
-// intReply reads an integer reply, ":n\r\n".
-func intReply(b []byte) (int64, bool) {
-	if len(b) < 4 || b[0] != ':' {
-		return 0, false
-	}
-	var n int64
-	neg := false
-	s := b[1 : len(b)-2]
-	if len(s) > 0 && s[0] == '-' {
-		neg, s = true, s[1:]
-	}
-	if len(s) == 0 || len(s) > 18 {
-		return 0, false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
 func (cl *client) sendTmp(p []byte) {
 	cl.tmp = p
 	cl.q.Send(p)
 }
-
-// is reports whether b is the upper-case ASCII word upper, in any case.
-func is(b []byte, upper string) bool {
-	if len(b) != len(upper) {
-		return false
-	}
-	for i := range len(b) {
-		if b[i]&^0x20 != upper[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func trunc(b []byte, n int) string { return string(b[:min(len(b), n)]) }
 
 // serverOf is the server key belongs to: twemproxy's fnv1a_64 hash (which
 // is 32 bits wide: twemproxy truncates the 64-bit FNV constants) and its

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 )
@@ -175,7 +175,7 @@ func TestDeepPipelinesUseMoreConnectionsInOrder(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		r := pctest.StartRedis(t)
 		use := pctest.LoopCores(t, 1)
-		s, err := start(config{addr: "127.0.0.1:0", servers: []string{r.Addr()}, cores: cpu.FormatList(use), backend: b.String(),
+		s, err := start(config{Flags: serverflag.Flags{Addr: "127.0.0.1:0", Cores: use, Backend: b}, servers: []string{r.Addr()},
 			max: 4, depth: 2, wait: 5 * time.Second, timeout: 10 * time.Second, maxReq: 1 << 20, maxReply: 1 << 20, maxWait: 4096,
 			logger: slog.New(slog.DiscardHandler)})
 		if err != nil {

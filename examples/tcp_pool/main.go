@@ -23,7 +23,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -31,13 +30,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
-	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/metrics"
 	"github.com/percore/percore/runtime/pool"
 	"github.com/percore/percore/runtime/pool/upstream"
@@ -45,31 +42,26 @@ import (
 
 // config is what the flags set.
 type config struct {
-	addr     string
+	serverflag.Flags
 	upstream string
-	cores    string
-	backend  string
 	max      int
 	wait     time.Duration
 	timeout  time.Duration
 	maxLine  int
-	metrics  string // the metrics and pprof address, "" for none
 	logger   *slog.Logger
 }
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:7100", "listen address")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:7100")
 	flag.StringVar(&cfg.upstream, "upstream", "127.0.0.1:7000", "upstream address (literal ip:port)")
-	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
-	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
 	flag.IntVar(&cfg.max, "max", 10, "upstream connections per loop (0: the pool's default, 10)")
 	flag.DurationVar(&cfg.wait, "wait", 5*time.Second, "how long a request may wait for an upstream connection (the pool's connection timeout)")
 	flag.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long the upstream may take to reply")
 	flag.IntVar(&cfg.maxLine, "max-line", 64<<10, "longest request or reply line, newline included")
-	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics (the loops' and the pool's) at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9102 (default: off)")
 	stats := flag.Bool("stats", false, "print the pool's state and statistics every second")
 	flag.Parse()
+	cfg.Flags = *sf
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	if err := run(cfg, *stats); err != nil {
 		fmt.Fprintln(os.Stderr, "tcp_pool:", err)
@@ -123,15 +115,8 @@ func start(cfg config) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger}
-	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
-		return nil, err
-	}
-	if cfg.cores != "" {
-		if rcfg.Cores, err = cpu.ParseList(cfg.cores); err != nil {
-			return nil, err
-		}
-	}
+	rcfg := percore.Config{Addr: cfg.Addr, Logger: cfg.logger}
+	cfg.Apply(&rcfg)
 	if cfg.maxLine < 2 {
 		return nil, fmt.Errorf("max line %d too short", cfg.maxLine)
 	}
@@ -140,12 +125,10 @@ func start(cfg config) (*server, error) {
 		return nil, err
 	}
 	s := &server{rt: rt, pool: p}
-	if cfg.metrics != "" {
-		s.metrics, err = metrics.Listen(cfg.metrics, rt, metrics.NewPool(p, metrics.PoolConfig{Name: "upstream"}))
-		if err != nil {
-			s.close()
-			return nil, err
-		}
+	// -metrics serves the pool's series too, pool="upstream".
+	if s.metrics, err = cfg.ServeMetrics(rt, metrics.NewPool(p, metrics.PoolConfig{Name: "upstream"})); err != nil {
+		s.close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -192,126 +175,4 @@ func printStats(ctx context.Context, p *pool.Pool[*upstream.Conn]) {
 		}
 		fmt.Fprintf(os.Stderr, "pool: %v\npool: %v\n", st, s)
 	}
-}
-
-// front is the handler of client connections, behind frame.Split: its
-// callbacks run on the client's loop, one request line at a time.
-type front struct {
-	pool    *pool.Pool[*upstream.Conn]
-	timeout time.Duration
-	maxLine int
-	lines   bufio.SplitFunc // request and reply lines, newline kept
-}
-
-// The callbacks frame.Split forwards, checked by the compiler.
-var (
-	_ frame.TokenHandler   = (*front)(nil)
-	_ frame.ErrorHandler   = (*front)(nil)
-	_ percore.OpenHandler  = (*front)(nil)
-	_ percore.CloseHandler = (*front)(nil)
-)
-
-func newFront(p *pool.Pool[*upstream.Conn], timeout time.Duration, maxLine int) percore.Handler {
-	f := &front{pool: p, timeout: timeout, maxLine: maxLine, lines: rawLines(maxLine)}
-	return frame.Split(f.lines, f, frame.SplitConfig{MaxBuffered: maxLine})
-}
-
-// rawLines returns a split function for lines of at most max bytes,
-// newline included, whose tokens keep their newline: what the upstream gets
-// and what the client gets back.
-func rawLines(max int) bufio.SplitFunc {
-	lines := frame.ScanLines(max - 1)
-	return func(data []byte, atEOF bool) (int, []byte, error) {
-		adv, tok, err := lines(data, atEOF)
-		if tok != nil {
-			tok = data[:adv]
-		}
-		return adv, tok, err
-	}
-}
-
-func (f *front) OnOpen(c *percore.Conn) {
-	local := f.pool.Local(c.Loop())
-	cl := &client{c: c, local: local,
-		x: upstream.NewExchange(local, f.lines, upstream.ExchangeConfig{MaxReply: f.maxLine, Timeout: f.timeout})}
-	// Bound once per client, so that a request allocates nothing for them.
-	cl.gotFn, cl.replyFn = cl.got, cl.replied
-	frame.SetValue(c, cl)
-}
-
-// OnToken starts a request: the client's next lines wait (in the adapter,
-// then in the kernel) until it is answered.
-func (f *front) OnToken(c *percore.Conn, line []byte) {
-	cl := frame.Value(c).(*client)
-	frame.PauseRead(c)
-	c.BeginRequest() // a graceful shutdown waits for its answer
-	cl.req = append(cl.req[:0], line...)
-	cl.local.Get(cl.gotFn)
-}
-
-// OnFrameError answers a request line over -max-line; frame.Split then
-// closes the client.
-func (f *front) OnFrameError(c *percore.Conn, _ error) {
-	c.Write([]byte("ERR request line too long\n"))
-}
-
-func (f *front) OnClose(c *percore.Conn, _ error) {
-	if cl, ok := frame.Value(c).(*client); ok {
-		cl.closed = true
-		cl.x.Cancel() // a reply on its way would find nobody: the connection goes back broken
-	}
-}
-
-// client is one client connection and its request in flight.
-type client struct {
-	c      *percore.Conn
-	local  *pool.Local[*upstream.Conn]
-	x      *upstream.Exchange
-	req    []byte
-	closed bool
-
-	gotFn   func(pool.Lease[*upstream.Conn], error)
-	replyFn func([]byte, error)
-}
-
-// got receives the lease for the request in flight.
-func (cl *client) got(ls pool.Lease[*upstream.Conn], err error) {
-	switch {
-	case cl.closed:
-		if ls.Lent() {
-			cl.local.Put(ls)
-		}
-	case err != nil:
-		cl.answer([]byte("ERR " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"))
-	default:
-		cl.x.Do(ls, cl.req, cl.replyFn)
-	}
-}
-
-// replied answers the client with the upstream's reply line, or says why
-// there is none (the lease is back in the pool already, broken if need be).
-func (cl *client) replied(reply []byte, err error) {
-	switch {
-	case err == nil:
-		cl.answer(reply)
-	case errors.Is(err, upstream.ErrReplyTimeout):
-		cl.answer([]byte("ERR upstream timeout\n"))
-	case errors.Is(err, frame.ErrTooLong):
-		cl.answer([]byte("ERR upstream reply too long\n"))
-	default:
-		cl.answer([]byte("ERR upstream closed: " + strings.ReplaceAll(err.Error(), "\n", " ") + "\n"))
-	}
-}
-
-// answer writes the answer to the request in flight and lets the next one
-// start. The answered request ends only after the next one, if any, began,
-// so that a graceful shutdown does not close the client between two of its
-// pipelined requests.
-func (cl *client) answer(p []byte) {
-	if cl.closed {
-		return
-	}
-	cl.c.Write(p)
-	frame.ResumeRead(cl.c)
-	cl.c.EndRequest()
 }

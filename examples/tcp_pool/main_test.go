@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -60,7 +61,7 @@ func startFront(t *testing.T, b percore.Backend, upstream string, max int) *serv
 		t.Fatal(err)
 	}
 	s, err := start(config{
-		addr: "127.0.0.1:0", upstream: upstream, cores: cpu.FormatList(cores), backend: b.String(),
+		Flags: serverflag.Flags{Addr: "127.0.0.1:0", Cores: cores, Backend: b}, upstream: upstream,
 		max: max, wait: 5 * time.Second, timeout: 5 * time.Second, maxLine: 1024,
 		logger: slog.New(slog.DiscardHandler),
 	})
@@ -275,8 +276,8 @@ func TestMetrics(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := config{
-			addr: "127.0.0.1:0", upstream: up.Addr(), cores: cpu.FormatList(cores[:1]), backend: b.String(),
-			max: 2, wait: 5 * time.Second, timeout: 5 * time.Second, maxLine: 1024, metrics: "127.0.0.1:0",
+			Flags: serverflag.Flags{Addr: "127.0.0.1:0", Cores: cores[:1], Backend: b, Metrics: "127.0.0.1:0"}, upstream: up.Addr(),
+			max: 2, wait: 5 * time.Second, timeout: 5 * time.Second, maxLine: 1024,
 			logger: slog.New(slog.DiscardHandler),
 		}
 		s, err := start(cfg)

@@ -26,9 +26,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
-	"github.com/percore/percore/runtime/metrics"
 )
 
 // echo sends every datagram back; WriteTo copies it.
@@ -40,19 +39,32 @@ func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) {
 
 var _ percore.PacketHandler = echo{}
 
+// options are the command's flags.
+type options struct {
+	serverflag.Flags
+	bufSize  int
+	stats    bool
+	gro, gso bool
+}
+
+// parse defines the command's flags on fs and parses args with them.
+func parse(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	sf := serverflag.Register(fs, "127.0.0.1:7001")
+	fs.IntVar(&o.bufSize, "buffer", 0, "largest datagram received whole, bytes (0: 64 KiB)")
+	fs.BoolVar(&o.stats, "stats", false, "print the datagram counters every second")
+	fs.BoolVar(&o.gro, "gro", false, "set UDP_GRO on the sockets (Config.UDPGRO): receive a GSO sender's bursts coalesced")
+	fs.BoolVar(&o.gso, "gso", false, "send the replies of a turn to one client as one UDP_SEGMENT send (Config.UDPGSO)")
+	err := fs.Parse(args)
+	o.Flags = *sf
+	return o, err
+}
+
 func main() {
-	addr := flag.String("addr", "127.0.0.1:7001", "UDP listen address")
-	cores := flag.String("cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
-	backend := flag.String("backend", "auto", "auto, uring or epoll")
-	bufSize := flag.Int("buffer", 0, "largest datagram received whole, bytes (0: 64 KiB)")
-	stats := flag.Bool("stats", false, "print the datagram counters every second")
-	metricsAddr := flag.String("metrics", "", "serve Prometheus metrics and pprof on this address (default: off)")
-	gro := flag.Bool("gro", false, "set UDP_GRO on the sockets (Config.UDPGRO): receive a GSO sender's bursts coalesced")
-	gso := flag.Bool("gso", false, "send the replies of a turn to one client as one UDP_SEGMENT send (Config.UDPGSO)")
-	flag.Parse()
+	o, _ := parse(flag.CommandLine, os.Args[1:]) // flag.CommandLine exits on a bad flag
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *cores, *backend, *bufSize, *stats, *metricsAddr, *gro, *gso, nil); err != nil {
+	if err := run(ctx, o, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "udp_echo:", err)
 		stop()
 		os.Exit(1)
@@ -60,37 +72,30 @@ func main() {
 }
 
 // run serves until ctx ends, then shuts down. ready, when not nil, gets
-// the bound address once the loops serve.
-func run(ctx context.Context, addr, cores, backend string, bufSize int, stats bool, metricsAddr string, gro, gso bool, ready func(net.Addr)) error {
-	cfg := percore.Config{Listen: []string{"udp://" + addr}, PacketHandler: echo{}, PacketBufferSize: bufSize, UDPGRO: gro, UDPGSO: gso,
+// the bound address once the loops serve. -addr is a UDP address.
+func run(ctx context.Context, o options, ready func(net.Addr)) error {
+	cfg := percore.Config{Listen: []string{"udp://" + o.Addr}, PacketHandler: echo{}, PacketBufferSize: o.bufSize, UDPGRO: o.gro, UDPGSO: o.gso,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
-	var err error
-	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
-		return err
-	}
-	if cores != "" {
-		if cfg.Cores, err = cpu.ParseList(cores); err != nil {
-			return err
-		}
-	}
+	o.Apply(&cfg)
 	rt, err := percore.New(cfg, nil)
 	if err != nil {
 		return err
 	}
 	fmt.Println(rt.Report())
-	if metricsAddr != "" {
-		ms, err := metrics.Listen(metricsAddr, rt)
-		if err != nil {
-			rt.Close()
-			return err
-		}
+	ms, err := o.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
 		defer ms.Close()
+		fmt.Printf("metrics on http://%s/metrics\n", ms.Addr())
 	}
 	fmt.Printf("listening on udp://%s, %d loops, one socket each\n", rt.Addr(), len(rt.Loops()))
 	if ready != nil {
 		ready(rt.Addr())
 	}
-	if stats {
+	if o.stats {
 		go printStats(ctx, rt)
 	}
 	<-ctx.Done()

@@ -5,11 +5,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -29,7 +32,8 @@ func start(t *testing.T, b percore.Backend) *net.UDPAddr {
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, "127.0.0.1:0", cpu.FormatList(cores[:1]), b.String(), 0, false, "", false, false, func(a net.Addr) { ready <- a })
+		o := options{Flags: serverflag.Flags{Addr: "127.0.0.1:0", Cores: cores[:1], Backend: b}}
+		done <- run(ctx, o, func(a net.Addr) { ready <- a })
 	}()
 	var addr net.Addr
 	select {
@@ -95,17 +99,33 @@ func TestEchoesEveryDatagramToItsSource(t *testing.T) {
 	})
 }
 
+// A bad -backend or -cores is refused when the flags are parsed, a bad
+// address when the runtime starts.
 func TestRunRejectsBadFlags(t *testing.T) {
 	tests := []struct {
-		name, addr, cores, backend string
+		name     string
+		args     []string
+		parseErr bool // refused by the flag set; otherwise by run
 	}{
-		{"backend", "127.0.0.1:0", "", "nope"},
-		{"cores", "127.0.0.1:0", "x", "auto"},
-		{"address", "not an address", "", "auto"},
+		{"backend", []string{"-addr", "127.0.0.1:0", "-backend", "nope"}, true},
+		{"cores", []string{"-addr", "127.0.0.1:0", "-cores", "x"}, true},
+		{"address", []string{"-addr", "not an address"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := run(context.Background(), tt.addr, tt.cores, tt.backend, 0, false, "", false, false, nil); err == nil {
+			fs := flag.NewFlagSet("udp_echo", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o, err := parse(fs, tt.args)
+			if tt.parseErr {
+				if err == nil {
+					t.Errorf("parse(%q) succeeded", tt.args)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parse(%q): %v", tt.args, err)
+			}
+			if err := run(context.Background(), o, nil); err == nil {
 				t.Error("run succeeded")
 			}
 		})

@@ -6,8 +6,8 @@
 // (docs/decisions/0020); the connections are ordinary percore Conns, with
 // every limit and counter a TCP connection has.
 //
-//	go run ./examples/unix_echo -path /tmp/echo.sock -mode 0660
-//	go run ./examples/unix_echo -path @percore-echo      # abstract name
+//	go run ./examples/unix_echo -addr /tmp/echo.sock -mode 0660
+//	go run ./examples/unix_echo -addr @percore-echo      # abstract name
 //
 // It shows what happens to a socket file left at the path: a stale one
 // (its server gone: a connect is refused) is removed and served; a live one
@@ -28,7 +28,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 )
 
@@ -38,15 +38,28 @@ func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 
 var _ percore.Handler = echo{}
 
+// options are the command's flags. -addr is the socket's path, or @name
+// for the abstract namespace.
+type options struct {
+	serverflag.Flags
+	mode string // the socket file's permissions, octal; "" for the umask's
+}
+
+// parse defines the command's flags on fl and parses args with them.
+func parse(fl *flag.FlagSet, args []string) (options, error) {
+	var o options
+	sf := serverflag.Register(fl, "/tmp/percore-echo.sock")
+	fl.StringVar(&o.mode, "mode", "", "socket file permissions, octal (e.g. 0660; default: what the umask gives)")
+	err := fl.Parse(args)
+	o.Flags = *sf
+	return o, err
+}
+
 func main() {
-	path := flag.String("path", "/tmp/percore-echo.sock", "socket path, or @name for the abstract namespace")
-	mode := flag.String("mode", "", "socket file permissions, octal (e.g. 0660; default: what the umask gives)")
-	cores := flag.String("cores", "", "CPU list for the loops (default: the affinity mask, at most GOMAXPROCS of it)")
-	backend := flag.String("backend", "auto", "auto, uring or epoll")
-	flag.Parse()
+	o, _ := parse(flag.CommandLine, os.Args[1:]) // flag.CommandLine exits on a bad flag
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *path, *mode, *cores, *backend, nil); err != nil {
+	if err := run(ctx, o, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "unix_echo:", err)
 		stop()
 		os.Exit(1)
@@ -55,21 +68,14 @@ func main() {
 
 // run serves until ctx ends, then shuts down. ready, when not nil, gets
 // the bound address once the loops serve.
-func run(ctx context.Context, path, mode, cores, backend string, ready func(net.Addr)) error {
+func run(ctx context.Context, o options, ready func(net.Addr)) error {
+	path := o.Addr
 	cfg := percore.Config{Listen: []string{"unix://" + path}, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
-	var err error
-	if cfg.Backend, err = percore.ParseBackend(backend); err != nil {
-		return err
-	}
-	if cores != "" {
-		if cfg.Cores, err = cpu.ParseList(cores); err != nil {
-			return err
-		}
-	}
-	if mode != "" {
+	o.Apply(&cfg)
+	if o.mode != "" {
 		var m uint32
-		if _, err := fmt.Sscanf(mode, "%o", &m); err != nil {
-			return fmt.Errorf("-mode %q: %w", mode, err)
+		if _, err := fmt.Sscanf(o.mode, "%o", &m); err != nil {
+			return fmt.Errorf("-mode %q: %w", o.mode, err)
 		}
 		cfg.UnixMode = fs.FileMode(m)
 	}
@@ -82,6 +88,15 @@ func run(ctx context.Context, path, mode, cores, backend string, ready func(net.
 		return err
 	}
 	fmt.Println(rt.Report())
+	ms, err := o.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
+		defer ms.Close()
+		fmt.Printf("metrics on http://%s/metrics\n", ms.Addr())
+	}
 	fmt.Printf("listening on unix://%s with %d loops\n", rt.Listeners()[0].Addr, len(rt.Loops()))
 	if ready != nil {
 		ready(rt.Listeners()[0].Addr)

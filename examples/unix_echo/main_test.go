@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	"github.com/percore/percore/internal/leakcheck"
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -48,7 +50,8 @@ func start(t *testing.T, b percore.Backend, path, mode string) (addr string, sto
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, path, mode, cpu.FormatList(cores[:1]), b.String(), func(a net.Addr) { ready <- a })
+		o := options{Flags: serverflag.Flags{Addr: path, Cores: cores[:1], Backend: b}, mode: mode}
+		done <- run(ctx, o, func(a net.Addr) { ready <- a })
 	}()
 	select {
 	case a := <-ready:
@@ -139,7 +142,7 @@ func TestLeftOverSocketFile(t *testing.T) {
 		t.Run("live", func(t *testing.T) {
 			path := socketPath(t)
 			addr, _ := start(t, b, path, "")
-			err := run(context.Background(), path, "", "", b.String(), nil)
+			err := run(context.Background(), options{Flags: serverflag.Flags{Addr: path, Backend: b}}, nil)
 			if !errors.Is(err, syscall.EADDRINUSE) || !strings.Contains(err.Error(), "another server") {
 				t.Errorf("second run: %v, want EADDRINUSE naming another server", err)
 			}
@@ -148,17 +151,33 @@ func TestLeftOverSocketFile(t *testing.T) {
 	})
 }
 
+// A bad -backend or -cores is refused when the flags are parsed, a bad
+// -mode when the server starts.
 func TestRunRejectsBadFlags(t *testing.T) {
 	tests := []struct {
-		name, mode, cores, backend string
+		name     string
+		args     []string
+		parseErr bool // refused by the flag set; otherwise by run
 	}{
-		{"mode", "rw", "", "auto"},
-		{"backend", "", "", "nope"},
-		{"cores", "", "x", "auto"},
+		{"mode", []string{"-mode", "rw"}, false},
+		{"backend", []string{"-backend", "nope"}, true},
+		{"cores", []string{"-cores", "x"}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := run(context.Background(), socketPath(t), tt.mode, tt.cores, tt.backend, nil); err == nil {
+			fs := flag.NewFlagSet("unix_echo", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o, err := parse(fs, append([]string{"-addr", socketPath(t)}, tt.args...))
+			if tt.parseErr {
+				if err == nil {
+					t.Errorf("parse(%q) succeeded", tt.args)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parse(%q): %v", tt.args, err)
+			}
+			if err := run(context.Background(), o, nil); err == nil {
 				t.Error("run succeeded")
 			}
 		})

@@ -34,6 +34,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
 )
@@ -46,15 +48,13 @@ func main() {
 }
 
 func run() error {
-	addr := flag.String("addr", "127.0.0.1:7400", "listen address")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:7400")
 	dir := flag.String("dir", "", "the log's directory (required)")
 	sync := flag.Bool("sync", true, "acknowledge a record only after fdatasync (false: after the write)")
 	depth := flag.Int("depth", 1, "groups written and synced at once, at most")
 	segSize := flag.Int64("segment-size", 64<<20, "rotate to a new segment past this many bytes")
 	prealloc := flag.Bool("prealloc", true, "fallocate each segment to -segment-size")
 	maxRecord := flag.Int("max-record", 1<<20, "the largest new record accepted, in bytes (records already in the log are kept whatever their size)")
-	backendName := flag.String("backend", "auto", "auto, uring or epoll")
-	core := flag.Int("cpu", 0, "the CPU of the server's loop")
 	flag.Parse()
 	if *dir == "" {
 		return fmt.Errorf("-dir is required")
@@ -62,9 +62,18 @@ func run() error {
 	if *depth < 1 {
 		return fmt.Errorf("-depth %d: at least 1", *depth)
 	}
-	backend, err := percore.ParseBackend(*backendName)
-	if err != nil {
-		return err
+	// The log is one loop's: -cores names its CPU, by default the first
+	// the process may use.
+	cores := sf.Cores
+	if len(cores) == 0 {
+		all, err := cpu.Cores()
+		if err != nil {
+			return err
+		}
+		cores = all[:1]
+	}
+	if len(cores) != 1 {
+		return fmt.Errorf("-cores %s: the log is one loop's, give one CPU", cpu.FormatList(cores))
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		return err
@@ -79,12 +88,24 @@ func run() error {
 		dir: *dir, sync: *sync, depth: *depth, segSize: *segSize, prealloc: *prealloc,
 		maxRecord: *maxRecord, maxGroup: 16 << 20,
 	}}
-	rt, err := percore.New(percore.Config{
-		Addr: *addr, Cores: []int{*core}, Backend: backend, Logger: logger,
+	cfg := percore.Config{
+		Addr: sf.Addr, Logger: logger,
 		LoopSetup: func(l *percore.Loop) error { s.start(l, rec); return nil },
-	}, frame.LengthPrefixed(s, frame.LengthConfig{MaxFrame: *maxRecord}))
+	}
+	sf.Apply(&cfg)
+	cfg.Cores = cores
+	rt, err := percore.New(cfg, frame.LengthPrefixed(s, frame.LengthConfig{MaxFrame: *maxRecord}))
 	if err != nil {
 		return err
+	}
+	ms, err := sf.ServeMetrics(rt)
+	if err != nil {
+		rt.Close()
+		return err
+	}
+	if ms != nil {
+		defer ms.Close()
+		fmt.Printf("wal: metrics on http://%s/metrics\n", ms.Addr())
 	}
 	fmt.Printf("wal: listening on %s (%v, sync %v, depth %d)\n", rt.Addr(), rt.Loops()[0].Backend(), *sync, *depth)
 	sig := make(chan os.Signal, 1)

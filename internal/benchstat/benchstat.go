@@ -4,7 +4,7 @@
 // server, and flags that say which side limited the run.
 //
 // A raw file holds one JSON object per line (see Run): the server and
-// scenario, the repeat, and the object examples/load printed with -json.
+// scenario, the repeat, and the object examples/bench/load printed with -json.
 package benchstat
 
 import (
@@ -49,7 +49,7 @@ type Run struct {
 	Load       Load   `json:"load"`
 }
 
-// Load is the part of examples/load's JSON result that the table uses.
+// Load is the part of examples/bench/load's JSON result that the table uses.
 type Load struct {
 	Conns      int     `json:"conns"`
 	Bytes      int     `json:"bytes"`

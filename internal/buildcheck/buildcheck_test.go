@@ -164,4 +164,34 @@ func TestUserModuleBuildsWithoutFlags(t *testing.T) {
 		t.Fatalf("the user program did not report its round trip:\n%s", out)
 	}
 	t.Logf("user module built with a plain go build and ran:\n%s", out)
+
+	// What the user's module graph holds: the library's requirements, and
+	// none of the benchmark module's (docs/decisions/0037).
+	graph := run(goBin, "list", "-m", "all")
+	var found []string
+	for _, line := range strings.Split(graph, "\n") {
+		path, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		for _, bench := range benchOnly {
+			if path == bench || strings.HasPrefix(path, bench+"/") {
+				found = append(found, path)
+			}
+		}
+	}
+	if len(found) > 0 {
+		t.Fatalf("a user's module that imports percore pulls in %v, which only the benchmark module may require; go list -m all:\n%s", found, graph)
+	}
+	t.Logf("the user module's graph (go list -m all):\n%s", graph)
+}
+
+// benchOnly are the module paths (and their subpaths) that the peer
+// servers, the load tools, the interop tests and the lint tools need, and
+// that examples/bench's go.mod requires instead of the library's.
+var benchOnly = []string{
+	"github.com/panjf2000/gnet",
+	"github.com/cloudwego/netpoll",
+	"github.com/valyala/fasthttp",
+	"github.com/gorilla/websocket",
+	"github.com/lxzan/gws",
+	"github.com/tsenart/vegeta",
+	"honnef.co/go/tools",
 }

@@ -14,7 +14,7 @@ import (
 // (WriteLine, WriteFrame), with frames whole and split across writes,
 // allocates nothing on either backend.
 func TestFramedRoundTripAllocs(t *testing.T) {
-	lines := frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
+	lines := frame.Lines(frame.HandlerFunc(func(c *percore.Conn, line []byte) {
 		frame.WriteLine(c, line)
 	}), frame.LineConfig{})
 	frames := frame.LengthPrefixed(frame.HandlerFunc(func(c *percore.Conn, payload []byte) {

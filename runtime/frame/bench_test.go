@@ -61,7 +61,7 @@ func BenchmarkLengthDecoder(b *testing.B) {
 // that is not on a loop (the handler writes nothing).
 func BenchmarkLinesOnData(b *testing.B) {
 	lines := 0
-	h := frame.Lines(frame.LineHandlerFunc(func(*percore.Conn, []byte) { lines++ }), frame.LineConfig{})
+	h := frame.Lines(frame.HandlerFunc(func(*percore.Conn, []byte) { lines++ }), frame.LineConfig{})
 	var c percore.Conn
 	h.(percore.OpenHandler).OnOpen(&c)
 	b.SetBytes(int64(len(lineStream)))
@@ -97,9 +97,9 @@ func TestDecodingAllocatesNothing(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under -race sync.Pool drops a quarter of what is put back, by design, so the partial tokens' buffers are not always reused; make test runs the allocation tests without -race as well")
 	}
-	lines := frame.Lines(frame.LineHandlerFunc(func(*percore.Conn, []byte) {}), frame.LineConfig{})
+	lines := frame.Lines(frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.LineConfig{})
 	frames := frame.LengthPrefixed(frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.LengthConfig{})
-	split := frame.Split(frame.ScanLines(0), frame.TokenHandlerFunc(func(*percore.Conn, []byte) {}), frame.SplitConfig{})
+	split := frame.Split(frame.ScanLines(0), frame.HandlerFunc(func(*percore.Conn, []byte) {}), frame.SplitConfig{})
 	view := frame.View(lastLine{}, frame.SplitConfig{})
 	var lc, fc, sc, vc percore.Conn
 	lines.(percore.OpenHandler).OnOpen(&lc)

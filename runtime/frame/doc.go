@@ -1,9 +1,11 @@
 // Package frame splits a percore connection's byte stream into frames, with
-// a limit on every frame: tokens of any bufio.SplitFunc (Splitter, Split),
-// lines ending in '\n' (ScanLines, LineDecoder, Lines) and frames prefixed
+// a limit on every frame: tokens of any bufio.SplitFunc or Scanner
+// (Splitter, Split), lines ending in '\n' (ScanLines, LineScanner,
+// LineDecoder, Lines) and frames prefixed
 // with a 4-byte big-endian length (ScanLengthPrefixed, LengthDecoder,
 // LengthPrefixed, like Tokio's LengthDelimitedCodec). The line and length
-// codecs are split functions on the same machinery as Split.
+// codecs are split functions on the same machinery as Split, and every
+// adapter hands its frames to the same Handler (OnFrame).
 //
 // A Handler's OnData receives whatever one read brought: half a frame,
 // several frames, or the end of one and the start of the next. A decoder
@@ -14,7 +16,7 @@
 // the limit:
 //
 //	rt, err := percore.New(percore.Config{Addr: "127.0.0.1:7001"},
-//		frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
+//		frame.Lines(frame.HandlerFunc(func(c *percore.Conn, line []byte) {
 //			frame.WriteLine(c, line)
 //		}), frame.LineConfig{MaxLine: 1024}))
 //
@@ -22,6 +24,20 @@
 // know from bufio.Scanner (runtime/frame/resp has one for Redis commands):
 //
 //	h := frame.Split(resp.ScanCommand(resp.Limits{}), server, frame.SplitConfig{MaxBuffered: 1 << 20})
+//
+// # Limits and progress
+//
+// Every limit of the package's configurations and decoders (MaxLine,
+// MaxBuffered, MaxFrame) follows the runtime's rule: zero means its
+// default (DefaultMaxLine, DefaultMaxBuffered, DefaultMaxFrame), and a
+// negative value means no limit.
+//
+// A stateless split function is called over a held partial token again at
+// every read that adds to it, as bufio.Scanner calls it, so a token that
+// arrives in many reads costs the square of its length to split. A Scanner
+// keeps its progress instead and costs its length: Lines and LineDecoder
+// use a LineScanner, resp has ReplyScanner, and SplitConfig.Scanner and
+// Splitter.Scanner take one of your own.
 //
 // # Pausing
 //

@@ -49,7 +49,7 @@ func ExampleLengthDecoder() {
 
 type shout struct{}
 
-func (shout) OnLine(c *percore.Conn, line []byte) {
+func (shout) OnFrame(c *percore.Conn, line []byte) {
 	frame.WriteLine(c, append([]byte("you said: "), line...))
 }
 
@@ -107,7 +107,7 @@ func ExampleSplitter() {
 
 type words struct{}
 
-func (words) OnToken(c *percore.Conn, word []byte) {
+func (words) OnFrame(c *percore.Conn, word []byte) {
 	c.Write(append(append([]byte("word: "), word...), '\n'))
 }
 

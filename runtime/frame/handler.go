@@ -9,58 +9,26 @@ import (
 	percore "github.com/percore/percore/runtime"
 )
 
-// LineHandler receives a connection's lines from the Handler that Lines
-// returns. OnLine runs on the connection's loop thread and must not block;
-// line excludes the '\n' (and a '\r' before it) and is valid only during
+// Handler receives a connection's frames from the percore.Handler that
+// Split, Lines or LengthPrefixed returns: each token of the split
+// function, a line (without its '\n', and a '\r' before it), or a
+// length-prefixed payload (without its header). OnFrame runs on the
+// connection's loop thread and must not block; frame is valid only during
 // the call.
 //
-// A LineHandler may also implement ErrorHandler and the runtime's optional
-// interfaces (percore.OpenHandler, percore.CloseHandler,
-// percore.EOFHandler, percore.ShutdownHandler, OnDrain): the adapter
-// forwards them.
-type LineHandler interface {
-	OnLine(c *percore.Conn, line []byte)
-}
-
-// LineHandlerFunc adapts a function to LineHandler.
-type LineHandlerFunc func(c *percore.Conn, line []byte)
-
-// OnLine calls f(c, line).
-func (f LineHandlerFunc) OnLine(c *percore.Conn, line []byte) { f(c, line) }
-
-// Handler receives a connection's length-prefixed frames from the
-// Handler that LengthPrefixed returns. OnFrame runs on the connection's loop
-// thread and must not block; payload excludes the header and is valid only
-// during the call.
-//
 // A Handler may also implement ErrorHandler and the runtime's optional
-// interfaces, which the adapter forwards.
+// interfaces (percore.OpenHandler, percore.CloseHandler,
+// percore.EOFHandler, percore.ShutdownHandler, percore.DrainHandler): the
+// adapter forwards them.
 type Handler interface {
-	OnFrame(c *percore.Conn, payload []byte)
+	OnFrame(c *percore.Conn, frame []byte)
 }
 
 // HandlerFunc adapts a function to Handler.
-type HandlerFunc func(c *percore.Conn, payload []byte)
+type HandlerFunc func(c *percore.Conn, frame []byte)
 
-// OnFrame calls f(c, payload).
-func (f HandlerFunc) OnFrame(c *percore.Conn, payload []byte) { f(c, payload) }
-
-// TokenHandler receives a connection's tokens from the Handler that Split
-// returns. OnToken runs on the connection's loop thread and must not block;
-// token is what the split function returned and is valid only during the
-// call.
-//
-// A TokenHandler may also implement ErrorHandler and the runtime's optional
-// interfaces, which the adapter forwards.
-type TokenHandler interface {
-	OnToken(c *percore.Conn, token []byte)
-}
-
-// TokenHandlerFunc adapts a function to TokenHandler.
-type TokenHandlerFunc func(c *percore.Conn, token []byte)
-
-// OnToken calls f(c, token).
-func (f TokenHandlerFunc) OnToken(c *percore.Conn, token []byte) { f(c, token) }
+// OnFrame calls f(c, frame).
+func (f HandlerFunc) OnFrame(c *percore.Conn, frame []byte) { f(c, frame) }
 
 // ErrorHandler is implemented by line, frame and token handlers that answer
 // a framing error (a *TooLongError, or the split function's own error)
@@ -71,10 +39,14 @@ type ErrorHandler interface {
 	OnFrameError(c *percore.Conn, err error)
 }
 
+// The configurations of the adapters follow one rule, as the runtime's
+// Config does: a limit's zero value means its default (the Default
+// constants), and a negative one means no limit.
+
 // LineConfig configures Lines. The zero value works.
 type LineConfig struct {
 	// MaxLine is the longest line accepted (LineDecoder.MaxLine). Zero
-	// means DefaultMaxLine.
+	// means DefaultMaxLine; negative means no limit.
 	MaxLine int
 }
 
@@ -82,20 +54,27 @@ type LineConfig struct {
 type SplitConfig struct {
 	// MaxBuffered is the most bytes of a partial token held for a
 	// connection between reads (Splitter.MaxBuffered). Zero means
-	// DefaultMaxBuffered.
+	// DefaultMaxBuffered; negative means no limit.
 	MaxBuffered int
+	// Scanner, when set, makes each connection's Scanner, which Split
+	// uses instead of its split function (which may then be nil): a
+	// Scanner keeps its progress through a partial token, so that a
+	// token trickled in many reads is examined once. Nil means the split
+	// function, called over the whole partial token at every read.
+	Scanner func() Scanner
 }
 
 // LengthConfig configures LengthPrefixed. The zero value works.
 type LengthConfig struct {
 	// MaxFrame is the longest payload accepted
-	// (LengthDecoder.MaxFrame). Zero means DefaultMaxFrame.
+	// (LengthDecoder.MaxFrame). Zero means DefaultMaxFrame; negative
+	// means no limit.
 	MaxFrame int
 }
 
 // Split returns a percore.Handler that splits each connection's stream
-// with split, as a bufio.Scanner splits a reader's, and calls h.OnToken
-// for each token, in order. A token that lies whole in the bytes of one
+// with split (or each connection's cfg.Scanner), as a bufio.Scanner splits
+// a reader's, and calls h.OnFrame for each token, in order. A token that lies whole in the bytes of one
 // read is handed over without a copy; only the start of a partial token is
 // kept, in a per-connection buffer, until the reads that complete it
 // arrive, and that buffer goes back to a shared pool as soon as the
@@ -118,22 +97,20 @@ type LengthConfig struct {
 // PauseRead and ResumeRead of this package hold tokens back (a handler
 // that answers one request at a time); the handler keeps its own
 // per-connection value with Value and SetValue.
-func Split(split bufio.SplitFunc, h TokenHandler, cfg SplitConfig) percore.Handler {
-	if split == nil {
-		panic("frame: Split with a nil split function")
+func Split(split bufio.SplitFunc, h Handler, cfg SplitConfig) percore.Handler {
+	if split == nil && cfg.Scanner == nil {
+		panic("frame: Split with a nil split function and no Scanner")
 	}
-	limit := cfg.MaxBuffered
-	if limit <= 0 {
-		limit = DefaultMaxBuffered
-	}
-	a := &adapter{hooks: hooksOf(h), split: split, limit: limit, emit: h.OnToken}
+	a := &adapter{hooks: hooksOf(h), split: split, scanner: cfg.Scanner,
+		limit: limitOf(cfg.MaxBuffered, DefaultMaxBuffered), emit: h.OnFrame}
 	a.eof, _ = h.(percore.EOFHandler)
 	return &withEOF{a}
 }
 
 // Lines returns a percore.Handler that splits each connection's stream into
-// lines with ScanLines and calls h.OnLine for each, in order: Split's
-// machinery, with the line limit as the buffer limit. Lines stop being
+// lines and calls h.OnFrame for each, in order: Split's machinery, with a
+// LineScanner per connection (ScanLines' lines, a partial line searched
+// once however it arrives) and the line limit as the buffer limit. Lines stop being
 // delivered once h closes the connection. A line over the limit calls h's
 // OnFrameError (if h implements ErrorHandler) and then closes the
 // connection, which sends what OnFrameError wrote first. A last line
@@ -142,12 +119,10 @@ func Split(split bufio.SplitFunc, h TokenHandler, cfg SplitConfig) percore.Handl
 // The handler keeps each connection's state and a Writer in Conn.Value:
 // keep your own per-connection value with Value and SetValue, and reply
 // with WriteLine or WriteFrame without allocating.
-func Lines(h LineHandler, cfg LineConfig) percore.Handler {
-	limit := cfg.MaxLine
-	if limit <= 0 {
-		limit = DefaultMaxLine
-	}
-	return expose(&adapter{hooks: hooksOf(h), split: ScanLines(limit), limit: limit, emit: h.OnLine}, h)
+func Lines(h Handler, cfg LineConfig) percore.Handler {
+	limit := limitOf(cfg.MaxLine, DefaultMaxLine)
+	scanner := func() Scanner { return NewLineScanner(limit) }
+	return expose(&adapter{hooks: hooksOf(h), scanner: scanner, limit: limit, emit: h.OnFrame}, h)
 }
 
 // LengthPrefixed returns a percore.Handler that splits each connection's
@@ -163,10 +138,7 @@ func Lines(h LineHandler, cfg LineConfig) percore.Handler {
 // keep your own per-connection value with Value and SetValue, and reply
 // with WriteFrame without allocating.
 func LengthPrefixed(h Handler, cfg LengthConfig) percore.Handler {
-	limit := cfg.MaxFrame
-	if limit <= 0 {
-		limit = DefaultMaxFrame
-	}
+	limit := limitOf(cfg.MaxFrame, DefaultMaxFrame)
 	return expose(&adapter{hooks: hooksOf(h), split: ScanLengthPrefixed(limit), limit: HeaderLen + limit, emit: h.OnFrame}, h)
 }
 
@@ -226,10 +198,11 @@ func SetValue(c *percore.Conn, v any) {
 // session is a connection's state in an adapter, kept in Conn.Value: the partial token, the
 // Writer, the handler's own value and where delivery stands.
 type session struct {
-	a *adapter
-	t tail
-	w Writer
-	v any
+	a     *adapter
+	t     tail
+	split bufio.SplitFunc // the adapter's, or the Scan of the connection's Scanner
+	w     Writer
+	v     any
 	// paused: PauseRead holds tokens back; delivering: deliver is
 	// running (a ResumeRead from a token's callback lets it go on); again:
 	// a ResumeRead came from OnView; eof: the peer's stream has ended;
@@ -242,21 +215,28 @@ type session struct {
 // token.
 var buffers = sync.Pool{New: func() any { return new(buffer) }}
 
-// adapter splits each connection's stream with split and hands the tokens
-// to emit: the machinery behind Split, Lines and LengthPrefixed.
+// adapter splits each connection's stream with split, or with a Scanner
+// of its own that scanner makes, and hands the tokens to emit: the
+// machinery behind Split, Lines and LengthPrefixed.
 type adapter struct {
 	hooks
-	split bufio.SplitFunc
-	limit int
-	emit  func(c *percore.Conn, token []byte)
-	eof   percore.EOFHandler // the handler's, or nil
+	split   bufio.SplitFunc
+	scanner func() Scanner // when set, each session's Scanner; split is unused
+	limit   int
+	emit    func(c *percore.Conn, token []byte)
+	eof     percore.EOFHandler // the handler's, or nil
 	// view, set instead of split and emit, shows the input in place
 	// (View).
 	view func(c *percore.Conn, in []byte) (int, error)
 }
 
 func (a *adapter) newSession(v any) *session {
-	return &session{a: a, t: tail{pool: &buffers}, v: v}
+	s := &session{a: a, t: tail{pool: &buffers}, v: v, split: a.split}
+	if a.scanner != nil {
+		sc := a.scanner()
+		s.t.scanner, s.split = sc, sc.Scan
+	}
+	return s
 }
 
 // sessionOf returns c's session, starting a new one (that keeps the
@@ -300,7 +280,7 @@ func (a *adapter) deliver(c *percore.Conn, s *session, data []byte) {
 	for !s.paused && !c.Closed() {
 		if s.t.idle() && len(data) > 0 && !s.eof {
 			// The common case, as in tail.feed.
-			adv, tok, err := a.split(data, false)
+			adv, tok, err := s.split(data, false)
 			if err == nil && tok != nil && adv > 0 && adv <= len(data) {
 				data = data[adv:]
 				s.t.empty = 0
@@ -312,7 +292,7 @@ func (a *adapter) deliver(c *percore.Conn, s *session, data []byte) {
 				break
 			}
 		}
-		tok, ok, err := s.t.next(&data, a.split, a.limit, s.eof)
+		tok, ok, err := s.t.next(&data, s.split, a.limit, s.eof)
 		if ok {
 			a.emit(c, tok)
 		}

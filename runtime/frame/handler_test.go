@@ -9,7 +9,7 @@ import (
 
 type plainLines struct{}
 
-func (plainLines) OnLine(*percore.Conn, []byte) {}
+func (plainLines) OnFrame(*percore.Conn, []byte) {}
 
 type eofLines struct{ plainLines }
 
@@ -72,7 +72,7 @@ func TestValueWithoutAdapter(t *testing.T) {
 // next to the adapter's state, and survives a Conn.SetValue misuse.
 func TestValueBesideSession(t *testing.T) {
 	var got []any
-	h := frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
+	h := frame.Lines(frame.HandlerFunc(func(c *percore.Conn, line []byte) {
 		got = append(got, frame.Value(c))
 	}), frame.LineConfig{})
 	var c percore.Conn

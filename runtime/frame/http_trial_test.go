@@ -36,7 +36,7 @@ var plaintext = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-L
 
 type hello struct{}
 
-func (hello) OnToken(c *percore.Conn, head []byte) {
+func (hello) OnFrame(c *percore.Conn, head []byte) {
 	room := c.Reserve(len(plaintext))
 	c.Commit(copy(room, plaintext))
 }

@@ -13,19 +13,18 @@ import (
 const HeaderLen = 4
 
 // DefaultMaxFrame is the payload limit of a LengthDecoder whose MaxFrame is
-// zero: 8 MiB (Tokio's LengthDelimitedCodec default).
+// zero: 8 MiB (Tokio's LengthDelimitedCodec default). (A negative MaxFrame
+// means no limit beyond the header's 4 GiB.)
 const DefaultMaxFrame = 8 << 20
 
 // ScanLengthPrefixed returns a split function for length-prefixed frames,
 // the one LengthDecoder and LengthPrefixed use: each frame is a
 // HeaderLen-byte big-endian payload length followed by the payload, and a
-// token is the payload. A header declaring more than max bytes (zero or
-// less means DefaultMaxFrame) is a *TooLongError at once, before any of the
-// payload is needed.
+// token is the payload. A header declaring more than max bytes (zero means
+// DefaultMaxFrame, negative no limit) is a *TooLongError at once, before
+// any of the payload is needed.
 func ScanLengthPrefixed(max int) bufio.SplitFunc {
-	if max <= 0 {
-		max = DefaultMaxFrame
-	}
+	max = limitOf(max, DefaultMaxFrame)
 	return func(data []byte, atEOF bool) (int, []byte, error) {
 		if len(data) < HeaderLen {
 			return 0, nil, nil
@@ -49,20 +48,16 @@ func ScanLengthPrefixed(max int) bufio.SplitFunc {
 // LengthDecoder is used on one goroutine at a time (a connection's loop
 // thread).
 type LengthDecoder struct {
-	// MaxFrame is the longest payload accepted. Zero or less means
-	// DefaultMaxFrame. Set it before the first Feed.
+	// MaxFrame is the longest payload accepted. Zero means
+	// DefaultMaxFrame; negative means no limit. Set it before the first
+	// Feed.
 	MaxFrame int
 
 	split bufio.SplitFunc // ScanLengthPrefixed(MaxFrame), made at the first Feed
 	tail
 }
 
-func (d *LengthDecoder) limit() int {
-	if d.MaxFrame <= 0 {
-		return DefaultMaxFrame
-	}
-	return d.MaxFrame
-}
+func (d *LengthDecoder) limit() int { return limitOf(d.MaxFrame, DefaultMaxFrame) }
 
 // Feed hands every payload that data completes to emit (see Decoder.Feed).
 // A payload that arrived whole in data is a slice of data; one that arrived

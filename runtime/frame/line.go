@@ -8,20 +8,23 @@ import (
 )
 
 // DefaultMaxLine is the line limit of a LineDecoder whose MaxLine is zero:
-// 64 KiB.
+// 64 KiB. (A negative MaxLine means no limit.)
 const DefaultMaxLine = 64 << 10
 
 // ScanLines returns a split function for lines ending in '\n', the one
 // LineDecoder and Lines use. A token is a line without its '\n' and a '\r'
 // just before it. A line longer than max bytes (every byte before the
-// '\n', a '\r' included; zero or less means DefaultMaxLine) is a
-// *TooLongError as soon as more than max of its bytes are there, so that a
-// splitter never needs to hold more than max bytes. Unlike bufio.ScanLines,
-// a last line without its '\n' at the end of the stream is not a token.
+// '\n', a '\r' included; zero means DefaultMaxLine, negative no limit)
+// is a *TooLongError as soon as more than max of its bytes are there, so
+// that a splitter never needs to hold more than max bytes. Unlike
+// bufio.ScanLines, a last line without its '\n' at the end of the stream is
+// not a token.
+//
+// It keeps no state, so it searches a partial line from its start at every
+// call: a line that arrives in many reads costs the square of its length.
+// A LineScanner (what Lines and LineDecoder use) searches it once.
 func ScanLines(max int) bufio.SplitFunc {
-	if max <= 0 {
-		max = DefaultMaxLine
-	}
+	max = limitOf(max, DefaultMaxLine)
 	return func(data []byte, atEOF bool) (int, []byte, error) {
 		if i := bytes.IndexByte(data[:min(len(data), max+1)], '\n'); i >= 0 {
 			return i + 1, trimCR(data[:i]), nil
@@ -33,27 +36,22 @@ func ScanLines(max int) bufio.SplitFunc {
 	}
 }
 
-// LineDecoder splits a stream into lines with ScanLines. A line ends with
+// LineDecoder splits a stream into lines with a LineScanner. A line ends with
 // '\n'; the '\n', and a '\r' just before it, are not part of the line
 // delivered. The zero value is ready to use, with the default limit. A
 // LineDecoder is used on one goroutine at a time (a connection's loop
 // thread).
 type LineDecoder struct {
 	// MaxLine is the longest line accepted, counting every byte before
-	// the '\n' (a '\r' included). Zero or less means DefaultMaxLine. Set
-	// it before the first Feed.
+	// the '\n' (a '\r' included). Zero means DefaultMaxLine; negative
+	// means no limit. Set it before the first Feed.
 	MaxLine int
 
-	split bufio.SplitFunc // ScanLines(MaxLine), made at the first Feed
+	split bufio.SplitFunc // a LineScanner's Scan, made at the first Feed
 	tail
 }
 
-func (d *LineDecoder) limit() int {
-	if d.MaxLine <= 0 {
-		return DefaultMaxLine
-	}
-	return d.MaxLine
-}
+func (d *LineDecoder) limit() int { return limitOf(d.MaxLine, DefaultMaxLine) }
 
 // Feed hands every line that data completes to emit (see Decoder.Feed). A
 // line that arrived whole in data is a slice of data; one that arrived in
@@ -63,7 +61,8 @@ func (d *LineDecoder) limit() int {
 // than MaxLine bytes. After an error the decoder is poisoned.
 func (d *LineDecoder) Feed(data []byte, emit func(line []byte) bool) (int, error) {
 	if d.split == nil {
-		d.split = ScanLines(d.limit())
+		sc := NewLineScanner(d.limit())
+		d.tail.scanner, d.split = sc, sc.Scan
 	}
 	return d.feed(data, d.split, d.limit(), emit)
 }

@@ -59,7 +59,7 @@ type lineEcho struct {
 
 func (h *lineEcho) OnOpen(c *percore.Conn) { frame.SetValue(c, new(int)) }
 
-func (h *lineEcho) OnLine(c *percore.Conn, line []byte) {
+func (h *lineEcho) OnFrame(c *percore.Conn, line []byte) {
 	*frame.Value(c).(*int)++
 	frame.WriteLine(c, append([]byte("line:"), line...))
 }
@@ -131,7 +131,7 @@ func TestLineTooLong(t *testing.T) {
 
 func TestFrameErrorWithoutHook(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		rt := serve(t, b, frame.Lines(frame.LineHandlerFunc(func(c *percore.Conn, line []byte) {
+		rt := serve(t, b, frame.Lines(frame.HandlerFunc(func(c *percore.Conn, line []byte) {
 			frame.WriteLine(c, line)
 		}), frame.LineConfig{MaxLine: 8}))
 		c := pctest.Dial(t, rt.Addr().String())
@@ -220,7 +220,7 @@ func (h *hooked) record(e string) {
 }
 
 func (h *hooked) OnOpen(*percore.Conn) { h.record("open") }
-func (h *hooked) OnLine(c *percore.Conn, line []byte) {
+func (h *hooked) OnFrame(c *percore.Conn, line []byte) {
 	h.record("line " + string(line))
 }
 func (h *hooked) OnEOF(c *percore.Conn) {

@@ -9,7 +9,8 @@ import (
 )
 
 // DefaultMaxBuffered is the limit of a Splitter, and of the Handler that
-// Split returns, whose MaxBuffered is zero: 64 KiB.
+// Split returns, whose MaxBuffered is zero: 64 KiB. (A negative
+// MaxBuffered means no limit.)
 const DefaultMaxBuffered = 64 << 10
 
 const (
@@ -49,6 +50,9 @@ type tail struct {
 	// grown included), for the tests that check a partial message costs
 	// a copy linear in its size.
 	copied int64
+	// scanner, when the split function is a Scanner's Scan, is reset
+	// whenever what it made progress on is dropped.
+	scanner Scanner
 }
 
 // buffer boxes a pooled slice, so that putting it back allocates nothing.
@@ -264,9 +268,13 @@ func (t *tail) append(p []byte, limit int) {
 	t.copied += int64(len(p))
 }
 
-// release gives the buffer back: to the pool, or kept when small.
+// release gives the buffer back: to the pool, or kept when small. Nothing
+// is held then, so a Scanner's progress is over too.
 func (t *tail) release() {
 	t.off, t.drop, t.short = 0, 0, false
+	if t.scanner != nil {
+		t.scanner.Reset()
+	}
 	switch {
 	case t.buf == nil:
 	case cap(t.buf) > retainBuffer:
@@ -287,6 +295,9 @@ func (t *tail) release() {
 // fail poisons t with err and releases the buffer.
 func (t *tail) fail(err error) error {
 	t.err = err
+	if t.scanner != nil {
+		t.scanner.Reset()
+	}
 	t.buf, t.box, t.off, t.drop, t.short = nil, nil, 0, 0, false
 	return err
 }
@@ -305,7 +316,8 @@ func (t *tail) feed(data []byte, split bufio.SplitFunc, limit int, emit func([]b
 			// The common case, without next's bookkeeping: a whole
 			// token in the read. Anything else goes to next, which
 			// calls split again over the same bytes (split functions
-			// are pure, as bufio.Scanner assumes).
+			// are pure, as bufio.Scanner assumes; a Scanner that
+			// asked for more resumes over them).
 			adv, tok, err := split(rest, false)
 			if err == nil && tok != nil && adv > 0 && adv <= len(rest) {
 				rest = rest[adv:]
@@ -350,30 +362,43 @@ func (t *tail) end(split bufio.SplitFunc, limit int, emit func([]byte) bool) err
 
 // Splitter is a Decoder for any split function: a bufio.SplitFunc called
 // over a connection's bytes as they arrive, as a bufio.Scanner calls it
-// over a reader. As with a Scanner, the split function may be called
+// over a reader. As with a bufio.Scanner, the split function may be called
 // more than once over the same bytes, and must not keep state between
-// calls. The line and length-prefixed decoders are Splitters with
-// ScanLines and ScanLengthPrefixed. A Splitter is used on one goroutine at
-// a time (a connection's loop thread).
+// calls; a split function that does is a Scanner, given as Scanner. The
+// line and length-prefixed decoders are Splitters with a LineScanner and
+// ScanLengthPrefixed. A Splitter is used on one goroutine at a time (a
+// connection's loop thread).
 type Splitter struct {
 	// Split splits the stream into tokens (bufio.SplitFunc: advance,
-	// token, error; bufio.ErrFinalToken ends the stream). Set it before
-	// the first Feed.
+	// token, error; bufio.ErrFinalToken ends the stream). Set it, or
+	// Scanner, before the first Feed.
 	Split bufio.SplitFunc
+	// Scanner, when set, splits the stream instead of Split, keeping its
+	// progress through a partial token (Scanner): this Splitter's own,
+	// not shared. Reset resets it too.
+	Scanner Scanner
 	// MaxBuffered is the most bytes of a partial token the Splitter
 	// holds between calls: a split function that asks for more once that
-	// many are held fails with a *TooLongError. Zero or less means
-	// DefaultMaxBuffered.
+	// many are held fails with a *TooLongError. Zero means
+	// DefaultMaxBuffered; negative means no limit.
 	MaxBuffered int
 
 	tail
+	scan bufio.SplitFunc // Scanner.Scan, bound once
 }
 
-func (s *Splitter) limit() int {
-	if s.MaxBuffered <= 0 {
-		return DefaultMaxBuffered
+func (s *Splitter) limit() int { return limitOf(s.MaxBuffered, DefaultMaxBuffered) }
+
+// split returns the split function: Scanner's Scan when there is a
+// Scanner, else Split.
+func (s *Splitter) split() bufio.SplitFunc {
+	if s.Scanner == nil {
+		return s.Split
 	}
-	return s.MaxBuffered
+	if s.tail.scanner != s.Scanner {
+		s.tail.scanner, s.scan = s.Scanner, s.Scanner.Scan
+	}
+	return s.scan
 }
 
 // Feed hands every token that data completes to emit (see Decoder.Feed).
@@ -384,14 +409,14 @@ func (s *Splitter) limit() int {
 // returns it. bufio.ErrFinalToken is returned after its token was emitted,
 // and later Feeds return it too.
 func (s *Splitter) Feed(data []byte, emit func(token []byte) bool) (int, error) {
-	return s.feed(data, s.Split, s.limit(), emit)
+	return s.feed(data, s.split(), s.limit(), emit)
 }
 
 // End is the end of the stream: it calls Split with atEOF set over what is
 // held, hands emit the tokens that makes, and drops what is left. It
 // returns Split's error, if any.
 func (s *Splitter) End(emit func(token []byte) bool) error {
-	return s.end(s.Split, s.limit(), emit)
+	return s.end(s.split(), s.limit(), emit)
 }
 
 // Buffered returns how many bytes of a partial token the Splitter holds.

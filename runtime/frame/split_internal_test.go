@@ -14,7 +14,7 @@ func TestHoldsNothingBetweenTokens(t *testing.T) {
 		name string
 		h    percore.Handler
 	}{
-		{"split", Split(ScanLines(64), TokenHandlerFunc(func(*percore.Conn, []byte) {}), SplitConfig{})},
+		{"split", Split(ScanLines(64), HandlerFunc(func(*percore.Conn, []byte) {}), SplitConfig{})},
 		{"view", View(viewLines{}, SplitConfig{})},
 	}
 	for _, tt := range tests {

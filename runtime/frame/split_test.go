@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/percore/percore/internal/pctest"
@@ -140,7 +141,7 @@ func onData(h percore.Handler, pieces ...[]byte) {
 // on a loop cannot close).
 type collect struct{ got *[]string }
 
-func (h collect) OnToken(_ *percore.Conn, tok []byte) { *h.got = append(*h.got, string(tok)) }
+func (h collect) OnFrame(_ *percore.Conn, tok []byte) { *h.got = append(*h.got, string(tok)) }
 func (h collect) OnEOF(*percore.Conn)                 {}
 
 // viewWords is a ViewHandler that consumes whole space-ended words, an
@@ -198,7 +199,7 @@ type tokenEcho struct {
 	errs *pctest.Inbox[error]
 }
 
-func (h *tokenEcho) OnToken(c *percore.Conn, tok []byte) {
+func (h *tokenEcho) OnFrame(c *percore.Conn, tok []byte) {
 	c.Write(append(append([]byte("token:"), tok...), '\n'))
 }
 
@@ -239,7 +240,7 @@ func TestSplitOverTCP(t *testing.T) {
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
 				h := tokenEcho{errs: pctest.NewInbox[error]()}
-				var th frame.TokenHandler = &h
+				var th frame.Handler = &h
 				if tt.eof {
 					th = &withEOF{h}
 				}
@@ -281,7 +282,7 @@ func (h *oneAtATime) start(c *percore.Conn, line []byte) {
 	})
 }
 
-func (h *oneAtATime) OnLine(c *percore.Conn, line []byte) { h.start(c, line) }
+func (h *oneAtATime) OnFrame(c *percore.Conn, line []byte) { h.start(c, line) }
 
 // OnView takes one line at a time.
 func (h *oneAtATime) OnView(c *percore.Conn, in []byte) (int, error) {
@@ -357,4 +358,62 @@ type viewErr struct {
 func (v viewErr) OnFrameError(c *percore.Conn, err error) {
 	c.Write([]byte("error\n"))
 	v.errs.Put(err)
+}
+
+// TestLineScannerWithBufioScanner: a LineScanner keeps bufio.Scanner's
+// contract too (after a call that asked for more, the next one's data
+// begins with the same bytes), so it serves a Scanner that reads a byte at
+// a time, with ScanLines' tokens.
+func TestLineScannerWithBufioScanner(t *testing.T) {
+	in := "first\r\nsecond line\n\nlast\n"
+	sc := bufio.NewScanner(iotest.OneByteReader(strings.NewReader(in)))
+	ls := frame.NewLineScanner(64)
+	sc.Split(ls.Scan)
+	var got []string
+	for sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"first", "second line", "", "last"}; !slices.Equal(got, want) {
+		t.Fatalf("lines %q, want %q", got, want)
+	}
+	if ls.Scanned() > int64(len(in)) {
+		t.Fatalf("examined %d bytes of %d", ls.Scanned(), len(in))
+	}
+}
+
+// TestZeroAndNegativeLimits: a limit's zero value means its default and a
+// negative one means no limit, for the decoders and the adapters alike.
+func TestZeroAndNegativeLimits(t *testing.T) {
+	long := append(bytes.Repeat([]byte("x"), frame.DefaultMaxLine+100), '\n')
+	for _, tc := range []struct {
+		name    string
+		max     int
+		wantErr bool
+	}{
+		{"zero: the default", 0, true},
+		{"negative: none", -1, false},
+		{"positive: itself", len(long), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := frame.LineDecoder{MaxLine: tc.max}
+			var lines int
+			_, err := d.Feed(long, func([]byte) bool { lines++; return true })
+			if gotErr := errors.Is(err, frame.ErrTooLong); gotErr != tc.wantErr || (!tc.wantErr && lines != 1) {
+				t.Fatalf("LineDecoder{MaxLine: %d}: %d lines, error %v; want a too-long error: %v", tc.max, lines, err, tc.wantErr)
+			}
+			sp := frame.Splitter{Split: frame.ScanLines(tc.max), MaxBuffered: tc.max}
+			lines = 0
+			for i := 0; i < len(long); i += 4096 { // in pieces: the buffer limit counts
+				if _, err = sp.Feed(long[i:min(i+4096, len(long))], func([]byte) bool { lines++; return true }); err != nil {
+					break
+				}
+			}
+			if gotErr := errors.Is(err, frame.ErrTooLong); gotErr != tc.wantErr || (!tc.wantErr && lines != 1) {
+				t.Fatalf("Splitter{MaxBuffered: %d}: %d lines, error %v; want a too-long error: %v", tc.max, lines, err, tc.wantErr)
+			}
+		})
+	}
 }

@@ -15,12 +15,16 @@ type PoolSource interface {
 	Snapshot() (pool.State, pool.Statistics)
 }
 
-// PoolConfig configures a pool collector. The zero value works.
+// PoolConfig configures a pool collector. The zero value works: a field's
+// zero means its default (the Default constants).
 type PoolConfig struct {
 	// Name is the value of the pool label on every series, for a process
-	// with several pools. Zero means "default".
+	// with several pools. Empty means DefaultPoolName.
 	Name string
 }
+
+// DefaultPoolName is the pool label of a collector whose PoolConfig names none.
+const DefaultPoolName = "default"
 
 // poolMetric is one exported field of pool.State or pool.Statistics, like
 // statMetric; the table of them, poolMetrics, with poolLabelNames and
@@ -49,7 +53,7 @@ type PoolCollector struct {
 // NewPool returns a collector over p.
 func NewPool(p PoolSource, cfg PoolConfig) *PoolCollector {
 	if cfg.Name == "" {
-		cfg.Name = "default"
+		cfg.Name = DefaultPoolName
 	}
 	c := &PoolCollector{p: p}
 	constLabels := prometheus.Labels{"pool": cfg.Name}

@@ -40,7 +40,7 @@ type latRun struct {
 	Vegeta     *vegetaReport `json:"vegeta"`
 }
 
-// loadResult is the part of examples/load's -json result the report uses.
+// loadResult is the part of examples/bench/load's -json result the report uses.
 type loadResult struct {
 	Step       string  `json:"step"`
 	Rate       float64 `json:"rate"`
@@ -78,7 +78,7 @@ type vegetaReport struct {
 	StatusCodes map[string]int `json:"status_codes"`
 }
 
-// maxLate is examples/load's default -max-late: the fraction of late sends
+// maxLate is examples/bench/load's default -max-late: the fraction of late sends
 // above which an open-loop run is invalid (checked here too, for results
 // that predate the problem field of single runs).
 const maxLate = 0.001
@@ -103,9 +103,6 @@ func (l *loadResult) why() string {
 	}
 	return ""
 }
-
-// valid reports whether a load result is a clean measurement.
-func (l *loadResult) valid() bool { return l.why() == "" }
 
 func readRuns(r io.Reader) ([]latRun, error) {
 	var runs []latRun
@@ -405,7 +402,7 @@ func writeLatencyReport(w io.Writer, runs []latRun, title string, floorPct float
 		}
 	}
 	if len(vegeta) > 0 {
-		fmt.Fprintf(w, "\n## The independent check: vegeta v12.13.0 and examples/load at the same rate, same server (HTTP, 50 connections)\n\n")
+		fmt.Fprintf(w, "\n## The independent check: vegeta v12.13.0 and examples/bench/load at the same rate, same server (HTTP, 50 connections)\n\n")
 		fmt.Fprintln(w, "| server | rate/s | load p50 | load p99 | vegeta p50 | vegeta p99 | vegeta/load p99 | vegeta sent/s | vegeta success | repeats |")
 		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 		type vk struct {

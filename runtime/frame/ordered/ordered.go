@@ -19,6 +19,11 @@
 //
 // A Queue and its replies belong to the thread of the connection's loop.
 // It allocates nothing once warm: replies are reused, their buffers kept.
+//
+// A Queue is what runtime.Loop.Call's results want when a connection's
+// requests are answered on other loops (examples/kv) or by upstream
+// servers (examples/redis_proxy): the calls come back in any order, the
+// replies go out in the requests'.
 // docs/decisions/0024-redis-kv-and-proxy.md says why replies are queued
 // here and not written into the connection's outbound buffer in place.
 package ordered
@@ -31,13 +36,21 @@ type Conn interface {
 
 // Reply is one request's reply, waiting for its parts. Buf is the reply's
 // bytes, written when the reply's turn comes; Data is the caller's own
-// state for joining the parts (a count, a slot per key, a failure). Both
-// are kept when the Reply is reused, so reset Data in Push's caller.
+// state for joining the parts (a count, a slot per key, a failure). Push
+// hands a Reply out with Buf empty (its room kept) and Data reset: see
+// Resetter.
 type Reply[T any] struct {
 	Buf  []byte
 	Data T
 	left int
 }
+
+// Resetter is what a Reply's Data may implement, with a pointer receiver,
+// to keep its buffers when its Reply is reused: Push calls Reset on a
+// reused Reply's Data (which truncates its slices, say) instead of setting
+// it to T's zero value, which it does otherwise. Either way no state of the
+// last use reaches the next.
+type Resetter interface{ Reset() }
 
 // Queue is one connection's replies not yet written.
 type Queue[T any] struct {
@@ -75,7 +88,7 @@ func (q *Queue[T]) Send(p []byte) {
 }
 
 // Push queues a reply that waits for parts parts (at least 1): call Done
-// once for each. Its Buf is empty, its Data as the last use left it.
+// once for each. Its Buf is empty and its Data reset (Resetter).
 func (q *Queue[T]) Push(parts int) *Reply[T] {
 	return q.push(max(parts, 1))
 }
@@ -89,6 +102,12 @@ func (q *Queue[T]) push(parts int) *Reply[T] {
 		r = new(Reply[T])
 	}
 	r.Buf, r.left = r.Buf[:0], parts
+	if rs, ok := any(&r.Data).(Resetter); ok {
+		rs.Reset()
+	} else {
+		var zero T
+		r.Data = zero
+	}
 	q.queue = append(q.queue, r)
 	return r
 }
@@ -97,9 +116,19 @@ func (q *Queue[T]) push(parts int) *Reply[T] {
 // owners it needs while it splits.
 func (q *Queue[T]) Add(r *Reply[T], n int) { r.left += n }
 
-// Left returns how many parts r still waits for: 1 before its last Done,
-// when a joined reply builds its bytes from its parts.
+// Left returns how many parts r still waits for.
 func (q *Queue[T]) Left(r *Reply[T]) int { return r.left }
+
+// Last reports whether the next Done is r's last: the moment a joined
+// reply builds its bytes from its parts, before that Done writes it.
+//
+//	func partDone(r *ordered.Reply[join]) {
+//		if q.Last(r) {
+//			r.Buf = build(r.Buf[:0], &r.Data)
+//		}
+//		q.Done(r)
+//	}
+func (q *Queue[T]) Last(r *Reply[T]) bool { return r.left == 1 }
 
 // Done counts off one part of r. When r was the oldest waiting reply and
 // this was its last part, r and the ready replies behind it are written,

@@ -117,3 +117,68 @@ func TestNoAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per reply pair", n)
 	}
 }
+
+// joined is a Data that keeps its buffer across uses (a Resetter).
+type joined struct {
+	sum   int
+	parts [][]byte
+}
+
+func (j *joined) Reset() { *j = joined{parts: j.parts[:0]} }
+
+// TestPushResetsData: a reused Reply comes out of Push with no state of its
+// last use: Data zeroed, or Reset when it is a Resetter (which keeps its
+// room), and Buf empty.
+func TestPushResetsData(t *testing.T) {
+	t.Run("zeroed", func(t *testing.T) {
+		var c fakeConn
+		q := New[struct {
+			n    int
+			fail []byte
+		}](&c)
+		r := q.Push(1)
+		r.Data.n, r.Data.fail = 7, []byte("-ERR x\r\n")
+		r.Buf = append(r.Buf, "reply"...)
+		q.Done(r)
+		r2 := q.Push(1)
+		if r2 != r {
+			t.Fatal("the reply was not reused")
+		}
+		if r2.Data.n != 0 || r2.Data.fail != nil || len(r2.Buf) != 0 {
+			t.Fatalf("reused reply: Data %+v, Buf %q; want both empty", r2.Data, r2.Buf)
+		}
+	})
+	t.Run("resetter", func(t *testing.T) {
+		var c fakeConn
+		q := New[joined](&c)
+		r := q.Push(1)
+		r.Data.sum = 3
+		r.Data.parts = append(r.Data.parts, []byte("a"), []byte("b"))
+		q.Done(r)
+		room := cap(r.Data.parts)
+		r2 := q.Push(1)
+		if r2.Data.sum != 0 || len(r2.Data.parts) != 0 || cap(r2.Data.parts) != room {
+			t.Fatalf("reused reply: Data %+v (room %d); want it reset with its room of %d kept", r2.Data, cap(r2.Data.parts), room)
+		}
+		q.Done(r2)
+		if n := testing.AllocsPerRun(100, func() { q.Done(q.Push(1)) }); n != 0 {
+			t.Fatalf("Push and Done of a warm queue allocate %v times", n)
+		}
+	})
+}
+
+// TestLast: Last is true exactly before a reply's last part is counted off.
+func TestLast(t *testing.T) {
+	var c fakeConn
+	q := New[int](&c)
+	r := q.Push(1)
+	q.Add(r, 2)
+	var seen []bool
+	for range 3 {
+		seen = append(seen, q.Last(r))
+		q.Done(r)
+	}
+	if want := []bool{false, false, true}; seen[0] != want[0] || seen[1] != want[1] || seen[2] != want[2] {
+		t.Fatalf("Last before each Done: %v, want %v", seen, want)
+	}
+}

@@ -42,7 +42,7 @@ func (w *work) command(args [][]byte) {
 	}
 }
 
-func (w *work) OnToken(_ *percore.Conn, cmd []byte) {
+func (w *work) OnFrame(_ *percore.Conn, cmd []byte) {
 	w.args = Args(w.args[:0], cmd)
 	w.command(w.args)
 }

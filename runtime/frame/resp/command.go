@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -20,8 +21,9 @@ const (
 	DefaultMaxInline = 64 << 10
 )
 
-// Limits bound a command. Zero or negative fields mean their defaults, so
-// the zero value is Redis's limits.
+// Limits bound a command. A field's zero value means its default (so the
+// zero Limits is Redis's limits, DefaultLimits) and a negative one means
+// no limit.
 type Limits struct {
 	// MaxArgs is the most arguments of a command, its name included.
 	MaxArgs int
@@ -31,17 +33,30 @@ type Limits struct {
 	MaxInline int
 }
 
+// DefaultLimits are the limits of the zero Limits: Redis's own.
+var DefaultLimits = Limits{MaxArgs: DefaultMaxArgs, MaxBulk: DefaultMaxBulk, MaxInline: DefaultMaxInline}
+
 func (l Limits) withDefaults() Limits {
-	if l.MaxArgs <= 0 {
-		l.MaxArgs = DefaultMaxArgs
-	}
-	if l.MaxBulk <= 0 {
-		l.MaxBulk = DefaultMaxBulk
-	}
-	if l.MaxInline <= 0 {
-		l.MaxInline = DefaultMaxInline
-	}
+	l.MaxArgs = limitOf(l.MaxArgs, DefaultMaxArgs)
+	l.MaxBulk = limitOf(l.MaxBulk, DefaultMaxBulk)
+	l.MaxInline = limitOf(l.MaxInline, DefaultMaxInline)
 	return l
+}
+
+// noLimit is what a negative limit means: none. It is far below
+// math.MaxInt, so that a limit plus a header's few bytes cannot overflow.
+const noLimit = math.MaxInt / 2
+
+// limitOf applies the package's zero-value rule to a limit: zero means def,
+// a negative value means no limit.
+func limitOf(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return noLimit
+	}
+	return min(v, noLimit)
 }
 
 // ErrProtocol is what every *ProtocolError matches (errors.Is).

@@ -10,7 +10,7 @@
 // token without a copy:
 //
 //	var args [][]byte // one per connection or per loop, reused
-//	h := frame.Split(resp.ScanCommand(resp.Limits{}), frame.TokenHandlerFunc(
+//	h := frame.Split(resp.ScanCommand(resp.Limits{}), frame.HandlerFunc(
 //		func(c *percore.Conn, cmd []byte) {
 //			args = resp.Args(args[:0], cmd)
 //			...

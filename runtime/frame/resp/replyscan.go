@@ -19,7 +19,9 @@ const (
 )
 
 // ReplyLimits bound a reply, for a client or a proxy reading a server's
-// replies. Zero or negative fields mean their defaults.
+// replies. A field's zero value means its default (DefaultReplyLimits) and
+// a negative one means no limit (for MaxDepth: the most the parser allows,
+// 64).
 type ReplyLimits struct {
 	// MaxBulk is the longest bulk string (DefaultMaxBulk).
 	MaxBulk int
@@ -32,20 +34,14 @@ type ReplyLimits struct {
 	MaxLine int
 }
 
+// DefaultReplyLimits are the limits of the zero ReplyLimits.
+var DefaultReplyLimits = ReplyLimits{MaxBulk: DefaultMaxBulk, MaxElements: DefaultMaxArgs, MaxDepth: DefaultMaxDepth, MaxLine: DefaultMaxLine}
+
 func (l ReplyLimits) withDefaults() ReplyLimits {
-	if l.MaxBulk <= 0 {
-		l.MaxBulk = DefaultMaxBulk
-	}
-	if l.MaxElements <= 0 {
-		l.MaxElements = DefaultMaxArgs
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = DefaultMaxDepth
-	}
-	l.MaxDepth = min(l.MaxDepth, maxDepth)
-	if l.MaxLine <= 0 {
-		l.MaxLine = DefaultMaxLine
-	}
+	l.MaxBulk = limitOf(l.MaxBulk, DefaultMaxBulk)
+	l.MaxElements = limitOf(l.MaxElements, DefaultMaxArgs)
+	l.MaxDepth = min(limitOf(l.MaxDepth, DefaultMaxDepth), maxDepth)
+	l.MaxLine = limitOf(l.MaxLine, DefaultMaxLine)
 	return l
 }
 
@@ -70,32 +66,108 @@ func ScanReply(lim ReplyLimits) bufio.SplitFunc {
 	}
 }
 
+// ReplyScanner is ScanReply as a frame.Scanner: it keeps where it is in a
+// partial reply (the values still to read at each depth, and the start of
+// the value at hand), so that a reply that arrives in many reads is walked
+// once instead of again from its first byte at every read; a long line is
+// searched once too. Give one to a frame.Splitter, a frame.Split
+// (SplitConfig.Scanner) or an upstream.Exchange (ExchangeConfig.Scanner):
+// it belongs to one stream. Its tokens, limits and errors are ScanReply's.
+type ReplyScanner struct {
+	lim     ReplyLimits
+	st      replyState
+	scanned int64
+}
+
+// NewReplyScanner returns a ReplyScanner with the limits lim.
+func NewReplyScanner(lim ReplyLimits) *ReplyScanner {
+	s := &ReplyScanner{lim: lim.withDefaults()}
+	s.st.reset()
+	return s
+}
+
+// Scan is ScanReply's split function, resuming where the last call that
+// asked for more stopped.
+func (s *ReplyScanner) Scan(data []byte, _ bool) (int, []byte, error) {
+	if s.st.i > len(data) {
+		s.st.reset() // not the stream the progress was made on
+	}
+	n, err := s.st.scan(data, &s.lim, &s.scanned)
+	if err != nil || n == 0 {
+		if err != nil {
+			s.st.reset()
+		}
+		return 0, nil, err
+	}
+	s.st.reset()
+	return n, data[:n:n], nil
+}
+
+// Reset forgets the progress through a partial reply.
+func (s *ReplyScanner) Reset() { s.st.reset() }
+
+// Scanned returns how many bytes the scanner has examined since it was
+// made (Reset does not clear it); a bulk string's payload, whose length
+// its header gives, counts without being read. Tests read it to tell a
+// linear scan from a quadratic one.
+func (s *ReplyScanner) Scanned() int64 { return s.scanned }
+
+// replyState is where a scan of a reply is: the values still to read at
+// each depth, and the start of the next one (i) with how much of its line
+// is known to hold no '\n' (line).
+type replyState struct {
+	left  [maxDepth + 1]int
+	depth int
+	i     int
+	line  int
+}
+
+func (st *replyState) reset() {
+	st.depth, st.i, st.line = 0, 0, 0
+	st.left[0] = 1
+}
+
 // scanReply returns the length of the reply at the start of data (0:
 // incomplete).
 func scanReply(data []byte, lim *ReplyLimits) (int, error) {
-	var left [maxDepth + 1]int // values still to read, by depth
-	depth := 0
-	left[0] = 1
-	i := 0
-	for depth >= 0 {
-		if left[depth] == 0 {
-			depth--
+	var st replyState
+	st.reset()
+	var scanned int64
+	return st.scan(data, lim, &scanned)
+}
+
+// scan reads on from st: it returns the reply's length once it is whole,
+// 0 while it is partial, with st at the start of the first value not yet
+// whole; it adds the bytes it examined to scanned.
+func (st *replyState) scan(data []byte, lim *ReplyLimits, scanned *int64) (int, error) {
+	for st.depth >= 0 {
+		if st.left[st.depth] == 0 {
+			st.depth--
 			continue
 		}
-		left[depth]--
+		i := st.i
 		if i >= len(data) {
 			return 0, nil
 		}
-		switch t := data[i]; t {
+		t := data[i]
+		var next int // where the value ends (a whole scalar) or its header does (an aggregate)
+		count := int64(0)
+		switch t {
 		case '+', '-', ',', '(', '_', '#':
 			w := data[i:min(len(data), i+1+lim.MaxLine+2)] // type, line, "\r\n"
-			j := bytes.IndexByte(w, '\n')
+			from := min(st.line, len(w))
+			j := bytes.IndexByte(w[from:], '\n')
 			if j < 0 {
+				*scanned += int64(len(w) - from)
 				if len(w) == 1+lim.MaxLine+2 || len(w) > 1+lim.MaxLine && w[1+lim.MaxLine] != '\r' {
 					return 0, &ProtocolError{"too big reply line"}
 				}
+				st.line = len(w)
 				return 0, nil
 			}
+			j += from
+			*scanned += int64(j + 1 - from)
+			st.line = 0
 			if data[i+j-1] != '\r' {
 				return 0, &ProtocolError{"expected '\\r\\n' after a reply line"}
 			}
@@ -105,61 +177,69 @@ func scanReply(data []byte, lim *ReplyLimits) (int, error) {
 			case t == '#' && (len(line) != 1 || line[0] != 't' && line[0] != 'f'):
 				return 0, &ProtocolError{"invalid boolean reply"}
 			}
-			i += j + 1
+			next = i + j + 1
 		case ':':
-			_, next, st := header(data, i)
-			switch st {
+			_, end, state := header(data, i)
+			switch state {
 			case incomplete:
+				*scanned += int64(len(data) - i)
 				return 0, nil
 			case malformed:
 				return 0, &ProtocolError{"invalid integer reply"}
 			}
-			i = next
+			*scanned += int64(end - i)
+			next = end
 		case '$', '!', '=':
-			size, next, st := header(data, i)
+			size, end, state := header(data, i)
 			switch {
-			case st == incomplete:
+			case state == incomplete:
+				*scanned += int64(len(data) - i)
 				return 0, nil
-			case st == malformed || size < -1 || size == -1 && t != '$' || size > int64(lim.MaxBulk):
+			case state == malformed || size < -1 || size == -1 && t != '$' || size > int64(lim.MaxBulk):
 				return 0, errBulkLen
-			case size == -1:
-				i = next
-				continue
 			}
-			end := next + int(size)
-			if end+2 > len(data) {
-				return 0, nil
+			next = end
+			if size >= 0 {
+				next = end + int(size) + 2
+				if next > len(data) {
+					return 0, nil // the header is read again when the payload is in: a few bytes
+				}
+				if data[next-2] != '\r' || data[next-1] != '\n' {
+					return 0, errBulkEnd
+				}
 			}
-			if data[end] != '\r' || data[end+1] != '\n' {
-				return 0, errBulkEnd
-			}
-			i = end + 2
+			*scanned += int64(end-i) + 2
 		case '*', '%', '~', '>', '|':
-			count, next, st := header(data, i)
+			n, end, state := header(data, i)
 			switch {
-			case st == incomplete:
+			case state == incomplete:
+				*scanned += int64(len(data) - i)
 				return 0, nil
-			case st == malformed || count < -1 || count == -1 && t != '*' || count > int64(lim.MaxElements):
+			case state == malformed || n < -1 || n == -1 && t != '*' || n > int64(lim.MaxElements):
 				return 0, errMultibulkLen
 			}
-			i = next
+			*scanned += int64(end - i)
+			next, count = end, n
 			if t == '%' || t == '|' {
 				count *= 2
 			}
-			if t == '|' {
-				left[depth]++ // the value the attribute describes
-			}
-			if count <= 0 {
-				continue
-			}
-			if depth+1 > lim.MaxDepth {
-				return 0, &ProtocolError{fmt.Sprintf("arrays nested deeper than %d", lim.MaxDepth)}
-			}
-			depth++
-			left[depth] = int(count)
 		default:
 			return 0, &ProtocolError{fmt.Sprintf("expected a reply type, got '%c'", data[i])}
 		}
+		// The value is whole (an aggregate: its header): the next starts
+		// after it.
+		st.left[st.depth]--
+		st.i = next
+		if t == '|' {
+			st.left[st.depth]++ // the value the attribute describes
+		}
+		if count > 0 {
+			if st.depth+1 > lim.MaxDepth {
+				return 0, &ProtocolError{fmt.Sprintf("arrays nested deeper than %d", lim.MaxDepth)}
+			}
+			st.depth++
+			st.left[st.depth] = int(count)
+		}
 	}
-	return i, nil
+	return st.i, nil
 }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/percore/percore/runtime/frame"
 )
 
 func TestScanReply(t *testing.T) {
@@ -170,5 +172,51 @@ func FuzzScanReply(f *testing.F) {
 		if (err != nil) != wantFail || n != want {
 			t.Fatalf("scanReply(%q) = %d, %v; the reference: %d, failed %v", stream, n, err, want, wantFail)
 		}
+		// A ReplyScanner shown the stream in pieces, as a splitter shows
+		// it (each call's data the last one's and more), answers each
+		// prefix as ScanReply does from the start.
+		step := 1 + int(line)%7
+		rs := NewReplyScanner(ReplyLimits{MaxDepth: int(depth % 8), MaxElements: int(elems), MaxBulk: int(elems) * 4, MaxLine: int(line)})
+		for m := min(step, len(stream)); ; m = min(m+step, len(stream)) {
+			wn, werr := scanReply(stream[:m], &lim)
+			gn, _, gerr := rs.Scan(stream[:m], false)
+			if gn != wn || (gerr != nil) != (werr != nil) {
+				t.Fatalf("prefix %d of %q: ReplyScanner %d, %v; ScanReply %d, %v", m, stream, gn, gerr, wn, werr)
+			}
+			if wn > 0 || werr != nil || m == len(stream) {
+				break
+			}
+		}
 	})
+}
+
+// TestReplyScannerTrickleIsLinear (issue 24, a follow-up of 23.5): a reply
+// of 20,000 small elements that arrives 7 bytes at a time, split by a
+// frame.Splitter with a ReplyScanner, is walked once: the bytes the scanner
+// examined are about the reply's length. ScanReply, which starts again
+// from the reply's first byte at every read, walks it about 14,000 times.
+func TestReplyScannerTrickleIsLinear(t *testing.T) {
+	reply := AppendArray(nil, 20000)
+	for i := range 20000 {
+		if i%2 == 0 {
+			reply = AppendInt(reply, int64(i))
+		} else {
+			reply = AppendBulkString(reply, "v")
+		}
+	}
+	reply = append(reply, "+next\r\n"...)
+	rs := NewReplyScanner(ReplyLimits{})
+	sp := frame.Splitter{Scanner: rs, MaxBuffered: 1 << 20}
+	var got [][]byte
+	for i := 0; i < len(reply); i += 7 {
+		if _, err := sp.Feed(reply[i:min(i+7, len(reply))], func(tok []byte) bool { got = append(got, bytes.Clone(tok)); return true }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 2 || len(got[0]) != len(reply)-7 || string(got[1]) != "+next\r\n" {
+		t.Fatalf("got %d replies (the first of %d bytes), want the array of %d and +next", len(got), len(got[0]), len(reply)-7)
+	}
+	if scanned, limit := rs.Scanned(), int64(2*len(reply)); scanned > limit {
+		t.Fatalf("the scanner examined %d bytes for a %d-byte reply: over %d, the scan is not linear", scanned, len(reply), limit)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/percore/percore/internal/wstest"
 	"github.com/percore/percore/runtime/frame/http1"
 	"github.com/percore/percore/runtime/frame/ws"
 )
@@ -56,7 +57,7 @@ func newRand() *rand.Rand { return rand.New(rand.NewPCG(rand.Uint64(), 1)) }
 
 // fuzzer is the state of one case's connection, seen from the fuzzer.
 type fuzzer struct {
-	peer        *echoPeer
+	peer        *wstest.EchoPeer
 	r           *reader
 	rng         *rand.Rand
 	sentClose   bool // the fuzzer's Close went out
@@ -66,16 +67,16 @@ type fuzzer struct {
 
 // write hands bytes to the endpoint and reads its answer.
 func (f *fuzzer) write(b []byte, completesClose bool) {
-	if f.peer.closed {
+	if f.peer.Closed {
 		return
 	}
 	if completesClose {
 		f.sentClose = true
 	}
 	wasClosed := f.r.closed
-	f.peer.feed(b)
-	f.r.feed(f.peer.out)
-	f.peer.out = f.peer.out[:0]
+	f.peer.Feed(b)
+	f.r.feed(f.peer.Out)
+	f.peer.Out = f.peer.Out[:0]
 	if f.r.closed && !wasClosed {
 		f.serverFirst = !f.sentClose
 	}
@@ -139,10 +140,10 @@ func runCase(c abCase, pool *ws.Pool, rng *rand.Rand) error {
 			return fmt.Errorf("permessage-deflate declined: offers %q", c.offers)
 		}
 	}
-	f.peer = newEchoPeer(pool, ws.Server, hs)
+	f.peer = wstest.NewEchoPeer(pool, ws.Server, hs)
 	for _, s := range c.steps {
 		if s.mark != "" {
-			if f.peer.closed {
+			if f.peer.Closed {
 				break
 			}
 			f.r.events = append(f.r.events, event{kind: "timeout", payload: s.mark})
@@ -166,7 +167,7 @@ func runCase(c abCase, pool *ws.Pool, rng *rand.Rand) error {
 			return fmt.Errorf("message %d: reading the echo: %v", i, f.r.err)
 		}
 		if len(f.r.events) != before+1 || f.r.events[before] != m {
-			return fmt.Errorf("message %d of %d bytes: echo %v, endpoint error %v", i, len(m.payload), f.r.events[before:], f.peer.err)
+			return fmt.Errorf("message %d of %d bytes: echo %v, endpoint error %v", i, len(m.payload), f.r.events[before:], f.peer.Err)
 		}
 		f.r.events = f.r.events[:before] // checked: let it go
 		echoed++
@@ -187,21 +188,21 @@ func (c abCase) judge(f *fuzzer) error {
 	if r.err != nil {
 		return fmt.Errorf("the endpoint's output: %v", r.err)
 	}
-	if !r.closed || !f.peer.closed {
-		return fmt.Errorf("no closing handshake: close frame %v, connection closed %v (endpoint error %v)", r.closed, f.peer.closed, f.peer.err)
+	if !r.closed || !f.peer.Closed {
+		return fmt.Errorf("no closing handshake: close frame %v, connection closed %v (endpoint error %v)", r.closed, f.peer.Closed, f.peer.Err)
 	}
 	if c.info {
 		return nil
 	}
 	want := c.ok
 	if !slices.Equal(r.events, want) {
-		return fmt.Errorf("events %v, want %v (endpoint error %v)", r.events, want, f.peer.err)
+		return fmt.Errorf("events %v, want %v (endpoint error %v)", r.events, want, f.peer.Err)
 	}
 	if c.closedByMe == f.serverFirst {
-		return fmt.Errorf("the wrong end closed first: the endpoint first %v (endpoint error %v)", f.serverFirst, f.peer.err)
+		return fmt.Errorf("the wrong end closed first: the endpoint first %v (endpoint error %v)", f.serverFirst, f.peer.Err)
 	}
 	if r.closeCode != -1 && !slices.Contains(c.codes, r.closeCode) {
-		return fmt.Errorf("close code %d, want one of %v (endpoint error %v)", r.closeCode, c.codes, f.peer.err)
+		return fmt.Errorf("close code %d, want one of %v (endpoint error %v)", r.closeCode, c.codes, f.peer.Err)
 	}
 	return nil
 }

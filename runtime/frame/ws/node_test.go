@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/percore/percore/internal/wstest"
 	"github.com/percore/percore/runtime/frame/ws"
 )
 
@@ -69,7 +70,7 @@ func nodeClient(t *testing.T, path string) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			addr := echoServer(t, ws.Config{Deflate: tc.ours})
+			addr := wstest.EchoServer(t, ws.Config{Deflate: tc.ours})
 			out, err := nodeCmd(t, path, "client", "ws://"+addr+"/", tc.theirs).CombinedOutput()
 			if err != nil {
 				t.Fatalf("node client: %v\n%s", err, out)
@@ -108,8 +109,8 @@ func nodeServer(t *testing.T, path string) {
 			if err != nil {
 				t.Fatalf("node server: %v", err)
 			}
-			cl := dial(t, "127.0.0.1:"+strings.TrimSpace(port), "/", ws.Config{Deflate: tc.ours})
-			exercise(t, cl, tc.agreed)
+			cl := wstest.Dial(t, "127.0.0.1:"+strings.TrimSpace(port), "/", ws.Config{Deflate: tc.ours})
+			wstest.Exercise(t, cl, tc.agreed)
 		})
 	}
 }

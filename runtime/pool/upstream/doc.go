@@ -11,7 +11,8 @@
 // back, marked broken when the reply timed out, was cut short, too long,
 // followed by more bytes or the connection closed:
 //
-//	x := upstream.NewExchange(local, frame.ScanLines(1024), upstream.ExchangeConfig{Timeout: time.Second})
+//	x := upstream.NewExchange(local, nil, upstream.ExchangeConfig{Timeout: time.Second,
+//		Scanner: func() frame.Scanner { return frame.NewLineScanner(1024) }})
 //	local.Get(func(lease pool.Lease[*upstream.Conn], err error) {
 //		if err != nil { ... }
 //		x.Do(lease, []byte("GET k\n"), func(reply []byte, err error) { ... })
@@ -24,6 +25,14 @@
 // one that received bytes while nobody was listening, one marked broken and
 // one that closed are all reported broken, so that the pool closes them
 // instead of lending them again.
+//
+// A reply's split function may be any bufio.SplitFunc; a frame.Scanner
+// (ExchangeConfig.Scanner: frame.NewLineScanner, resp.NewReplyScanner)
+// keeps its progress through a partial reply, so that one that arrives in
+// many reads costs work linear in its size.
+//
+// ExchangeConfig follows the runtime's rule: a field's zero value means its
+// default (the Default constants), a negative limit or timeout means none.
 //
 // Everything here runs on the thread of the loop that dialed the
 // connection.

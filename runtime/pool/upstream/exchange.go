@@ -22,17 +22,31 @@ var ErrReplyTimeout = fmt.Errorf("upstream: no reply in time: %w", os.ErrDeadlin
 // errBusy is a Do while an exchange is in progress.
 var errBusy = errors.New("upstream: exchange already in progress")
 
-// ExchangeConfig configures an Exchange. The zero value works, with no
-// timeout.
+// ExchangeConfig configures an Exchange. The zero value works: each field's
+// zero means its default, and a negative limit or timeout means none.
 type ExchangeConfig struct {
 	// MaxReply is the most bytes of a reply held while it is partial
 	// (frame.Splitter.MaxBuffered): a longer reply fails the exchange
-	// with a *frame.TooLongError. Zero means frame.DefaultMaxBuffered.
+	// with a *frame.TooLongError. Zero means frame.DefaultMaxBuffered;
+	// negative means no limit.
 	MaxReply int
 	// Timeout bounds the wait for the reply, from the request's send.
-	// Zero or negative means no timeout.
+	// Zero means the default, DefaultTimeout, which is none; negative
+	// means none.
 	Timeout time.Duration
+	// Scanner, when set, makes the Exchange's frame.Scanner, which reads
+	// the replies instead of NewExchange's split function (which may then
+	// be nil): it keeps its progress through a partial reply, so that a
+	// reply that arrives in many reads is examined once
+	// (frame.NewLineScanner, resp.NewReplyScanner). Nil means the split
+	// function, which examines a partial reply again at every read.
+	Scanner func() frame.Scanner
 }
+
+// DefaultTimeout is ExchangeConfig.Timeout's default: no timeout, a reply
+// may take as long as the upstream takes (the pool's ConnectionTimeout
+// bounds the wait for a connection, not for a reply).
+const DefaultTimeout time.Duration = 0
 
 // Exchange is a request and its one reply on a leased connection: Do sends
 // the request, reads the reply with a split function, and puts the lease
@@ -62,9 +76,16 @@ type Exchange struct {
 
 // NewExchange returns an Exchange that returns its leases to local and
 // reads each reply with split (bufio.SplitFunc: its first token is the
-// reply; frame.ScanLines, resp's split functions, or one of your own).
+// reply; frame.ScanLines, resp's split functions, or one of your own), or
+// with a Scanner of its own when cfg.Scanner is set.
 func NewExchange(local *pool.Local[*Conn], split bufio.SplitFunc, cfg ExchangeConfig) *Exchange {
+	if split == nil && cfg.Scanner == nil {
+		panic("upstream: NewExchange with a nil split function and no Scanner")
+	}
 	x := &Exchange{local: local, cfg: cfg, sp: frame.Splitter{Split: split, MaxBuffered: cfg.MaxReply}}
+	if cfg.Scanner != nil {
+		x.sp.Scanner = cfg.Scanner()
+	}
 	x.onDataFn, x.onCloseFn, x.onTimeoutFn, x.emitFn = x.onData, x.onClose, x.onTimeout, x.emit
 	return x
 }

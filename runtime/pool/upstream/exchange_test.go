@@ -164,20 +164,35 @@ func TestExchangeWithRedis(t *testing.T) {
 		return err == nil
 	})
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		c := newClient(t, b, addr, pool.Config{MaxSize: 1})
-		var x *upstream.Exchange
-		c.on(func() {
-			x = upstream.NewExchange(c.local, resp.ScanReply(resp.ReplyLimits{}), upstream.ExchangeConfig{Timeout: 10 * time.Second})
-		})
-		cfg := upstream.ExchangeConfig{}
-		for _, tt := range []struct{ req, want string }{
-			{string(resp.AppendCommand(nil, "SET", "k", "a\r\nb")), "+OK\r\n"},
-			{string(resp.AppendCommand(nil, "GET", "k")), "$4\r\na\r\nb\r\n"},
-			{string(resp.AppendCommand(nil, "SCAN", "0", "MATCH", "k")), "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n"},
-			{string(resp.AppendCommand(nil, "NOSUCH")), "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
-		} {
-			if r := c.do(&x, cfg, tt.req); r.err != nil || r.reply != tt.want {
-				t.Fatalf("%q: %q, %v; want %q", tt.req, r.reply, r.err, tt.want)
+		// The replies read by ScanReply, and by a ReplyScanner (which
+		// keeps its progress through a partial reply).
+		for _, scanner := range []bool{false, true} {
+			c := newClient(t, b, addr, pool.Config{MaxSize: 1})
+			var x *upstream.Exchange
+			var rs *resp.ReplyScanner
+			c.on(func() {
+				if scanner {
+					x = upstream.NewExchange(c.local, nil, upstream.ExchangeConfig{Timeout: 10 * time.Second,
+						Scanner: func() frame.Scanner { rs = resp.NewReplyScanner(resp.ReplyLimits{}); return rs }})
+				} else {
+					x = upstream.NewExchange(c.local, resp.ScanReply(resp.ReplyLimits{}), upstream.ExchangeConfig{Timeout: 10 * time.Second})
+				}
+			})
+			cfg := upstream.ExchangeConfig{}
+			total := 0
+			for _, tt := range []struct{ req, want string }{
+				{string(resp.AppendCommand(nil, "SET", "k", "a\r\nb")), "+OK\r\n"},
+				{string(resp.AppendCommand(nil, "GET", "k")), "$4\r\na\r\nb\r\n"},
+				{string(resp.AppendCommand(nil, "SCAN", "0", "MATCH", "k")), "*2\r\n$1\r\n0\r\n*1\r\n$1\r\nk\r\n"},
+				{string(resp.AppendCommand(nil, "NOSUCH")), "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+			} {
+				if r := c.do(&x, cfg, tt.req); r.err != nil || r.reply != tt.want {
+					t.Fatalf("scanner %v: %q: %q, %v; want %q", scanner, tt.req, r.reply, r.err, tt.want)
+				}
+				total += len(tt.want)
+			}
+			if scanner && (rs.Scanned() == 0 || rs.Scanned() > int64(total)) {
+				t.Fatalf("the ReplyScanner examined %d bytes of %d: not the one that read the replies", rs.Scanned(), total)
 			}
 		}
 	})

@@ -1,7 +1,7 @@
 //go:build linux
 
 // Command walload is the load generator of scripts/bench-wal.sh: -clients
-// connections to a WAL server (examples/wal, or examples/baseline/walstd),
+// connections to a WAL server (examples/wal, or examples/bench/baseline/walstd),
 // each sending one record of -size bytes at a time and waiting for its
 // acknowledgement (a closed loop: the acknowledgement latency is the
 // round trip), for -duration after -warmup. It prints records

@@ -22,7 +22,7 @@ import (
 // The UDP mode: -addr udp://host:port makes the percore engines send
 // datagrams to a UDP echo server, with the same workload and the same
 // check of every reply as the TCP echo (cross-checks
-// examples/baseline/udpc/udp_load.c, bench-transports.sh).
+// examples/bench/baseline/udpc/udp_load.c, bench-transports.sh).
 //
 // Each "connection" is a UDP socket of its own on a percore loop, keeping
 // -pipeline datagrams of -bytes in flight. Datagram k of a connection

@@ -1,4 +1,4 @@
-package ws_test
+package wsinterop_test
 
 import (
 	"bytes"
@@ -13,83 +13,14 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/lxzan/gws"
 
+	"github.com/percore/percore/internal/wstest"
 	"github.com/percore/percore/runtime/frame/ws"
 )
 
 // Interop both ways with gorilla/websocket v1.5.3 and lxzan/gws v1.8.9
-// (test-only dependencies: decision record 0032), with and without
-// permessage-deflate. The node `ws` package is in node_test.go.
-
-// interopMessages are what every interop test sends: empty, short, text
-// with multi-byte code points, a binary message over 64 KiB, and a 1 MiB
-// compressible text.
-func interopMessages() []struct {
-	op ws.Opcode
-	p  []byte
-} {
-	var big strings.Builder
-	for i := 0; big.Len() < 1<<20; i++ {
-		fmt.Fprintf(&big, "{\"n\":%d,\"city\":\"Zürich\"}\n", i)
-	}
-	bin := make([]byte, 70000)
-	for i := range bin {
-		bin[i] = byte(i * 31)
-	}
-	return []struct {
-		op ws.Opcode
-		p  []byte
-	}{
-		{ws.OpText, nil},
-		{ws.OpText, []byte("hello")},
-		{ws.OpText, []byte(strings.Repeat("Größe 𝄞 € ", 20))},
-		{ws.OpBinary, bin},
-		{ws.OpText, []byte(big.String())},
-	}
-}
-
-// exercise runs the client side against an echo server: every message and
-// its echo, a ping and its pong, then the closing handshake.
-func exercise(t *testing.T, cl *client, wantDeflate bool) {
-	t.Helper()
-	if cl.c.Compressed() != wantDeflate {
-		t.Fatalf("permessage-deflate agreed: %v, want %v (%+v)", cl.c.Compressed(), wantDeflate, cl.hs.Deflate)
-	}
-	for round := range 2 { // twice: context takeover carries over
-		for i, m := range interopMessages() {
-			if err := cl.send(m.op, m.p); err != nil {
-				t.Fatal(err)
-			}
-			ev, p, err := cl.recv()
-			for err == nil && (ev == ws.Ping || ev == ws.Pong) {
-				ev, p, err = cl.recv()
-			}
-			if err != nil {
-				t.Fatalf("round %d message %d: %v", round, i, err)
-			}
-			want := ws.Text
-			if m.op == ws.OpBinary {
-				want = ws.Binary
-			}
-			if ev != want || !bytes.Equal(p, m.p) {
-				t.Fatalf("round %d message %d: echo %v of %d bytes, want %v of %d", round, i, ev, len(p), want, len(m.p))
-			}
-		}
-	}
-	if err := cl.ping([]byte("are you there")); err != nil {
-		t.Fatal(err)
-	}
-	ev, p, err := cl.recv()
-	if err != nil || ev != ws.Pong || string(p) != "are you there" {
-		t.Fatalf("pong: %v %q %v", ev, p, err)
-	}
-	code, err := cl.close(4000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code != 4000 && code != ws.CloseNormal {
-		t.Fatalf("close echoed %d", code)
-	}
-}
+// (test-only dependencies: decision records 0032 and 0037), with and
+// without permessage-deflate. The node `ws` package is in
+// runtime/frame/ws/node_test.go.
 
 func gorillaEcho(t *testing.T, compress bool) string {
 	up := websocket.Upgrader{EnableCompression: compress, CheckOrigin: func(*http.Request) bool { return true }}
@@ -119,8 +50,8 @@ func TestGorillaServer(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deflate=%v", compress), func(t *testing.T) {
 			addr := gorillaEcho(t, compress)
-			cl := dial(t, addr, "/", ws.Config{Deflate: ws.Deflate{Enabled: true}})
-			exercise(t, cl, compress)
+			cl := wstest.Dial(t, addr, "/", ws.Config{Deflate: ws.Deflate{Enabled: true}})
+			wstest.Exercise(t, cl, compress)
 		})
 	}
 }
@@ -141,16 +72,16 @@ func gorillaClient(t *testing.T, addr string, compress bool) {
 	c.SetReadLimit(16 << 20)
 	c.SetReadDeadline(time.Now().Add(30 * time.Second))
 	for round := range 2 {
-		for i, m := range interopMessages() {
+		for i, m := range wstest.Messages() {
 			mt := websocket.TextMessage
-			if m.op == ws.OpBinary {
+			if m.Op == ws.OpBinary {
 				mt = websocket.BinaryMessage
 			}
-			if err := c.WriteMessage(mt, m.p); err != nil {
+			if err := c.WriteMessage(mt, m.Payload); err != nil {
 				t.Fatal(err)
 			}
 			gt, p, err := c.ReadMessage()
-			if err != nil || gt != mt || !bytes.Equal(p, m.p) {
+			if err != nil || gt != mt || !bytes.Equal(p, m.Payload) {
 				t.Fatalf("round %d message %d: %v %d bytes %v", round, i, gt, len(p), err)
 			}
 		}
@@ -179,7 +110,7 @@ func gorillaClient(t *testing.T, addr string, compress bool) {
 func TestGorillaClient(t *testing.T) {
 	for _, compress := range []bool{false, true} {
 		t.Run(fmt.Sprintf("deflate=%v", compress), func(t *testing.T) {
-			addr := echoServer(t, ws.Config{Deflate: ws.Deflate{Enabled: true}})
+			addr := wstest.EchoServer(t, ws.Config{Deflate: ws.Deflate{Enabled: true}})
 			gorillaClient(t, addr, compress)
 		})
 	}
@@ -215,8 +146,8 @@ func TestGwsServer(t *testing.T) {
 					c.ReadLoop()
 				}))
 				t.Cleanup(srv.Close)
-				cl := dial(t, strings.TrimPrefix(srv.URL, "http://"), "/", ws.Config{Deflate: ours})
-				exercise(t, cl, pd.Enabled)
+				cl := wstest.Dial(t, strings.TrimPrefix(srv.URL, "http://"), "/", ws.Config{Deflate: ours})
+				wstest.Exercise(t, cl, pd.Enabled)
 			})
 		}
 	}
@@ -241,7 +172,7 @@ func TestGwsClient(t *testing.T) {
 	for i, pd := range gwsDeflates {
 		for _, ours := range []ws.Deflate{{Enabled: true}, {Enabled: true, WriteContextTakeover: true, ReadContextTakeover: true}} {
 			t.Run(fmt.Sprintf("gws%d-takeover=%v", i, ours.ReadContextTakeover), func(t *testing.T) {
-				addr := echoServer(t, ws.Config{Deflate: ours})
+				addr := wstest.EchoServer(t, ws.Config{Deflate: ours})
 				h := &gwsClient{got: make(chan []byte, 16), pongs: make(chan string, 1), closed: make(chan error, 1)}
 				c, _, err := gws.NewClient(h, &gws.ClientOption{Addr: "ws://" + addr + "/", PermessageDeflate: pd, ReadMaxPayloadSize: 16 << 20})
 				if err != nil {
@@ -250,14 +181,14 @@ func TestGwsClient(t *testing.T) {
 				go c.ReadLoop()
 				timeout := time.After(30 * time.Second)
 				for round := range 2 {
-					for j, m := range interopMessages() {
-						if err := c.WriteMessage(gws.Opcode(m.op), m.p); err != nil {
+					for j, m := range wstest.Messages() {
+						if err := c.WriteMessage(gws.Opcode(m.Op), m.Payload); err != nil {
 							t.Fatal(err)
 						}
 						select {
 						case p := <-h.got:
-							if !bytes.Equal(p, m.p) {
-								t.Fatalf("round %d message %d: echo of %d bytes, want %d", round, j, len(p), len(m.p))
+							if !bytes.Equal(p, m.Payload) {
+								t.Fatalf("round %d message %d: echo of %d bytes, want %d", round, j, len(p), len(m.Payload))
 							}
 						case err := <-h.closed:
 							t.Fatalf("round %d message %d: closed: %v", round, j, err)
@@ -282,7 +213,7 @@ func TestGwsClient(t *testing.T) {
 // TestRefusalReachesClients: a refused handshake is an HTTP error that
 // gorilla's client reads as one.
 func TestRefusalReachesClients(t *testing.T) {
-	addr := echoServer(t, ws.Config{Origins: []string{"https://allowed.example"}})
+	addr := wstest.EchoServer(t, ws.Config{Origins: []string{"https://allowed.example"}})
 	h := http.Header{"Origin": {"https://other.example"}}
 	_, resp, err := websocket.DefaultDialer.Dial("ws://"+addr+"/", h)
 	if err == nil || resp == nil || resp.StatusCode != 403 {
