@@ -165,14 +165,7 @@ func printStats(ctx context.Context, p *pool.Pool[*upstream.Conn]) {
 			return
 		case <-t.C:
 		}
-		st, err := p.State(ctx)
-		if err != nil {
-			return
-		}
-		s, err := p.Statistics(ctx)
-		if err != nil {
-			return
-		}
+		st, s := p.Snapshot()
 		fmt.Fprintf(os.Stderr, "pool: %v\npool: %v\n", st, s)
 	}
 }

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -209,21 +208,4 @@ func (p *Pool[C]) Snapshot() (State, Statistics) {
 		st, s = st.Add(lst), s.Add(ls)
 	}
 	return st, s
-}
-
-// State returns the State of Snapshot. ctx is not used and the error is
-// always nil: State used to ask every loop and wait for the answers, and
-// keeps that signature so that its callers compile; new code calls
-// Snapshot, which returns State and Statistics of the same moments.
-func (p *Pool[C]) State(ctx context.Context) (State, error) {
-	st, _ := p.Snapshot()
-	return st, nil
-}
-
-// Statistics returns the Statistics of Snapshot; like State, it keeps the
-// signature of the version that asked the loops (ctx is not used, the
-// error is always nil).
-func (p *Pool[C]) Statistics(ctx context.Context) (Statistics, error) {
-	_, s := p.Snapshot()
-	return s, nil
 }
