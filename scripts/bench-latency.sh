@@ -23,7 +23,10 @@
 # and liburing; for http, at FLOOR_PCT% of nginx's capacity, percore and nginx. And the check
 # against an independent open-loop client (VEGETA=1): vegeta v12.13.0 (docs/decisions/0031)
 # and examples/bench/load at the same rates (VEGETA_RATES, requests/s) on the same server (percore
-# and nginx HTTP, 50 connections), vegeta's latencies beside load's.
+# and nginx HTTP, 50 connections), vegeta's latencies beside load's; and, when WRK2 names a wrk2
+# binary (giltene/wrk2, built from its repository: no package has it), wrk2 at the same rates
+# (-t1 -c50 -R RATE --latency, for 10.25 s of wrk2's own calibration, which it does not record,
+# plus WINDOW + 0.75 s that it does), its HdrHistogram-corrected percentiles beside load's.
 #
 # Runs go to OUT/latency-runs.jsonl, one JSON object per load result (or vegeta report),
 # appended: the script can run in batches (one PROTOCOLS and CONNS at a time, REPEAT_FROM
@@ -52,7 +55,7 @@
 #   FRACTIONS ("10 50 80 90 100")  WARMUP (1)  WINDOW (3)  MAX_INFLIGHT (16)
 #   ECHO_SERVERS ("percore-uring percore-epoll liburing netpoll gnet stdnet")
 #   HTTP_SERVERS ("percore nginx fasthttp gnet")  RESP_SERVERS ("kv redis")
-#   FLOORS (1)  FLOOR_PCT (80)  VEGETA (1)  VEGETA_RATES ("5000 20000")
+#   FLOORS (1)  FLOOR_PCT (80)  VEGETA (1)  VEGETA_RATES ("5000 20000")  WRK2 (unset)
 #   SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28500)  SUMMARY_ONLY (0)
 #   OUT (docs/results/HOST-DATE-latency)
 set -euo pipefail
@@ -76,6 +79,7 @@ FLOORS=${FLOORS:-1}
 FLOOR_PCT=${FLOOR_PCT:-80}
 VEGETA=${VEGETA:-1}
 VEGETA_RATES=${VEGETA_RATES:-5000 20000}
+WRK2=${WRK2:-}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28500}
@@ -92,6 +96,10 @@ for p in $PROTOCOLS; do
       ;;
   esac
 done
+if [ -n "$WRK2" ] && ! [ -x "$WRK2" ]; then
+  echo "$BENCH_NAME: WRK2=$WRK2 is not an executable (a wrk2 binary built from giltene/wrk2)" >&2
+  exit 2
+fi
 for n in $CONNS $FRACTIONS $REPEATS $REPEAT_FROM $FLOOR_PCT $MAX_INFLIGHT $VEGETA_RATES; do
   if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ]; then
     echo "$BENCH_NAME: '$n' is not a positive whole number (CONNS, FRACTIONS, REPEATS, REPEAT_FROM, FLOOR_PCT, MAX_INFLIGHT, VEGETA_RATES)" >&2
@@ -352,6 +360,51 @@ vegeta_run() {
   echo "$BENCH_NAME: vegeta $server at $rate/s #$repeat: $(printf '%s' "$report" | grep -o '"99th":[0-9]*' | head -n 1)" >&2
 }
 
+# wrk2_run SERVER PORT RATE REPEAT: wrk2 at RATE requests/s, its recorded
+# window WINDOW + 0.75 seconds after its 10.25-second calibration; its
+# --latency percentiles, turned into nanoseconds, appended to RUNS in the
+# shape of vegeta's report (kind wrk2).
+wrk2_run() {
+  local server=$1 port=$2 rate=$3 repeat=$4
+  local w=(timeout -k 5 "$((WINDOW + 41))" taskset -c "$CLIENT_CPUS" "$WRK2" -t1 -c50
+    -d "$((WINDOW + 11))s" -R "$rate" --latency "http://127.0.0.1:$port/plaintext")
+  if [ "$DRY_RUN" = 1 ]; then
+    run "${w[@]}"
+    return 0
+  fi
+  "${w[@]}" >"$tmp/wrk2.out" 2>&1 || true
+  local report
+  report=$(awk '
+    function ns(v) {
+      if (v ~ /us$/) { sub(/us$/, "", v); return v * 1e3 }
+      if (v ~ /ms$/) { sub(/ms$/, "", v); return v * 1e6 }
+      if (v ~ /m$/) { sub(/m$/, "", v); return v * 6e10 }
+      if (v ~ /s$/) { sub(/s$/, "", v); return v * 1e9 }
+      return -1
+    }
+    /Latency Distribution \(HdrHistogram - Recorded Latency\)/ { dist = 1; next }
+    dist && $1 == "50.000%" { p50 = ns($2) }
+    dist && $1 == "90.000%" { p90 = ns($2) }
+    dist && $1 == "99.000%" { p99 = ns($2) }
+    dist && $1 == "100.000%" { max = ns($2); dist = 0 }
+    / requests in / { n = $1 }
+    /Non-2xx or 3xx responses:/ { bad += $NF }
+    /Socket errors:/ { for (i = 3; i <= NF; i++) { v = $i; sub(/,/, "", v); if (v ~ /^[0-9]+$/) bad += v } }
+    /^Requests\/sec:/ { rps = $2 }
+    END {
+      if (p99 == "" || n == "" || n == 0) { exit 1 }
+      printf "{\"latencies\":{\"50th\":%.0f,\"90th\":%.0f,\"99th\":%.0f,\"max\":%.0f},\"requests\":%d,\"rate\":%s,\"success\":%.4f}",
+        p50, p90, p99, max, n, rps, (n - bad) / n
+    }' "$tmp/wrk2.out") || {
+    echo "$BENCH_NAME: wrk2 $server at $rate/s #$repeat gave no latency distribution:" >&2
+    tail -n 5 "$tmp/wrk2.out" >&2
+    return 0
+  }
+  printf '{"kind":"wrk2","protocol":"http","server":"%s","conns":50,"repeat":%d,"target_rate":%s,"report":%s}\n' \
+    "$server" "$repeat" "$rate" "$report" >>"$RUNS"
+  echo "$BENCH_NAME: wrk2 $server at $rate/s #$repeat: $(printf '%s' "$report" | grep -o '"99th":[0-9]*')" >&2
+}
+
 port=$BASE_PORT
 for repeat in $(seq "$REPEAT_FROM" "$last_repeat"); do
   for proto in $PROTOCOLS; do
@@ -386,14 +439,15 @@ for repeat in $(seq "$REPEAT_FROM" "$last_repeat"); do
         fi
       fi
     done
-    if [ "$VEGETA" = 1 ] && [ "$proto" = http ]; then
+    if { [ "$VEGETA" = 1 ] || [ -n "$WRK2" ]; } && [ "$proto" = http ]; then
       for server in percore nginx; do
         if ! in_list "$server" "$HTTP_SERVERS"; then continue; fi
         port=$((port + 1))
         start http "$server" "$port"
         for rate in $VEGETA_RATES; do
           load_run check http "$server" 50 "$repeat" "$port" "$SERVER_PID" -rate "$rate"
-          vegeta_run "$server" "$port" "$rate" "$repeat"
+          if [ "$VEGETA" = 1 ]; then vegeta_run "$server" "$port" "$rate" "$repeat"; fi
+          if [ -n "$WRK2" ]; then wrk2_run "$server" "$port" "$rate" "$repeat"; fi
         done
         stop "$SERVER_PID"
       done

@@ -29,15 +29,30 @@ import (
 
 // latRun is one line of latency-runs.jsonl.
 type latRun struct {
-	Kind       string        `json:"kind"` // sweep, floor-REF, check, vegeta
+	Kind       string        `json:"kind"` // sweep, floor-REF, check, vegeta, wrk2
 	Protocol   string        `json:"protocol"`
 	Server     string        `json:"server"`
 	Conns      int           `json:"conns"`
 	Repeat     int           `json:"repeat"`
 	Status     int           `json:"status"`
 	Load       *loadResult   `json:"load"`
-	TargetRate float64       `json:"target_rate"` // vegeta
+	TargetRate float64       `json:"target_rate"` // vegeta, wrk2
 	Vegeta     *vegetaReport `json:"vegeta"`
+	// Report is wrk2's result (kind wrk2), in vegeta's shape: the script
+	// turns wrk2's --latency percentiles into nanoseconds.
+	Report *vegetaReport `json:"report"`
+}
+
+// clientReport is the independent client's report of a check run: vegeta's
+// or wrk2's, nil for the other kinds.
+func (r latRun) clientReport() *vegetaReport {
+	switch r.Kind {
+	case "vegeta":
+		return r.Vegeta
+	case "wrk2":
+		return r.Report
+	}
+	return nil
 }
 
 // loadResult is the part of examples/bench/load's -json result the report uses.
@@ -174,7 +189,7 @@ func aggregate(runs []latRun, kind func(string) bool) map[curveKey][]point {
 	}
 	groups := map[curveKey]map[string]*acc{}
 	for _, r := range runs {
-		if !kind(r.Kind) || r.Vegeta != nil {
+		if !kind(r.Kind) || r.clientReport() != nil {
 			continue
 		}
 		k := curveKey{r.Protocol, r.Conns, r.Server}
@@ -395,50 +410,63 @@ func writeLatencyReport(w io.Writer, runs []latRun, title string, floorPct float
 		fmt.Fprintln(w, "None.")
 	}
 
-	var vegeta []latRun
+	for _, client := range []struct{ kind, title string }{
+		{"vegeta", "vegeta v12.13.0"},
+		{"wrk2", "wrk2 (giltene/wrk2, HdrHistogram-corrected, 1 thread)"},
+	} {
+		checkTable(w, runs, checks, client.kind, client.title)
+	}
+}
+
+// checkTable writes the independent check's table for one client: its
+// percentiles beside examples/bench/load's at the same rate on the same
+// server.
+func checkTable(w io.Writer, runs []latRun, checks map[curveKey][]point, kind, title string) {
+	var rs []latRun
 	for _, r := range runs {
-		if r.Kind == "vegeta" && r.Vegeta != nil {
-			vegeta = append(vegeta, r)
+		if r.Kind == kind && r.clientReport() != nil {
+			rs = append(rs, r)
 		}
 	}
-	if len(vegeta) > 0 {
-		fmt.Fprintf(w, "\n## The independent check: vegeta v12.13.0 and examples/bench/load at the same rate, same server (HTTP, 50 connections)\n\n")
-		fmt.Fprintln(w, "| server | rate/s | load p50 | load p99 | vegeta p50 | vegeta p99 | vegeta/load p99 | vegeta sent/s | vegeta success | repeats |")
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-		type vk struct {
-			server string
-			rate   float64
+	if len(rs) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n## The independent check: %s and examples/bench/load at the same rate, same server (HTTP, 50 connections)\n\n", title)
+	fmt.Fprintf(w, "| server | rate/s | load p50 | load p99 | %[1]s p50 | %[1]s p99 | %[1]s/load p99 | %[1]s sent/s | %[1]s success | repeats |\n", kind)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	type vk struct {
+		server string
+		rate   float64
+	}
+	vs := map[vk][]*vegetaReport{}
+	for _, r := range rs {
+		k := vk{r.Server, r.TargetRate}
+		vs[k] = append(vs[k], r.clientReport())
+	}
+	vkeys := make([]vk, 0, len(vs))
+	for k := range vs {
+		vkeys = append(vkeys, k)
+	}
+	sort.Slice(vkeys, func(i, j int) bool {
+		if vkeys[i].server != vkeys[j].server {
+			return vkeys[i].server < vkeys[j].server
 		}
-		vs := map[vk][]*vegetaReport{}
-		for _, r := range vegeta {
-			k := vk{r.Server, r.TargetRate}
-			vs[k] = append(vs[k], r.Vegeta)
+		return vkeys[i].rate < vkeys[j].rate
+	})
+	for _, k := range vkeys {
+		var v50, v99, vrate, vsucc []float64
+		for _, v := range vs[k] {
+			v50, v99 = append(v50, v.Latencies.P50/1e3), append(v99, v.Latencies.P99/1e3)
+			vrate, vsucc = append(vrate, v.Rate), append(vsucc, v.Success)
 		}
-		vkeys := make([]vk, 0, len(vs))
-		for k := range vs {
-			vkeys = append(vkeys, k)
-		}
-		sort.Slice(vkeys, func(i, j int) bool {
-			if vkeys[i].server != vkeys[j].server {
-				return vkeys[i].server < vkeys[j].server
+		l50, l99 := math.NaN(), math.NaN()
+		for _, p := range checks[curveKey{"http", 50, k.server}] {
+			if p.valid > 0 && p.rate == k.rate {
+				l50, l99 = p.p50, p.p99
 			}
-			return vkeys[i].rate < vkeys[j].rate
-		})
-		for _, k := range vkeys {
-			var v50, v99, vrate, vsucc []float64
-			for _, v := range vs[k] {
-				v50, v99 = append(v50, v.Latencies.P50/1e3), append(v99, v.Latencies.P99/1e3)
-				vrate, vsucc = append(vrate, v.Rate), append(vsucc, v.Success)
-			}
-			l50, l99 := math.NaN(), math.NaN()
-			for _, p := range checks[curveKey{"http", 50, k.server}] {
-				if p.valid > 0 && p.rate == k.rate {
-					l50, l99 = p.p50, p.p99
-				}
-			}
-			fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %.1f%% | %d |\n",
-				k.server, k.rate, l50, l99, median(v50), median(v99), median(v99)/l99, median(vrate), 100*median(vsucc), len(vs[k]))
 		}
+		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f | %.1f%% | %d |\n",
+			k.server, k.rate, l50, l99, median(v50), median(v99), median(v99)/l99, median(vrate), 100*median(vsucc), len(vs[k]))
 	}
 }
 

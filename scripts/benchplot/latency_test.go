@@ -36,7 +36,7 @@ func TestCrossing(t *testing.T) {
 }
 
 // TestLatencyReport summarises a small set of runs: medians over the valid
-// repeats only, the floors' verdicts, the vegeta table, and a chart.
+// repeats only, the floors' verdicts, the vegeta and wrk2 tables, and a chart.
 func TestLatencyReport(t *testing.T) {
 	runs := `{"kind":"sweep","protocol":"echo","server":"a","conns":50,"repeat":1,"status":0,"load":{"step":"capacity","rate":0,"rps":100000,"requests":300000,"p50_us":30,"p99_us":90}}
 {"kind":"sweep","protocol":"echo","server":"a","conns":50,"repeat":1,"status":0,"load":{"step":"50%","rate":50000,"rps":50000,"requests":150000,"p50_us":40,"p99_us":400}}
@@ -49,6 +49,7 @@ func TestLatencyReport(t *testing.T) {
 {"kind":"floor-netpoll","protocol":"echo","server":"liburing","conns":50,"repeat":1,"status":0,"load":{"rate":40000,"rps":40000,"requests":120000,"p50_us":30,"p99_us":70}}
 {"kind":"check","protocol":"http","server":"percore","conns":50,"repeat":1,"status":0,"load":{"rate":5000,"rps":5000,"requests":15000,"p50_us":50,"p99_us":200}}
 {"kind":"vegeta","protocol":"http","server":"percore","conns":50,"repeat":1,"target_rate":5000,"vegeta":{"latencies":{"50th":60000,"99th":230000},"rate":5000.2,"success":1}}
+{"kind":"wrk2","protocol":"http","server":"percore","conns":50,"repeat":1,"target_rate":5000,"report":{"latencies":{"50th":55000,"99th":210000},"rate":4999.1,"success":1}}
 `
 	dir := t.TempDir()
 	in := filepath.Join(dir, "runs.jsonl")
@@ -70,6 +71,8 @@ func TestLatencyReport(t *testing.T) {
 		"percore-uring p99 100 us is 0.33x netpoll's 300 us (floor: at most 0.5x): holds",
 		"percore-uring p99 100 us is 1.43x liburing's 70 us (floor: at most 1.2x): MISSED",
 		"| percore | 5000 | 50 | 200 | 60 | 230 | 1.15 | 5000 | 100.0% | 1 |",
+		"## The independent check: wrk2",
+		"| percore | 5000 | 50 | 200 | 55 | 210 | 1.05 | 4999 | 100.0% | 1 |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("summary lacks %q:\n%s", want, md)
