@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +122,9 @@ type Config struct {
 	// (cpu.Cores: honours taskset and cgroup cpusets), but at most the first
 	// GOMAXPROCS of them (which honours a cgroup CPU quota): a loop needs a
 	// P to run its handlers. More Cores than GOMAXPROCS start, with a
-	// warning.
+	// warning. A CPU listed twice is an error (New fails): one loop per
+	// CPU, the rule cpu.ParseList applies to a list such as -cores 0,0
+	// (docs/decisions/0030-api-from-the-trial.md).
 	Cores []int
 	// Backend selects io_uring or epoll. The zero value is Auto.
 	Backend Backend
@@ -444,6 +447,11 @@ func (c Config) validate() error {
 	}
 	if c.Backlog < 0 {
 		return fmt.Errorf("config: negative backlog %d", c.Backlog)
+	}
+	for i, core := range c.Cores {
+		if j := slices.Index(c.Cores[:i], core); j >= 0 {
+			return fmt.Errorf("config: Cores lists cpu %d twice (entries %d and %d): one loop per CPU", core, j, i)
+		}
 	}
 	return nil
 }

@@ -16,6 +16,9 @@ import (
 func twoLoops(t *testing.T, cfg percore.Config, h percore.Handler) *percore.Runtime {
 	t.Helper()
 	cores := allCores(t)
+	if len(cores) < 2 {
+		t.Skip("needs two CPUs in the affinity mask: Config.Cores takes a CPU once")
+	}
 	cfg.Cores = []int{cores[0], cores[len(cores)-1]}
 	return start(t, cfg, h)
 }
