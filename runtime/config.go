@@ -142,12 +142,14 @@ type Config struct {
 	// to PacketHandler, connections to New's handler; Conn.Listener says
 	// which listener a connection came from. Nil means none beyond Addr.
 	Listen []string
-	// Files are listening sockets opened elsewhere to serve as well (a
-	// listening TCP or Unix stream socket, or a bound UDP socket): from
-	// systemd's socket activation or a parent process, see ListenFiles.
-	// New duplicates them, so the caller may close them once New returns;
-	// every loop serves each one. Nil means none.
-	Files []*os.File
+	// Inherited are listening sockets opened elsewhere to serve as well
+	// (a listening TCP or Unix stream socket, or a bound UDP socket): from
+	// systemd's socket activation or a parent process, see ListenFiles
+	// (and Runtime.ListenerFiles on the parent's side). New duplicates
+	// them, so the caller may close them once New returns; every loop
+	// serves each one, and its Listener says Inherited. Nil means none.
+	// (A File is something else: a regular file opened on a loop.)
+	Inherited []*os.File
 	// UnixMode, when not zero, is the permission bits of the socket files
 	// of Unix listeners (0o660: owner and group may connect), set before
 	// the socket listens. Zero leaves what the umask gave.

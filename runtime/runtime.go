@@ -29,7 +29,7 @@ type Runtime struct {
 	// specs are the listeners; lns their descriptions, by index.
 	specs []*listenSpec
 	lns   []*Listener
-	// sockets are every loop's own listening sockets, for Files.
+	// sockets are every loop's own listening sockets, for ListenerFiles.
 	sockMu    sync.Mutex
 	sockets   []socketRef
 	sharedErr error // closing the shared sockets (under sockMu)
@@ -63,7 +63,7 @@ type Runtime struct {
 // stops the others and returns the error. h handles accepted connections; it may be nil for a
 // runtime without a stream listener. Datagrams go to Config.PacketHandler.
 //
-// The listeners are Config.Addr, Config.Listen and Config.Files (see
+// The listeners are Config.Addr, Config.Listen and Config.Inherited (see
 // Listener): each loop binds its own SO_REUSEPORT socket for every TCP and
 // UDP address, and serves a duplicate of each Unix socket (bound once,
 // here) and each inherited socket.

@@ -177,7 +177,7 @@ func Start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime
 	if cfg.Backend == percore.IOURing {
 		NeedURing(t)
 	}
-	if cfg.Addr == "" && len(cfg.Listen) == 0 && len(cfg.Files) == 0 && h != nil {
+	if cfg.Addr == "" && len(cfg.Listen) == 0 && len(cfg.Inherited) == 0 && h != nil {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Cores == nil {
