@@ -569,9 +569,19 @@ func (c *Conn) Commit(n int) error {
 	return nil
 }
 
-// Paused reports whether reading from c is paused because its outbound
-// queue reached the cap.
-func (c *Conn) Paused() bool { return c.state&stPaused != 0 }
+// Backpressured reports whether c's outbound queue reached
+// Config.MaxOutbound and has not drained since: reading from c is paused
+// until the queue drains to Config.OutboundLowWater, when the handler's
+// OnDrain runs. A handler that writes without being asked (a producer, a
+// proxy forwarding a stream) stops while it reports true and goes on in
+// OnDrain. It says nothing of PauseRead: ReadPaused covers both.
+func (c *Conn) Backpressured() bool { return c.state&stPaused != 0 }
+
+// ReadPaused reports whether reading from c is paused, for either reason:
+// the handler's PauseRead (until ResumeRead), or the outbound cap
+// (Backpressured, until the queue drains). While it reports true no OnData
+// (nor OnEOF) is called.
+func (c *Conn) ReadPaused() bool { return c.readPaused() }
 
 // opError wraps err for the public boundary with the connection's
 // addresses, asking the kernel for those not known yet while the

@@ -308,8 +308,12 @@ func (l *Loop) startServing() error {
 	return nil
 }
 
-// Loops returns the runtime's loops, in CPU order.
-func (rt *Runtime) Loops() []*Loop { return rt.loops }
+// Loops returns every loop of the runtime, by ID (Config.Cores order). It
+// is safe for concurrent use, and complete from the first Config.LoopSetup
+// on (the runtime makes every loop before it starts any), so a handler
+// reaches the other loops from its first callback through
+// c.Loop().Runtime().Loops(). The caller must not modify the slice.
+func (rt *Runtime) Loops() []*Loop { return rt.peers }
 
 // Addr returns the address of the first listener (Config.Addr's, when it
 // is set), with the port resolved, or nil without a listener.

@@ -314,7 +314,7 @@ func (ex *exchange) forwardRequest(raw []byte) {
 	}
 	pc := ex.uc.pc
 	pc.Write(raw)
-	if pc.Paused() {
+	if pc.Backpressured() {
 		ex.cl.holdRead(holdUpstream)
 	}
 }
@@ -421,7 +421,7 @@ func (ex *exchange) upView(in []byte) int {
 			} else {
 				cl.c.Write(raw)
 			}
-			if cl.c.Paused() && !ex.upPaused {
+			if cl.c.Backpressured() && !ex.upPaused {
 				// The client reads slower than the upstream sends: stop
 				// reading the upstream until the client drains. The
 				// timeout stops too: it measures the upstream's silence,

@@ -23,8 +23,8 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// serve starts the server on loops loops (on the test's CPUs, two loops
-// sharing one when there is only one).
+// serve starts the server on loops loops, on the test's first CPUs (it
+// skips when there are fewer).
 func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 	t.Helper()
 	use := pctest.LoopCores(t, loops)
