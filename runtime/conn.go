@@ -22,7 +22,9 @@ type Conn struct {
 	gen  uint32
 	h    Handler
 
-	value any
+	// value is the handler's (Value); adapter is the protocol adapter's
+	// between the runtime and the handler (AdapterValue).
+	value, adapter any
 
 	// state is the connection's lifecycle, owned by the loop; ur and ep
 	// are the drivers' own state (only the loop's driver touches its
@@ -188,8 +190,21 @@ func (c *Conn) Fd() int { return c.fd }
 // Value returns the value stored with SetValue.
 func (c *Conn) Value() any { return c.value }
 
-// SetValue stores a per-connection value for the handler.
+// SetValue stores a per-connection value for the handler. It is the
+// handler's own under every adapter of runtime/frame (Split, Lines,
+// LengthPrefixed, View, and the protocols built on them), which keep their
+// state in AdapterValue instead.
 func (c *Conn) SetValue(v any) { c.value = v }
+
+// AdapterValue returns the value stored with SetAdapterValue.
+func (c *Conn) AdapterValue() any { return c.adapter }
+
+// SetAdapterValue stores a per-connection value for a protocol adapter: a
+// percore.Handler that serves the connection on behalf of the handler the
+// user wrote (frame.Split keeps its partial token and its Writer here), so
+// that Value and SetValue stay the user's. One adapter serves a
+// connection; a handler that no adapter serves has no use for it.
+func (c *Conn) SetAdapterValue(v any) { c.adapter = v }
 
 // Closed reports whether c is closed or closing.
 func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
