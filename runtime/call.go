@@ -72,6 +72,13 @@ var errOtherRuntime = errors.New("percore: call to a loop of another runtime")
 // counted in Stats.CallRejects. If l itself stops, the done functions of
 // calls it sent that have not come back are dropped with it; those of
 // calls it never sent get ErrLoopStopped.
+//
+// Call itself allocates nothing once the loops are warm, but f and done
+// are usually closures, made at every call: OpPool makes the same calls
+// with functions bound once, and no allocation per call. A connection whose
+// requests are answered on other loops gets the answers back in any order
+// across loops; runtime/frame/ordered's Queue writes them in the order of
+// the requests (examples/kv does both).
 func (l *Loop) Call(to *Loop, f func(), done func(error)) {
 	switch {
 	case to == l:
