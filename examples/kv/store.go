@@ -3,6 +3,7 @@
 package main
 
 import (
+	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame/resp"
 )
 
@@ -21,7 +22,7 @@ type shard struct {
 	commands    int64 // key commands run here (each part of an every-loop command counts)
 	remote      int64 // of which for clients of other loops
 	parsed      int64 // bytes the request parsers of this loop's clients examined
-	ops         []*op // cross-loop call records, reused
+	ops         *percore.OpPool[op] // the cross-loop calls of this loop's clients, reused
 }
 
 type entry struct {
