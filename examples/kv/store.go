@@ -19,9 +19,9 @@ type shard struct {
 	evict       bool // allkeys-random, else noeviction
 	evicted     int64
 	expired     int64
-	commands    int64 // key commands run here (each part of an every-loop command counts)
-	remote      int64 // of which for clients of other loops
-	parsed      int64 // bytes the request parsers of this loop's clients examined
+	commands    int64               // key commands run here (each part of an every-loop command counts)
+	remote      int64               // of which for clients of other loops
+	parsed      int64               // bytes the request parsers of this loop's clients examined
 	ops         *percore.OpPool[op] // the cross-loop calls of this loop's clients, reused
 }
 
