@@ -7,9 +7,10 @@ package runtime
 // done are usually closures over the call's state, made, and so allocated,
 // at every call; an Op binds the pool's run and done functions once, when
 // it is first made, and goes back to the pool when its done function has
-// returned, with its V and the room of V's slices kept for the next use.
-// Once as many Ops as are in flight at once have been made, calls through
-// the pool allocate nothing.
+// returned, for the next Get (which resets V with V's Reset method, which
+// may keep the room of its slices, else to V's zero value). Once as many
+// Ops as are in flight at once have been made, calls through the pool
+// allocate nothing.
 //
 //	type lookup struct { key, val []byte; cl *client }
 //	ops := percore.NewOpPool(l, runLookup, lookupDone) // in Config.LoopSetup, one per loop
