@@ -2,6 +2,9 @@ package runtime_test
 
 import (
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/percore/percore/internal/pctest"
@@ -215,5 +218,132 @@ func TestOpPoolResetsOrderAndErrors(t *testing.T) {
 				t.Errorf("the pool made %d ops for at most 11 in flight", made)
 			}
 		})
+	})
+}
+
+// seqOp is the value of TestOpPoolSeededReuse's ops: which call it is,
+// where it must run, and what run wrote for it alone.
+type seqOp struct {
+	seq, target int
+	ranOn       int
+	note        []byte
+}
+
+func (v *seqOp) Reset() { *v = seqOp{ranOn: -1, note: v.note[:0]} }
+
+// TestOpPoolSeededReuse: random bursts of calls, to random loops (the
+// pool's own among them), overlapping, from one loop's pool. The oracle:
+// each call runs once, on its target, and its done function sees its own
+// value (no op is handed out again while in flight: its note holds only
+// its own call's mark); the calls to each target run, and come back, in
+// the order made; the pool makes no more ops than were ever in flight at
+// once. The seed is in the subtest's name.
+func TestOpPoolSeededReuse(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := twoLoops(t, percore.Config{Backend: b}, nil)
+		loops := rt.Loops()
+		a := loops[0]
+		for seed := uint64(1); seed <= 4; seed++ {
+			t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(seed, 0x0ba11))
+				ran := make([][]int, len(loops)) // by target, on its thread
+				var (
+					made, inFlight, most int
+					backs                []int // seqs, in the order done ran
+					failure              string
+					left                 int
+				)
+				finished := make(chan struct{})
+				fail := func(format string, args ...any) {
+					if failure == "" {
+						failure = fmt.Sprintf(format, args...)
+					}
+				}
+				var pool *percore.OpPool[seqOp]
+				pctest.OnLoop(t, a, func() {
+					pool = percore.NewOpPool(a, func(on *percore.Loop, v *seqOp) {
+						v.ranOn = on.ID()
+						v.note = strconv.AppendInt(v.note, int64(v.seq), 10)
+						ran[on.ID()] = append(ran[on.ID()], v.seq)
+					}, func(v *seqOp, err error) {
+						inFlight--
+						switch {
+						case err != nil:
+							fail("call %d: %v", v.seq, err)
+						case v.ranOn != v.target:
+							fail("call %d to loop %d ran on %d", v.seq, v.target, v.ranOn)
+						case string(v.note) != strconv.Itoa(v.seq):
+							fail("call %d came back with the note %q: its op was shared", v.seq, v.note)
+						}
+						backs = append(backs, v.seq)
+						if left--; left == 0 {
+							close(finished)
+						}
+					})
+				})
+				const bursts = 40
+				seq := 0
+				var targets []int // by seq
+				var plan [][]int  // per burst, the targets
+				for range bursts {
+					var burst []int
+					for range 1 + rng.IntN(60) {
+						burst = append(burst, rng.IntN(len(loops)))
+					}
+					plan = append(plan, burst)
+					left += len(burst)
+				}
+				for _, burst := range plan {
+					err := a.Post(func() {
+						for _, to := range burst {
+							o := pool.Get()
+							if o.V.ranOn != -1 && o.V.seq != 0 {
+								fail("Get handed out an op not reset: %+v", o.V)
+							}
+							o.V.seq, o.V.target = seq, to
+							targets = append(targets, to)
+							seq++
+							inFlight++
+							most = max(most, inFlight)
+							pool.Call(loops[to], o)
+						}
+						made = pool.Made()
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				pctest.Recv(t, finished, "every call back")
+				pctest.OnLoop(t, a, func() {
+					if failure != "" {
+						t.Fatal(failure)
+					}
+					if made > most {
+						t.Errorf("the pool made %d ops for at most %d in flight", made, most)
+					}
+					// Done functions: per target, in the order made.
+					last := make([]int, len(loops))
+					for i := range last {
+						last[i] = -1
+					}
+					for _, s := range backs {
+						if to := targets[s]; s < last[to] {
+							t.Fatalf("call %d to loop %d came back after call %d", s, to, last[to])
+						} else {
+							last[to] = s
+						}
+					}
+				})
+				for id, l := range loops {
+					pctest.OnLoop(t, l, func() {
+						for i := 1; i < len(ran[id]); i++ {
+							if ran[id][i] < ran[id][i-1] {
+								t.Fatalf("on loop %d, call %d ran after call %d", id, ran[id][i], ran[id][i-1])
+							}
+						}
+					})
+				}
+			})
+		}
 	})
 }
