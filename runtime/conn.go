@@ -592,6 +592,12 @@ func (c *Conn) Commit(n int) error {
 // OnDrain. It says nothing of PauseRead: ReadPaused covers both.
 func (c *Conn) Backpressured() bool { return c.state&stPaused != 0 }
 
+// Paused is Backpressured.
+//
+// Deprecated: the name read as if it covered PauseRead too; it never did.
+// Call Backpressured for the outbound cap, ReadPaused for either reason.
+func (c *Conn) Paused() bool { return c.Backpressured() }
+
 // ReadPaused reports whether reading from c is paused, for either reason:
 // the handler's PauseRead (until ResumeRead), or the outbound cap
 // (Backpressured, until the queue drains). While it reports true no OnData
