@@ -19,11 +19,20 @@ const MaxCPU = 1 << 16
 // elements, each a CPU ("8"), an inclusive range ("0-3"), or a range with a
 // stride ("0-15:2/4", the first 2 of every 4 CPUs). Surrounding whitespace
 // (such as the trailing newline of a sysfs file) is ignored, and an empty
-// list yields no CPUs. The result is sorted and without duplicates.
+// list yields no CPUs. The result is sorted.
+//
+// A CPU named twice ("0,0", or "0-3,2" whose ranges overlap) is an error:
+// a list names each CPU once, and percore starts one loop per CPU (its
+// Config.Cores refuses a CPU twice by the same rule), so a repeated CPU is
+// a mistake to report, not a second loop to drop without a word
+// (docs/decisions/0030-api-from-the-trial.md). The kernel itself merges
+// such a list; no list it writes (sysfs, /proc) repeats a CPU.
 //
 // Malformed input (an empty element, "3-1", "a", "-1", "1-", a CPU above
-// [MaxCPU]) gives an error naming the list, the element and what is wrong,
-// for example `cpu: bad cpu list "0-3,x": element 2 "x": not a number`.
+// [MaxCPU], a CPU named twice) gives an error naming the list, the element
+// and what is wrong, for example
+// `cpu: bad cpu list "0-3,x": element 2 "x": not a number` or
+// `cpu: bad cpu list "0,0": element 2 "0": cpu 0 is listed twice`.
 func ParseList(s string) ([]int, error) {
 	list := strings.TrimSpace(s)
 	if list == "" {
@@ -76,11 +85,13 @@ func FormatList(cpus []int) string {
 // of parsing a list of overlapping ranges by the largest CPU, not the input.
 type bitset []uint64
 
-// addRange adds lo..hi (inclusive, 0 <= lo <= hi) a word at a time.
-func (s *bitset) addRange(lo, hi int) {
+// addRange adds lo..hi (inclusive, 0 <= lo <= hi) a word at a time. It
+// returns the first CPU of the range that was in the set already, or -1.
+func (s *bitset) addRange(lo, hi int) (dup int) {
 	if last := hi / 64; last >= len(*s) {
 		*s = append(*s, make([]uint64, last+1-len(*s))...)
 	}
+	dup = -1
 	for w := lo / 64; w <= hi/64; w++ {
 		mask := ^uint64(0)
 		if w == lo/64 {
@@ -89,8 +100,12 @@ func (s *bitset) addRange(lo, hi int) {
 		if w == hi/64 {
 			mask &= ^uint64(0) >> (63 - hi%64)
 		}
+		if both := (*s)[w] & mask; both != 0 && dup < 0 {
+			dup = w*64 + bits.TrailingZeros64(both)
+		}
 		(*s)[w] |= mask
 	}
+	return dup
 }
 
 func (s bitset) cpus() []int {
@@ -142,7 +157,9 @@ func (s *bitset) addElement(elem string) error {
 		}
 	}
 	for start := lo; start <= hi; start += group {
-		s.addRange(start, min(start+used-1, hi))
+		if dup := s.addRange(start, min(start+used-1, hi)); dup >= 0 {
+			return fmt.Errorf("cpu %d is listed twice", dup)
+		}
 	}
 	return nil
 }

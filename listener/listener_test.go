@@ -376,7 +376,7 @@ func TestV6OnlyBeforeBind(t *testing.T) {
 
 // Dup and a concurrent Close are ordered: Dup never duplicates the
 // descriptor number that Close released and an open elsewhere was given
-// (Runtime.Files dups a loop's socket while the loop may be closing it).
+// (Runtime.ListenerFiles dups a loop's socket while the loop may be closing it).
 // The hook runs Close while Dup is between reading the descriptor and
 // duplicating it, and takes the lowest free number as an open would.
 func TestDupIsOrderedWithClose(t *testing.T) {

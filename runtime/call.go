@@ -72,6 +72,13 @@ var errOtherRuntime = errors.New("percore: call to a loop of another runtime")
 // counted in Stats.CallRejects. If l itself stops, the done functions of
 // calls it sent that have not come back are dropped with it; those of
 // calls it never sent get ErrLoopStopped.
+//
+// Call itself allocates nothing once the loops are warm, but f and done
+// are usually closures, made at every call: OpPool makes the same calls
+// with functions bound once, and no allocation per call. A connection whose
+// requests are answered on other loops gets the answers back in any order
+// across loops; runtime/frame/ordered's Queue writes them in the order of
+// the requests (examples/kv does both).
 func (l *Loop) Call(to *Loop, f func(), done func(error)) {
 	switch {
 	case to == l:
@@ -93,26 +100,23 @@ func (l *Loop) Call(to *Loop, f func(), done func(error)) {
 	l.cnt[sCallsMade]++
 }
 
-// Owner returns the loop of rt that owns key: a hash of the key over the
-// loops, the same for every caller and every call of this runtime, so
-// that a key's data lives on one loop. It is safe for concurrent use, and
-// answers from the moment the first loop serves (a handler may call it
-// before New has returned).
-func (rt *Runtime) Owner(key []byte) *Loop {
+// Owner returns the loop of l's runtime that owns key: a hash of the key
+// over the runtime's loops, the same for every loop and every call of
+// this runtime, so that a key's data lives on one loop. It lives on Loop
+// because a handler has its loop at hand (c.Loop().Owner(key)); code
+// outside the loops asks any of them (rt.Loops()[0].Owner(key)): each
+// answers the same. It is safe for concurrent use, and answers from
+// Config.LoopSetup on.
+func (l *Loop) Owner(key []byte) *Loop {
+	rt := l.rt
 	return rt.peers[maphash.Bytes(rt.seed, key)%uint64(len(rt.peers))]
 }
 
 // OwnerOf is Owner for a string key.
-func (rt *Runtime) OwnerOf(key string) *Loop {
+func (l *Loop) OwnerOf(key string) *Loop {
+	rt := l.rt
 	return rt.peers[maphash.String(rt.seed, key)%uint64(len(rt.peers))]
 }
-
-// Owner returns the loop of l's runtime that owns key (Runtime.Owner), for
-// handlers that have their loop at hand and not the runtime.
-func (l *Loop) Owner(key []byte) *Loop { return l.rt.Owner(key) }
-
-// OwnerOf is Owner for a string key.
-func (l *Loop) OwnerOf(key string) *Loop { return l.rt.OwnerOf(key) }
 
 // call is one cross-loop call: f runs on the target, done on the caller.
 type call struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -121,7 +122,9 @@ type Config struct {
 	// (cpu.Cores: honours taskset and cgroup cpusets), but at most the first
 	// GOMAXPROCS of them (which honours a cgroup CPU quota): a loop needs a
 	// P to run its handlers. More Cores than GOMAXPROCS start, with a
-	// warning.
+	// warning. A CPU listed twice is an error (New fails): one loop per
+	// CPU, the rule cpu.ParseList applies to a list such as -cores 0,0
+	// (docs/decisions/0030-api-from-the-trial.md).
 	Cores []int
 	// Backend selects io_uring or epoll. The zero value is Auto.
 	Backend Backend
@@ -139,12 +142,14 @@ type Config struct {
 	// to PacketHandler, connections to New's handler; Conn.Listener says
 	// which listener a connection came from. Nil means none beyond Addr.
 	Listen []string
-	// Files are listening sockets opened elsewhere to serve as well (a
-	// listening TCP or Unix stream socket, or a bound UDP socket): from
-	// systemd's socket activation or a parent process, see ListenFiles.
-	// New duplicates them, so the caller may close them once New returns;
-	// every loop serves each one. Nil means none.
-	Files []*os.File
+	// Inherited are listening sockets opened elsewhere to serve as well
+	// (a listening TCP or Unix stream socket, or a bound UDP socket): from
+	// systemd's socket activation or a parent process, see ListenFiles
+	// (and Runtime.ListenerFiles on the parent's side). New duplicates
+	// them, so the caller may close them once New returns; every loop
+	// serves each one, and its Listener says Inherited. Nil means none.
+	// (A File is something else: a regular file opened on a loop.)
+	Inherited []*os.File
 	// UnixMode, when not zero, is the permission bits of the socket files
 	// of Unix listeners (0o660: owner and group may connect), set before
 	// the socket listens. Zero leaves what the umask gave.
@@ -444,6 +449,11 @@ func (c Config) validate() error {
 	}
 	if c.Backlog < 0 {
 		return fmt.Errorf("config: negative backlog %d", c.Backlog)
+	}
+	for i, core := range c.Cores {
+		if j := slices.Index(c.Cores[:i], core); j >= 0 {
+			return fmt.Errorf("config: Cores lists cpu %d twice (entries %d and %d): one loop per CPU", core, j, i)
+		}
 	}
 	return nil
 }

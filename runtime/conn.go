@@ -22,7 +22,9 @@ type Conn struct {
 	gen  uint32
 	h    Handler
 
-	value any
+	// value is the handler's (Value); adapter is the protocol adapter's
+	// between the runtime and the handler (AdapterValue).
+	value, adapter any
 
 	// state is the connection's lifecycle, owned by the loop; ur and ep
 	// are the drivers' own state (only the loop's driver touches its
@@ -188,8 +190,21 @@ func (c *Conn) Fd() int { return c.fd }
 // Value returns the value stored with SetValue.
 func (c *Conn) Value() any { return c.value }
 
-// SetValue stores a per-connection value for the handler.
+// SetValue stores a per-connection value for the handler. It is the
+// handler's own under every adapter of runtime/frame (Split, Lines,
+// LengthPrefixed, View, and the protocols built on them), which keep their
+// state in AdapterValue instead.
 func (c *Conn) SetValue(v any) { c.value = v }
+
+// AdapterValue returns the value stored with SetAdapterValue.
+func (c *Conn) AdapterValue() any { return c.adapter }
+
+// SetAdapterValue stores a per-connection value for a protocol adapter: a
+// percore.Handler that serves the connection on behalf of the handler the
+// user wrote (frame.Split keeps its partial token and its Writer here), so
+// that Value and SetValue stay the user's. One adapter serves a
+// connection; a handler that no adapter serves has no use for it.
+func (c *Conn) SetAdapterValue(v any) { c.adapter = v }
 
 // Closed reports whether c is closed or closing.
 func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
@@ -569,9 +584,25 @@ func (c *Conn) Commit(n int) error {
 	return nil
 }
 
-// Paused reports whether reading from c is paused because its outbound
-// queue reached the cap.
-func (c *Conn) Paused() bool { return c.state&stPaused != 0 }
+// Backpressured reports whether c's outbound queue reached
+// Config.MaxOutbound and has not drained since: reading from c is paused
+// until the queue drains to Config.OutboundLowWater, when the handler's
+// OnDrain runs. A handler that writes without being asked (a producer, a
+// proxy forwarding a stream) stops while it reports true and goes on in
+// OnDrain. It says nothing of PauseRead: ReadPaused covers both.
+func (c *Conn) Backpressured() bool { return c.state&stPaused != 0 }
+
+// Paused is Backpressured.
+//
+// Deprecated: the name read as if it covered PauseRead too; it never did.
+// Call Backpressured for the outbound cap, ReadPaused for either reason.
+func (c *Conn) Paused() bool { return c.Backpressured() }
+
+// ReadPaused reports whether reading from c is paused, for either reason:
+// the handler's PauseRead (until ResumeRead), or the outbound cap
+// (Backpressured, until the queue drains). While it reports true no OnData
+// (nor OnEOF) is called.
+func (c *Conn) ReadPaused() bool { return c.readPaused() }
 
 // opError wraps err for the public boundary with the connection's
 // addresses, asking the kernel for those not known yet while the

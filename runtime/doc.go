@@ -26,10 +26,14 @@
 //
 // # Shared nothing
 //
-// Data belongs to one loop. Runtime.Owner(key) names the loop that owns a
-// key; Loop.Call runs a function on another loop and its continuation back
-// on the caller's, batched per turn; PerLoop keeps a loop's own state, set
-// up in Config.LoopSetup on each loop's thread before it serves.
+// Data belongs to one loop. Loop.Owner(key) names the loop that owns a
+// key, and Loop.Runtime().Loops() is every loop, from a loop's first
+// callback on; Loop.Call runs a function on another loop and its
+// continuation back on the caller's, batched per turn (an OpPool makes
+// such calls without allocating, and an ordered.Queue of runtime/frame
+// puts their replies back in the order of a connection's requests);
+// PerLoop keeps a loop's own state, set up in Config.LoopSetup on each
+// loop's thread before it serves.
 //
 // # Caveats
 //
@@ -42,7 +46,9 @@
 //     is queued. At Config.MaxOutbound (4 MiB by default) the loop stops
 //     reading from that connection (or closes it, with CloseSlowConsumer)
 //     until the queue drains; a handler that writes without being asked
-//     checks Conn.Paused and continues in DrainHandler.OnDrain.
+//     checks Conn.Backpressured and continues in DrainHandler.OnDrain
+//     (Conn.ReadPaused says whether reading is paused for either reason:
+//     the cap, or the handler's own PauseRead).
 //   - A handler whose request outlives OnData (a timer, an upstream call)
 //     marks it with Conn.BeginRequest and EndRequest, so that a graceful
 //     Shutdown waits for it.

@@ -153,7 +153,7 @@ type flood struct {
 
 func (h *flood) OnData(c *percore.Conn, data []byte) {
 	h.calls++
-	if c.Paused() {
+	if c.Backpressured() {
 		h.whilePaused++
 	}
 	c.Write(h.reply)

@@ -46,7 +46,7 @@ const (
 // nothing was passed to this process, and an error when the variables are
 // malformed. It unsets the variables and marks the descriptors
 // close-on-exec, as coreos/go-systemd's activation.Files(true) does. Pass
-// the result as Config.Files; New duplicates what it serves, so the files
+// the result as Config.Inherited; New duplicates what it serves, so the files
 // may be closed after New returns.
 func ListenFiles() ([]*os.File, error) {
 	defer func() {
@@ -119,24 +119,25 @@ func HandoverEnv(files []*os.File) []string {
 	}
 }
 
-// socketRef is one loop's own listening socket, kept for Files.
+// socketRef is one loop's own listening socket, kept for ListenerFiles.
 type socketRef struct {
 	info *Listener
 	ln   *listener.Listener
 }
 
-// Files returns duplicates of every socket the runtime serves, for a
+// ListenerFiles returns duplicates of every listening socket the runtime
+// serves (what Config.Inherited takes in the new process), for a
 // process that takes over from this one (pass them with HandoverEnv): each
 // loop's own SO_REUSEPORT socket of every TCP and UDP address (one file
 // per loop), and each shared socket once. Sockets handed over this way
 // are never closed while one process still holds them, so no connection
 // waiting in an accept queue is lost when this process shuts down: the new
 // one accepts it. A Unix listener's socket file is kept when this runtime
-// closes (the new process serves it). Call Files while the runtime
+// closes (the new process serves it). Call ListenerFiles while the runtime
 // serves, before Shutdown; the caller closes the files once the child has
 // them. A call that meets a shutdown under way fails with net.ErrClosed
 // (each socket's duplicate is ordered with its loop closing it).
-func (rt *Runtime) Files() ([]*os.File, error) {
+func (rt *Runtime) ListenerFiles() ([]*os.File, error) {
 	rt.sockMu.Lock()
 	defer rt.sockMu.Unlock()
 	var files []*os.File
@@ -144,7 +145,7 @@ func (rt *Runtime) Files() ([]*os.File, error) {
 		for _, f := range files {
 			f.Close()
 		}
-		return nil, fmt.Errorf("percore: files: %w", err)
+		return nil, fmt.Errorf("percore: listener files: %w", err)
 	}
 	dup := func(fd int, info *Listener) error {
 		if fd < 0 {

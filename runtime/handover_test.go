@@ -43,7 +43,7 @@ func childServer() int {
 		return 2
 	}
 	cores, _ := cpu.Cores()
-	rt, err := percore.New(percore.Config{Backend: b, Files: files, Cores: cores[:1], PacketHandler: packetEcho{},
+	rt, err := percore.New(percore.Config{Backend: b, Inherited: files, Cores: cores[:1], PacketHandler: packetEcho{},
 		Logger: discard}, echoHandler{})
 	if err != nil {
 		fmt.Println("child:", err)
@@ -188,7 +188,7 @@ func TestInheritedFiles(t *testing.T) {
 		}
 		tf, _ := tcp.(*net.TCPListener).File()
 		tcp.Close() // the file keeps the socket
-		rt := start(t, percore.Config{Backend: b, Files: []*os.File{tf}, Cores: allCores(t)}, echoHandler{})
+		rt := start(t, percore.Config{Backend: b, Inherited: []*os.File{tf}, Cores: allCores(t)}, echoHandler{})
 		tf.Close() // New took its own duplicates
 		ln := rt.Listeners()[0]
 		if !ln.Inherited || !ln.Shared || ln.Network != "tcp" {
@@ -209,7 +209,7 @@ func TestInheritedFiles(t *testing.T) {
 		cf, _ := c.File()
 		defer cf.Close()
 		for _, f := range []*os.File{notSock, cf} {
-			if _, err := percore.New(percore.Config{Backend: b, Files: []*os.File{f}, Cores: allCores(t)[:1], Logger: discard}, echoHandler{}); err == nil {
+			if _, err := percore.New(percore.Config{Backend: b, Inherited: []*os.File{f}, Cores: allCores(t)[:1], Logger: discard}, echoHandler{}); err == nil {
 				t.Errorf("New served %s", f.Name())
 			}
 		}
@@ -269,7 +269,7 @@ func TestRestartHandover(t *testing.T) {
 		}
 		pctest.WaitFor(t, "requests before the restart", func() bool { return requests.Load() > 200 })
 
-		files, err := old.Files()
+		files, err := old.ListenerFiles()
 		if err != nil {
 			t.Fatal(err)
 		}

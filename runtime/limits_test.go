@@ -195,7 +195,7 @@ func (p *producer) OnData(c *percore.Conn, data []byte) {
 }
 
 func (p *producer) produce(c *percore.Conn, b *backlog) {
-	for b.pending > 0 && !c.Paused() && !c.Closed() {
+	for b.pending > 0 && !c.Backpressured() && !c.Closed() {
 		b.pending--
 		c.Write(p.reply)
 		if q := int64(c.Buffered()); q > p.maxQ.Load() {

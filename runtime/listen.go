@@ -14,20 +14,20 @@ import (
 )
 
 // Listener describes one of a runtime's listeners: an address of
-// Config.Addr or Config.Listen, or a socket of Config.Files. A handler
+// Config.Addr or Config.Listen, or a socket of Config.Inherited. A handler
 // learns which one a connection came from with Conn.Listener, and a packet
 // handler with PacketConn.Listener. Its fields are set when New starts the
 // runtime and never change; it is safe to read from any goroutine.
 type Listener struct {
 	// Index is the listener's place in Runtime.Listeners: Config.Addr
-	// first (when set), then Config.Listen in order, then Config.Files.
+	// first (when set), then Config.Listen in order, then Config.Inherited.
 	Index int
 	// Network is "tcp", "tcp4", "tcp6", "udp", "udp4", "udp6" or "unix".
 	Network string
 	// Addr is the bound address, with the port resolved: a
 	// *net.TCPAddr, *net.UDPAddr or *net.UnixAddr.
 	Addr net.Addr
-	// Inherited says the socket came from Config.Files (systemd socket
+	// Inherited says the socket came from Config.Inherited (systemd socket
 	// activation, or a parent process).
 	Inherited bool
 	// Shared says every loop serves one socket (a Unix socket, which
@@ -85,7 +85,7 @@ func ParseListenAddr(s string) (network, address string, err error) {
 	return network, address, nil
 }
 
-// listenSpecs turns Config.Addr, Config.Listen and Config.Files into
+// listenSpecs turns Config.Addr, Config.Listen and Config.Inherited into
 // listeners. A Unix listener is bound here, once, and inherited files are
 // checked and duplicated: every loop serves a duplicate of those. On
 // failure it undoes what it did.
@@ -116,10 +116,10 @@ func listenSpecs(cfg Config) (specs []*listenSpec, err error) {
 		}
 		specs = append(specs, s)
 	}
-	for i, f := range cfg.Files {
+	for i, f := range cfg.Inherited {
 		s, err := inheritedSpec(f, len(specs))
 		if err != nil {
-			return specs, fmt.Errorf("percore: Config.Files[%d] (%s): %w", i, f.Name(), err)
+			return specs, fmt.Errorf("percore: Config.Inherited[%d] (%s): %w", i, f.Name(), err)
 		}
 		specs = append(specs, s)
 	}

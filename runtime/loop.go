@@ -104,6 +104,18 @@ func (l *Loop) OnStop(f func()) { l.onStop = append(l.onStop, f) }
 // ID returns the loop's index, from 0.
 func (l *Loop) ID() int { return l.id }
 
+// Runtime returns the runtime l belongs to: what a handler, a timer or a
+// posted function uses to reach the other loops (Runtime.Loops, then Call
+// or Post) and the runtime's listeners and counters. It is valid from the
+// loop's first callback on, Config.LoopSetup included, also while New has
+// not returned yet, and it is safe for concurrent use. Every loop takes
+// calls and posted functions from the first handler callback, timer or
+// posted function of any loop, since none of these runs before every loop
+// is set up. LoopSetup may keep the loops and Call them (the calls go at
+// the loop's first turn), but must not Post to a loop that may not be
+// set up yet.
+func (l *Loop) Runtime() *Runtime { return l.rt }
+
 // CPU returns the CPU the loop's thread is pinned to.
 func (l *Loop) CPU() int { return l.cpu }
 

@@ -497,7 +497,7 @@ func (m *connModel) write(mc *mconn, n int) {
 	if _, err := mc.c.Write(p); err == nil {
 		mc.written = append(mc.written, p...)
 	}
-	if mc.c.Paused() {
+	if mc.c.Backpressured() {
 		m.seen["outbound cap"]++
 	}
 }
@@ -549,7 +549,7 @@ func (h connHandler) OnData(c *Conn, data []byte) {
 	if _, err := c.Write(data); err == nil {
 		mc.written = append(mc.written, data...)
 	}
-	if c.Paused() {
+	if c.Backpressured() {
 		m.seen["outbound cap"]++
 	}
 	switch x := m.in.intn(40); {

@@ -29,7 +29,7 @@ type Runtime struct {
 	// specs are the listeners; lns their descriptions, by index.
 	specs []*listenSpec
 	lns   []*Listener
-	// sockets are every loop's own listening sockets, for Files.
+	// sockets are every loop's own listening sockets, for ListenerFiles.
 	sockMu    sync.Mutex
 	sockets   []socketRef
 	sharedErr error // closing the shared sockets (under sockMu)
@@ -63,7 +63,7 @@ type Runtime struct {
 // stops the others and returns the error. h handles accepted connections; it may be nil for a
 // runtime without a stream listener. Datagrams go to Config.PacketHandler.
 //
-// The listeners are Config.Addr, Config.Listen and Config.Files (see
+// The listeners are Config.Addr, Config.Listen and Config.Inherited (see
 // Listener): each loop binds its own SO_REUSEPORT socket for every TCP and
 // UDP address, and serves a duplicate of each Unix socket (bound once,
 // here) and each inherited socket.
@@ -308,8 +308,12 @@ func (l *Loop) startServing() error {
 	return nil
 }
 
-// Loops returns the runtime's loops, in CPU order.
-func (rt *Runtime) Loops() []*Loop { return rt.loops }
+// Loops returns every loop of the runtime, by ID (Config.Cores order). It
+// is safe for concurrent use, and complete from the first Config.LoopSetup
+// on (the runtime makes every loop before it starts any), so a handler
+// reaches the other loops from its first callback through
+// c.Loop().Runtime().Loops(). The caller must not modify the slice.
+func (rt *Runtime) Loops() []*Loop { return rt.peers }
 
 // Addr returns the address of the first listener (Config.Addr's, when it
 // is set), with the port resolved, or nil without a listener.

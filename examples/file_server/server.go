@@ -37,10 +37,10 @@ var (
 )
 
 func (s *fileServer) OnView(c *percore.Conn, in []byte) (int, error) {
-	r, _ := frame.Value(c).(*request)
+	r, _ := c.Value().(*request)
 	if r == nil {
 		r = &request{}
-		frame.SetValue(c, r)
+		c.SetValue(r)
 	}
 	off := 0
 	for {

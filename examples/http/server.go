@@ -90,11 +90,11 @@ type conn struct {
 }
 
 func (s *server) OnOpen(c *percore.Conn) {
-	frame.SetValue(c, &conn{d: http1.RequestDecoder{Limits: s.lim}, c: c, s: s})
+	c.SetValue(&conn{d: http1.RequestDecoder{Limits: s.lim}, c: c, s: s})
 }
 
 func (s *server) OnClose(c *percore.Conn, _ error) {
-	if cn, ok := frame.Value(c).(*conn); ok {
+	if cn, ok := c.Value().(*conn); ok {
 		if cn.sleeping != nil {
 			cn.sleeping.Stop()
 		}
@@ -108,7 +108,7 @@ func (s *server) OnClose(c *percore.Conn, _ error) {
 // Connection: close and the connection closes after it. (Idle connections
 // the runtime closes itself.)
 func (s *server) OnShutdown(c *percore.Conn) {
-	if cn, ok := frame.Value(c).(*conn); ok {
+	if cn, ok := c.Value().(*conn); ok {
 		cn.shutdown = true
 	}
 }
@@ -116,7 +116,7 @@ func (s *server) OnShutdown(c *percore.Conn) {
 // OnView decodes every request the input holds and answers them, the
 // answers of one read gathered into one write.
 func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
-	cn := frame.Value(c).(*conn)
+	cn := c.Value().(*conn)
 	ls := s.loops.Get(c.Loop())
 	ls.out = ls.out[:0]
 	off := 0
@@ -170,7 +170,7 @@ func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
 // sending the head or body that was refused, and a close with its input
 // unread would reset the connection and could cost the client the answer.
 func (s *server) OnFrameError(c *percore.Conn, err error) {
-	cn := frame.Value(c).(*conn)
+	cn := c.Value().(*conn)
 	if cn.responded {
 		return
 	}

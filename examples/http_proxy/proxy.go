@@ -87,11 +87,11 @@ func (p *proxy) OnOpen(c *percore.Conn) {
 	}
 	cl.ex.cl = cl
 	cl.ex.gotFn = cl.ex.got
-	frame.SetValue(c, cl)
+	c.SetValue(cl)
 }
 
 func (p *proxy) OnClose(c *percore.Conn, _ error) {
-	if cl, ok := frame.Value(c).(*client); ok {
+	if cl, ok := c.Value().(*client); ok {
 		cl.closed = true
 		cl.ex.abandon()
 	}
@@ -100,12 +100,12 @@ func (p *proxy) OnClose(c *percore.Conn, _ error) {
 // OnDrain: the client took enough of a response body to read the upstream
 // again.
 func (p *proxy) OnDrain(c *percore.Conn) {
-	cl := frame.Value(c).(*client)
+	cl := c.Value().(*client)
 	cl.ex.clientDrained()
 }
 
 func (p *proxy) OnShutdown(c *percore.Conn) {
-	if cl, ok := frame.Value(c).(*client); ok {
+	if cl, ok := c.Value().(*client); ok {
 		cl.shutdown = true
 	}
 }
@@ -143,7 +143,7 @@ func (cl *client) pause() {
 // starts an exchange, its body is forwarded as it arrives, and the next
 // request waits until the response is complete.
 func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
-	cl := frame.Value(c).(*client)
+	cl := c.Value().(*client)
 	cl.inView = true
 	off, err := cl.view(in)
 	cl.inView = false
@@ -314,7 +314,7 @@ func (ex *exchange) forwardRequest(raw []byte) {
 	}
 	pc := ex.uc.pc
 	pc.Write(raw)
-	if pc.Paused() {
+	if pc.Backpressured() {
 		ex.cl.holdRead(holdUpstream)
 	}
 }
@@ -421,7 +421,7 @@ func (ex *exchange) upView(in []byte) int {
 			} else {
 				cl.c.Write(raw)
 			}
-			if cl.c.Paused() && !ex.upPaused {
+			if cl.c.Backpressured() && !ex.upPaused {
 				// The client reads slower than the upstream sends: stop
 				// reading the upstream until the client drains. The
 				// timeout stops too: it measures the upstream's silence,

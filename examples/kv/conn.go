@@ -4,7 +4,6 @@ package main
 
 import (
 	percore "github.com/percore/percore/runtime"
-	"github.com/percore/percore/runtime/frame"
 	"github.com/percore/percore/runtime/frame/ordered"
 	"github.com/percore/percore/runtime/frame/resp"
 )
@@ -24,14 +23,14 @@ type client struct {
 }
 
 func (s *server) OnOpen(c *percore.Conn) {
-	frame.SetValue(c, &client{s: s, c: c, sh: s.shards.Get(c.Loop()), q: ordered.New[join](c)})
+	c.SetValue(&client{s: s, c: c, sh: s.shards.Get(c.Loop()), q: ordered.New[join](c)})
 }
 
 // OnView runs every whole command of in and returns the bytes they took.
 // The parser keeps its progress through a partial command, so that a
 // command that arrives in many reads is read once (issue 23).
 func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
-	cl := frame.Value(c).(*client)
+	cl := c.Value().(*client)
 	scanned := cl.p.Scanned()
 	defer func() { cl.sh.parsed += cl.p.Scanned() - scanned }()
 	done := 0
@@ -74,13 +73,13 @@ func (s *server) OnFrameError(c *percore.Conn, err error) {
 }
 
 // OnEOF closes once the replies on their way are written.
-func (s *server) OnEOF(c *percore.Conn) { frame.Value(c).(*client).q.CloseWhenDone() }
+func (s *server) OnEOF(c *percore.Conn) { c.Value().(*client).q.CloseWhenDone() }
 
 // OnShutdown does the same for a graceful shutdown.
-func (s *server) OnShutdown(c *percore.Conn) { frame.Value(c).(*client).q.CloseWhenDone() }
+func (s *server) OnShutdown(c *percore.Conn) { c.Value().(*client).q.CloseWhenDone() }
 
 func (s *server) OnClose(c *percore.Conn, _ error) {
-	if cl, ok := frame.Value(c).(*client); ok {
+	if cl, ok := c.Value().(*client); ok {
 		cl.q.Gone()
 	}
 }

@@ -42,7 +42,9 @@
 // What percore provides and this program uses: frame.View with
 // resp.Parser (the input, parsed in place, its progress kept across
 // reads), percore.PerLoop and Config.LoopSetup (each loop's keys),
-// Loop.Owner and Loop.Call (the other loops' keys), ordered.Queue (the
+// Loop.Owner and percore.OpPool (the other loops' keys, through
+// cross-loop calls that allocate nothing), Loop.Runtime (every loop, for
+// DBSIZE, FLUSHALL and INFO), ordered.Queue (the
 // replies in order) and Conn.Reserve/Commit (GET's reply written into the
 // outbound queue). testdata/handkept/main.go is issue 14's one-loop server
 // written without them.

@@ -23,8 +23,8 @@ import (
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
-// serve starts the server on loops loops (on the test's CPUs, two loops
-// sharing one when there is only one).
+// serve starts the server on loops loops, on the test's first CPUs (it
+// skips when there are fewer).
 func serve(t *testing.T, b percore.Backend, loops int) *percore.Runtime {
 	t.Helper()
 	use := pctest.LoopCores(t, loops)
@@ -300,6 +300,65 @@ func TestGetAllocatesNothing(t *testing.T) {
 		if allocs != 0 {
 			t.Fatalf("%v allocations per GET, want 0", allocs)
 		}
+	})
+}
+
+// TestRemoteGetAllocatesNothing: a GET for a key of the other loop goes
+// there as a cross-loop call through the loop's percore.OpPool and comes
+// back through the connection's ordered.Queue, and allocates nothing once
+// warm. Each round pipelines a GET of a key of each loop, so that one of
+// them is the other loop's whichever loop the connection is on.
+func TestRemoteGetAllocatesNothing(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := serve(t, b, 2)
+		// One key per loop, each as long as a GET of it is as its reply
+		// (RoundTrip reads as much as it sends).
+		var keys [2]string
+		for i := 0; keys[0] == "" || keys[1] == ""; i++ {
+			k := "k" + strconv.Itoa(i)
+			slot := slotOf([]byte(k))
+			owner := rt.Loops()[0].Owner([]byte{byte(slot >> 8), byte(slot)})
+			if keys[owner.ID()] == "" {
+				keys[owner.ID()] = k
+			}
+		}
+		setup := pctest.Dial(t, rt.Addr().String())
+		var get []byte
+		for _, k := range keys {
+			req := wire("GET", k)
+			val := ""
+			for len(resp.AppendBulkString(nil, val)) < len(req) {
+				val += "v"
+			}
+			if len(resp.AppendBulkString(nil, val)) != len(req) {
+				t.Fatalf("no value of %s has a reply as long as its GET", k)
+			}
+			exchange(t, setup, wire("SET", k, val), "+OK\r\n")
+			get = append(get, req...)
+		}
+		c := rawconn.Dial(t, rt.Addr())
+		for range 200 {
+			if err := c.RoundTrip(get); err != nil {
+				t.Fatal(err)
+			}
+		}
+		made := rt.Stats().CallsMade
+		var err error
+		allocs := testing.AllocsPerRun(1000, func() {
+			if e := c.RoundTrip(get); e != nil {
+				err = e
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case raceEnabled:
+			t.Logf("%v allocations per pair of GETs under -race (the wake-ups allocate there): not checked", allocs)
+		case allocs != 0:
+			t.Fatalf("%v allocations per pair of GETs, one of them on the other loop, want 0", allocs)
+		}
+		pctest.WaitFor(t, "a cross-loop call per round", func() bool { return rt.Stats().CallsMade-made >= 1000 })
 	})
 }
 

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"sync"
 	"time"
 
 	percore "github.com/percore/percore/runtime"
@@ -31,10 +30,7 @@ type server struct {
 	started   time.Time
 
 	nCommands int // how many commands it runs, for COMMAND COUNT
-
-	mu    sync.Mutex
-	loops []*percore.Loop // every loop, for DBSIZE, FLUSHALL, INFO
-	nLoop int             // how many loops the runtime has
+	nLoop     int // how many loops the runtime has
 }
 
 // The callbacks frame.View forwards, checked by the compiler.
@@ -47,17 +43,15 @@ var (
 	_ percore.ShutdownHandler = (*server)(nil)
 )
 
-// setup is Config.LoopSetup: each loop's shard, made on its thread, and
-// its expiry sweep.
+// setup is Config.LoopSetup: each loop's shard, made on its thread, with
+// the pool of its clients' cross-loop calls, and its expiry sweep.
 func (s *server) setup(l *percore.Loop) error {
 	limit := int64(0)
 	if s.maxMemory > 0 {
 		limit = max(s.maxMemory/int64(s.nLoop), 1)
 	}
 	sh := s.shards.Set(l, newShard(limit, s.evict))
-	s.mu.Lock()
-	s.loops = append(s.loops, l)
-	s.mu.Unlock()
+	sh.ops = percore.NewOpPool(l, s.runOp, opDone)
 	var tick func()
 	tick = func() {
 		sh.sweep(l.Now().UnixMilli())
@@ -65,14 +59,6 @@ func (s *server) setup(l *percore.Loop) error {
 	}
 	l.AfterFunc(s.sweep, tick)
 	return nil
-}
-
-// allLoops returns every loop of the runtime (all have run setup once a
-// client is served).
-func (s *server) allLoops() []*percore.Loop {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.loops
 }
 
 // join is how a waiting reply is made from its parts.
@@ -173,7 +159,7 @@ func (cl *client) everyLoop(k kind, mode joinMode, info bool) {
 	r := cl.q.Push(1)
 	r.Data.mode, r.Data.info, r.Data.resp3 = mode, info, cl.resp3
 	l := cl.c.Loop()
-	for _, owner := range cl.s.allLoops() {
+	for _, owner := range l.Runtime().Loops() {
 		c := cmd{k: k}
 		if owner == l {
 			if k == kStats {
@@ -222,32 +208,27 @@ func (cl *client) partDone(r *ordered.Reply[join]) {
 }
 
 // op is one cross-loop call: a command on keys of another loop. It is
-// made on the client's loop, runs on the owner's, and comes back, reused.
+// made on the client's loop, runs on the owner's, and comes back; the
+// loop's percore.OpPool reuses it.
 type op struct {
-	cl     *client
-	r      *ordered.Reply[join]
-	to     *percore.Loop
-	c      cmd
-	out    []byte // the reply or part, built on the owner
-	n      int64
-	stats  counts // kStats
-	buf    []byte // the copies of the command's bytes
-	multi  [][]byte
-	runFn  func()
-	doneFn func(error)
+	cl    *client
+	r     *ordered.Reply[join]
+	c     cmd
+	out   []byte // the reply or part, built on the owner
+	n     int64
+	stats counts // kStats
+	buf   []byte // the copies of the command's bytes
+	multi [][]byte
 }
+
+// Reset readies a reused op, keeping the room of its buffers.
+func (o *op) Reset() { *o = op{out: o.out[:0], buf: o.buf[:0], multi: o.multi[:0]} }
 
 // call sends c to its owner; its reply fills r.
 func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd) {
-	var o *op
-	if n := len(cl.sh.ops); n > 0 {
-		o = cl.sh.ops[n-1]
-		cl.sh.ops = cl.sh.ops[:n-1]
-	} else {
-		o = new(op)
-		o.runFn, o.doneFn = o.run, o.done
-	}
-	o.cl, o.r, o.to, o.c = cl, r, owner, *c
+	p := cl.sh.ops.Get()
+	o := &p.V
+	o.cl, o.r, o.c = cl, r, *c
 	// The command's bytes are the read's: copy them, once, into the
 	// op's buffer, and point the copy's slices into it.
 	o.buf = append(append(o.buf[:0], c.key...), c.val...)
@@ -256,9 +237,9 @@ func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd) {
 	}
 	at := 0
 	take := func(b []byte) []byte {
-		p := o.buf[at : at+len(b) : at+len(b)]
+		part := o.buf[at : at+len(b) : at+len(b)]
 		at += len(b)
-		return p
+		return part
 	}
 	o.c.key, o.c.val = take(c.key), take(c.val)
 	o.multi = o.multi[:0]
@@ -266,21 +247,22 @@ func (cl *client) call(owner *percore.Loop, r *ordered.Reply[join], c *cmd) {
 		o.multi = append(o.multi, take(a))
 	}
 	o.c.multi = o.multi
-	cl.c.Loop().Call(owner, o.runFn, o.doneFn)
+	cl.sh.ops.Call(owner, p)
 }
 
-// run runs on the owner's loop.
-func (o *op) run() {
-	sh := o.cl.s.shards.Get(o.to)
+// runOp runs an op on the owner's loop.
+func (s *server) runOp(on *percore.Loop, o *op) {
+	sh := s.shards.Get(on)
 	sh.remote++
 	if o.c.k == kStats {
 		o.stats = sh.counts()
 	}
-	o.out, o.n = sh.exec(&o.c, o.to.Now().UnixMilli(), o.out[:0])
+	o.out, o.n = sh.exec(&o.c, on.Now().UnixMilli(), o.out[:0])
 }
 
-// done runs back on the client's loop.
-func (o *op) done(err error) {
+// opDone runs back on the client's loop; the pool takes the op back once
+// it returns.
+func opDone(o *op, err error) {
 	cl, r := o.cl, o.r
 	if err != nil {
 		o.out = resp.AppendError(o.out[:0], "ERR "+err.Error())
@@ -292,7 +274,5 @@ func (o *op) done(err error) {
 	} else {
 		cl.addPart(r, o.out, o.n)
 	}
-	o.cl, o.r, o.to = nil, nil, nil
-	cl.sh.ops = append(cl.sh.ops, o)
 	cl.partDone(r)
 }

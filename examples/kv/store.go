@@ -3,6 +3,7 @@
 package main
 
 import (
+	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame/resp"
 )
 
@@ -18,10 +19,10 @@ type shard struct {
 	evict       bool // allkeys-random, else noeviction
 	evicted     int64
 	expired     int64
-	commands    int64 // key commands run here (each part of an every-loop command counts)
-	remote      int64 // of which for clients of other loops
-	parsed      int64 // bytes the request parsers of this loop's clients examined
-	ops         []*op // cross-loop call records, reused
+	commands    int64               // key commands run here (each part of an every-loop command counts)
+	remote      int64               // of which for clients of other loops
+	parsed      int64               // bytes the request parsers of this loop's clients examined
+	ops         *percore.OpPool[op] // the cross-loop calls of this loop's clients, reused
 }
 
 type entry struct {

@@ -3,7 +3,7 @@
 // Command multi is one percore server on TCP, UDP and a Unix socket at
 // once, echoing on each, that restarts without dropping a connection: on
 // SIGHUP it starts a new copy of itself, hands it every listening socket
-// (Runtime.Files, HandoverEnv), waits until the copy serves, and shuts
+// (Runtime.ListenerFiles, HandoverEnv), waits until the copy serves, and shuts
 // down gracefully. Clients see every request answered and no connect
 // refused in between (docs/operations.md#zero-downtime-restart).
 //
@@ -82,7 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if len(files) > 0 {
-		cfg.Files = files
+		cfg.Inherited = files
 	} else {
 		for _, a := range []struct{ scheme, addr string }{{"tcp", sf.Addr}, {"udp", *udp}, {"unix", *unixPath}} {
 			if a.addr != "" {
@@ -144,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // handOver starts a new copy of this program with every listening socket
 // and waits until it serves.
 func handOver(rt *percore.Runtime, args []string, stderr io.Writer) error {
-	files, err := rt.Files()
+	files, err := rt.ListenerFiles()
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ type client struct {
 
 func (p *proxy) OnOpen(c *percore.Conn) {
 	bs := *p.loops.Get(c.Loop())
-	frame.SetValue(c, &client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c),
+	c.SetValue(&client{p: p, c: c, bs: bs, routes: make([]route, len(bs)), q: ordered.New[join](c),
 		parsed: p.parsed.Get(c.Loop())})
 }
 
@@ -84,7 +84,7 @@ func (p *proxy) OnOpen(c *percore.Conn) {
 // so that a command that arrives in many reads is read once (issue 23,
 // decision 0029).
 func (p *proxy) OnView(c *percore.Conn, in []byte) (int, error) {
-	cl := frame.Value(c).(*client)
+	cl := c.Value().(*client)
 	scanned := cl.rp.Scanned()
 	defer func() { *cl.parsed += cl.rp.Scanned() - scanned }()
 	done := 0
@@ -129,11 +129,11 @@ func (p *proxy) OnFrameError(c *percore.Conn, err error) {
 	c.Write([]byte("-ERR Protocol error: request longer than the proxy's buffer\r\n"))
 }
 
-func (p *proxy) OnEOF(c *percore.Conn)      { frame.Value(c).(*client).q.CloseWhenDone() }
-func (p *proxy) OnShutdown(c *percore.Conn) { frame.Value(c).(*client).q.CloseWhenDone() }
+func (p *proxy) OnEOF(c *percore.Conn)      { c.Value().(*client).q.CloseWhenDone() }
+func (p *proxy) OnShutdown(c *percore.Conn) { c.Value().(*client).q.CloseWhenDone() }
 
 func (p *proxy) OnClose(c *percore.Conn, _ error) {
-	if cl, ok := frame.Value(c).(*client); ok {
+	if cl, ok := c.Value().(*client); ok {
 		cl.q.Gone() // replies on their way are counted off and dropped
 	}
 }

@@ -56,13 +56,13 @@ func (f *front) OnOpen(c *percore.Conn) {
 		x: upstream.NewExchange(local, nil, upstream.ExchangeConfig{MaxReply: f.maxLine, Timeout: f.timeout, Scanner: f.lines})}
 	// Bound once per client, so that a request allocates nothing for them.
 	cl.gotFn, cl.replyFn = cl.got, cl.replied
-	frame.SetValue(c, cl)
+	c.SetValue(cl)
 }
 
 // OnFrame starts a request: the client's next lines wait (in the adapter,
 // then in the kernel) until it is answered.
 func (f *front) OnFrame(c *percore.Conn, line []byte) {
-	cl := frame.Value(c).(*client)
+	cl := c.Value().(*client)
 	frame.PauseRead(c)
 	c.BeginRequest() // a graceful shutdown waits for its answer
 	cl.req = append(cl.req[:0], line...)
@@ -76,7 +76,7 @@ func (f *front) OnFrameError(c *percore.Conn, _ error) {
 }
 
 func (f *front) OnClose(c *percore.Conn, _ error) {
-	if cl, ok := frame.Value(c).(*client); ok {
+	if cl, ok := c.Value().(*client); ok {
 		cl.closed = true
 		cl.x.Cancel() // a reply on its way would find nobody: the connection goes back broken
 	}

@@ -177,7 +177,7 @@ func Start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime
 	if cfg.Backend == percore.IOURing {
 		NeedURing(t)
 	}
-	if cfg.Addr == "" && len(cfg.Listen) == 0 && len(cfg.Files) == 0 && h != nil {
+	if cfg.Addr == "" && len(cfg.Listen) == 0 && len(cfg.Inherited) == 0 && h != nil {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Cores == nil {
@@ -198,17 +198,17 @@ func Start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime
 	return rt
 }
 
-// LoopCores returns a CPU for each of n loops, from the test's CPUs in
-// turn (loops share CPUs when there are fewer CPUs than loops).
+// LoopCores returns a CPU for each of n loops, the test's first n CPUs,
+// and skips the test when it may use fewer: Config.Cores takes a CPU once
+// (docs/decisions/0030-api-from-the-trial.md).
 func LoopCores(t testing.TB, n int) []int {
 	t.Helper()
 	cores, err := cpu.Cores()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var use []int
-	for i := range n {
-		use = append(use, cores[i%len(cores)])
+	if len(cores) < n {
+		t.Skipf("needs %d CPUs for %d loops, has %s: Config.Cores takes a CPU once", n, n, cpu.FormatList(cores))
 	}
-	return use
+	return cores[:n]
 }

@@ -60,10 +60,9 @@
 //     reused once the callback returns. Copy what you keep.
 //   - After a decoder returns an error it is poisoned: every later Feed
 //     returns the same error and delivers nothing, until Reset.
-//   - The adapters (Split, Lines, LengthPrefixed) keep their per-connection state
-//     in Conn.Value. A handler served by them keeps its own
-//     per-connection value with Value and SetValue of this package, never
-//     with Conn.SetValue.
+//   - The adapters (Split, Lines, LengthPrefixed, View) keep their
+//     per-connection state in Conn.AdapterValue, so Conn.Value and
+//     SetValue are the handler's own under every one of them.
 //   - An adapter's connection holds a buffer only while it holds a partial
 //     token: the buffer comes from a shared pool and goes back to it once
 //     the token is complete. While completing a partial token the buffer

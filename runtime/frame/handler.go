@@ -95,8 +95,8 @@ type LengthConfig struct {
 // partial token at the end is dropped.
 //
 // PauseRead and ResumeRead of this package hold tokens back (a handler
-// that answers one request at a time); the handler keeps its own
-// per-connection value with Value and SetValue.
+// that answers one request at a time). The adapter keeps its state in
+// Conn.AdapterValue: Conn.Value and SetValue are the handler's.
 func Split(split bufio.SplitFunc, h Handler, cfg SplitConfig) percore.Handler {
 	if split == nil && cfg.Scanner == nil {
 		panic("frame: Split with a nil split function and no Scanner")
@@ -116,9 +116,9 @@ func Split(split bufio.SplitFunc, h Handler, cfg SplitConfig) percore.Handler {
 // connection, which sends what OnFrameError wrote first. A last line
 // without its '\n' when the peer's stream ends is not delivered.
 //
-// The handler keeps each connection's state and a Writer in Conn.Value:
-// keep your own per-connection value with Value and SetValue, and reply
-// with WriteLine or WriteFrame without allocating.
+// The adapter keeps each connection's state and a Writer in
+// Conn.AdapterValue: Conn.Value and SetValue are the handler's. Reply with
+// WriteLine or WriteFrame without allocating.
 func Lines(h Handler, cfg LineConfig) percore.Handler {
 	limit := limitOf(cfg.MaxLine, DefaultMaxLine)
 	scanner := func() Scanner { return NewLineScanner(limit) }
@@ -134,9 +134,9 @@ func Lines(h Handler, cfg LineConfig) percore.Handler {
 // none of that frame's payload is buffered. An incomplete frame when the
 // peer's stream ends is dropped.
 //
-// The handler keeps each connection's state and a Writer in Conn.Value:
-// keep your own per-connection value with Value and SetValue, and reply
-// with WriteFrame without allocating.
+// The adapter keeps each connection's state and a Writer in
+// Conn.AdapterValue: Conn.Value and SetValue are the handler's. Reply with
+// WriteFrame without allocating.
 func LengthPrefixed(h Handler, cfg LengthConfig) percore.Handler {
 	limit := limitOf(cfg.MaxFrame, DefaultMaxFrame)
 	return expose(&adapter{hooks: hooksOf(h), split: ScanLengthPrefixed(limit), limit: HeaderLen + limit, emit: h.OnFrame}, h)
@@ -150,7 +150,7 @@ func LengthPrefixed(h Handler, cfg LengthConfig) percore.Handler {
 // while paused. On a connection that no adapter of this package serves it
 // is Conn.PauseRead.
 func PauseRead(c *percore.Conn) {
-	if s, ok := c.Value().(*session); ok {
+	if s := sessionOf(c); s != nil {
 		s.paused = true
 	}
 	c.PauseRead()
@@ -162,8 +162,8 @@ func PauseRead(c *percore.Conn) {
 // connection that no adapter of this package serves it is
 // Conn.ResumeRead.
 func ResumeRead(c *percore.Conn) {
-	s, ok := c.Value().(*session)
-	if !ok {
+	s := sessionOf(c)
+	if s == nil {
 		c.ResumeRead()
 		return
 	}
@@ -175,34 +175,33 @@ func ResumeRead(c *percore.Conn) {
 	s.a.deliver(c, s, nil)
 }
 
-// Value returns the value stored with SetValue. On a connection that no
-// adapter of this package serves it is Conn.Value.
-func Value(c *percore.Conn) any {
-	if s, ok := c.Value().(*session); ok {
-		return s.v
-	}
-	return c.Value()
+// Value is Conn.Value.
+//
+// Deprecated: the adapters keep their state in Conn.AdapterValue, so
+// Conn.Value is the handler's under every adapter: call it.
+func Value(c *percore.Conn) any { return c.Value() }
+
+// SetValue is Conn.SetValue.
+//
+// Deprecated: the adapters keep their state in Conn.AdapterValue, so
+// Conn.SetValue is the handler's under every adapter: call it.
+func SetValue(c *percore.Conn, v any) { c.SetValue(v) }
+
+// sessionOf returns c's session, or nil on a connection no adapter of
+// this package serves.
+func sessionOf(c *percore.Conn) *session {
+	s, _ := c.AdapterValue().(*session)
+	return s
 }
 
-// SetValue stores a per-connection value for the handler, next to the
-// adapter's state. On a connection that no adapter of this package serves
-// it is Conn.SetValue.
-func SetValue(c *percore.Conn, v any) {
-	if s, ok := c.Value().(*session); ok {
-		s.v = v
-		return
-	}
-	c.SetValue(v)
-}
-
-// session is a connection's state in an adapter, kept in Conn.Value: the partial token, the
-// Writer, the handler's own value and where delivery stands.
+// session is a connection's state in an adapter, kept in
+// Conn.AdapterValue: the partial token, the Writer and where delivery
+// stands.
 type session struct {
 	a     *adapter
 	t     tail
 	split bufio.SplitFunc // the adapter's, or the Scan of the connection's Scanner
 	w     Writer
-	v     any
 	// paused: PauseRead holds tokens back; delivering: deliver is
 	// running (a ResumeRead from a token's callback lets it go on); again:
 	// a ResumeRead came from OnView; eof: the peer's stream has ended;
@@ -230,8 +229,8 @@ type adapter struct {
 	view func(c *percore.Conn, in []byte) (int, error)
 }
 
-func (a *adapter) newSession(v any) *session {
-	s := &session{a: a, t: tail{pool: &buffers}, v: v, split: a.split}
+func (a *adapter) newSession() *session {
+	s := &session{a: a, t: tail{pool: &buffers}, split: a.split}
 	if a.scanner != nil {
 		sc := a.scanner()
 		s.t.scanner, s.split = sc, sc.Scan
@@ -239,19 +238,19 @@ func (a *adapter) newSession(v any) *session {
 	return s
 }
 
-// sessionOf returns c's session, starting a new one (that keeps the
-// handler's value) when the handler replaced it with Conn.SetValue.
+// sessionOf returns c's session, starting one if OnOpen did not (a
+// connection handed to the adapter after it opened).
 func (a *adapter) sessionOf(c *percore.Conn) *session {
-	s, ok := c.Value().(*session)
+	s, ok := c.AdapterValue().(*session)
 	if !ok || s.a != a {
-		s = a.newSession(c.Value())
-		c.SetValue(s)
+		s = a.newSession()
+		c.SetAdapterValue(s)
 	}
 	return s
 }
 
 func (a *adapter) OnOpen(c *percore.Conn) {
-	c.SetValue(a.newSession(nil))
+	c.SetAdapterValue(a.newSession())
 	a.opened(c)
 }
 

@@ -1,6 +1,7 @@
 package frame_test
 
 import (
+	"bufio"
 	"testing"
 
 	percore "github.com/percore/percore/runtime"
@@ -58,30 +59,85 @@ func TestAdapterInterfaces(t *testing.T) {
 	}
 }
 
-// TestValueWithoutAdapter: on a connection no adapter serves, Value and
-// SetValue are the Conn's own.
-func TestValueWithoutAdapter(t *testing.T) {
-	var c percore.Conn
-	frame.SetValue(&c, 42)
-	if c.Value() != 42 || frame.Value(&c) != 42 {
-		t.Fatalf("Value = %v, Conn.Value = %v; want 42", frame.Value(&c), c.Value())
+// valueUser keeps its own value in Conn.Value under an adapter, and
+// asserts its type in every callback (a Conn.Value that held the adapter's
+// session made the assertion panic).
+type valueUser struct{ closed []int }
+
+type userState struct{ frames, eofs int }
+
+func (u *valueUser) OnOpen(c *percore.Conn) { c.SetValue(&userState{}) }
+
+func (u *valueUser) OnFrame(c *percore.Conn, _ []byte) { c.Value().(*userState).frames++ }
+
+func (u *valueUser) OnView(c *percore.Conn, in []byte) (int, error) {
+	n := 0
+	for i, b := range in {
+		if b == '\n' {
+			c.Value().(*userState).frames++
+			n = i + 1
+		}
 	}
+	return n, nil
 }
 
-// TestValueBesideSession: on a served connection the handler's value lives
-// next to the adapter's state, and survives a Conn.SetValue misuse.
-func TestValueBesideSession(t *testing.T) {
-	var got []any
-	h := frame.Lines(frame.HandlerFunc(func(c *percore.Conn, line []byte) {
-		got = append(got, frame.Value(c))
-	}), frame.LineConfig{})
-	var c percore.Conn
-	h.(percore.OpenHandler).OnOpen(&c)
-	frame.SetValue(&c, "mine")
-	h.OnData(&c, []byte("a\n"))
-	c.SetValue("overwritten") // not what the docs say to do
-	h.OnData(&c, []byte("b\n"))
-	if len(got) != 2 || got[0] != "mine" || got[1] != "overwritten" {
-		t.Fatalf("values seen %v", got)
+func (u *valueUser) OnEOF(c *percore.Conn) { c.Value().(*userState).eofs++ }
+
+func (u *valueUser) OnClose(c *percore.Conn, _ error) {
+	st := c.Value().(*userState)
+	u.closed = append(u.closed, st.frames, st.eofs)
+}
+
+// TestValueIsTheHandlersUnderEveryAdapter: under Split, Lines,
+// LengthPrefixed and View, the handler's SetValue in OnOpen is what Value
+// returns in every later callback (its frames, OnEOF, OnClose), and the
+// adapter's state is in AdapterValue, out of its way.
+func TestValueIsTheHandlersUnderEveryAdapter(t *testing.T) {
+	lengthPrefixed := func(payloads ...string) []byte {
+		var b []byte
+		for _, p := range payloads {
+			b = append(b, byte(len(p)>>24), byte(len(p)>>16), byte(len(p)>>8), byte(len(p)))
+			b = append(b, p...)
+		}
+		return b
+	}
+	tests := []struct {
+		name string
+		make func(u *valueUser) percore.Handler
+		in   [][]byte // three frames, the second split across two reads
+	}{
+		{"Split", func(u *valueUser) percore.Handler { return frame.Split(bufio.ScanLines, u, frame.SplitConfig{}) },
+			[][]byte{[]byte("a\nb"), []byte("b\nc\n")}},
+		{"Lines", func(u *valueUser) percore.Handler { return frame.Lines(u, frame.LineConfig{}) },
+			[][]byte{[]byte("a\nb"), []byte("b\nc\n")}},
+		{"LengthPrefixed", func(u *valueUser) percore.Handler { return frame.LengthPrefixed(u, frame.LengthConfig{}) },
+			[][]byte{lengthPrefixed("a", "bb")[:7], append(lengthPrefixed("a", "bb")[7:], lengthPrefixed("c")...)}},
+		{"View", func(u *valueUser) percore.Handler { return frame.View(u, frame.SplitConfig{}) },
+			[][]byte{[]byte("a\nb"), []byte("b\nc\n")}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u := &valueUser{}
+			h := tt.make(u)
+			var c percore.Conn
+			h.(percore.OpenHandler).OnOpen(&c)
+			if _, ok := c.Value().(*userState); !ok {
+				t.Fatalf("after OnOpen, Value is %T, want the handler's *userState", c.Value())
+			}
+			if c.AdapterValue() == nil {
+				t.Fatal("the adapter keeps no state in AdapterValue")
+			}
+			for _, in := range tt.in {
+				h.OnData(&c, in)
+			}
+			h.(percore.EOFHandler).OnEOF(&c)
+			h.(percore.CloseHandler).OnClose(&c, nil)
+			if st := c.Value().(*userState); st.frames != 3 || st.eofs != 1 {
+				t.Fatalf("the handler saw %d frames and %d OnEOF through its own value, want 3 and 1", st.frames, st.eofs)
+			}
+			if len(u.closed) != 2 || u.closed[0] != 3 {
+				t.Fatalf("OnClose saw %v", u.closed)
+			}
+		})
 	}
 }

@@ -35,7 +35,7 @@ func TestLinesTrickleIsLinear(t *testing.T) {
 		h := Lines(HandlerFunc(func(_ *percore.Conn, l []byte) { got = append(got, bytes.Clone(l)) }), LineConfig{MaxLine: 64 << 10})
 		var c percore.Conn
 		h.(percore.OpenHandler).OnOpen(&c)
-		s := c.Value().(*session)
+		s := c.AdapterValue().(*session)
 		for i := range line {
 			h.OnData(&c, line[i:i+1])
 		}

@@ -57,10 +57,10 @@ type lineEcho struct {
 	errs *pctest.Inbox[error]
 }
 
-func (h *lineEcho) OnOpen(c *percore.Conn) { frame.SetValue(c, new(int)) }
+func (h *lineEcho) OnOpen(c *percore.Conn) { c.SetValue(new(int)) }
 
 func (h *lineEcho) OnFrame(c *percore.Conn, line []byte) {
-	*frame.Value(c).(*int)++
+	*c.Value().(*int)++
 	frame.WriteLine(c, append([]byte("line:"), line...))
 }
 

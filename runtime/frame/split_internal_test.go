@@ -21,7 +21,7 @@ func TestHoldsNothingBetweenTokens(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var c percore.Conn
 			tt.h.(percore.OpenHandler).OnOpen(&c)
-			s := c.Value().(*session)
+			s := c.AdapterValue().(*session)
 			tt.h.OnData(&c, []byte("one\ntwo\n"))
 			if s.t.buf != nil {
 				t.Fatalf("whole lines: the connection holds a %d-byte buffer", cap(s.t.buf))

@@ -68,7 +68,7 @@ func TestViewTrickleIsLinear(t *testing.T) {
 			h := View(v, SplitConfig{MaxBuffered: 1 << 20})
 			var c percore.Conn
 			h.(percore.OpenHandler).OnOpen(&c)
-			s := c.Value().(*session)
+			s := c.AdapterValue().(*session)
 			n := int64(len(cmd))
 			for i := 0; i < len(cmd); i += piece {
 				h.OnData(&c, cmd[i:min(i+piece, len(cmd))])

@@ -61,7 +61,7 @@ func WriteLine(c *percore.Conn, line []byte) (int, error) {
 }
 
 func connWriter(c *percore.Conn) *Writer {
-	if s, ok := c.Value().(*session); ok {
+	if s := sessionOf(c); s != nil {
 		return &s.w
 	}
 	return new(Writer)

@@ -42,7 +42,8 @@ import (
 type Flags struct {
 	// Addr is -addr: the listen address, in the program's own network.
 	Addr string
-	// Cores is -cores, parsed by cpu.ParseList: nil for the default.
+	// Cores is -cores, parsed by cpu.ParseList (a CPU listed twice is an
+	// error, as in Config.Cores: one loop per CPU): nil for the default.
 	Cores []int
 	// Backend is -backend; Auto (the zero value) by default.
 	Backend percore.Backend

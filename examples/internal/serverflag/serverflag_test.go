@@ -40,6 +40,7 @@ func TestParse(t *testing.T) {
 		{name: "bad backend", args: []string{"-backend", "kqueue"}, wantErr: `invalid value "kqueue" for flag -backend: unknown backend "kqueue"`},
 		{name: "bad cores", args: []string{"-cores", "0-x"}, wantErr: `invalid value "0-x" for flag -cores: cpu: bad cpu list "0-x"`},
 		{name: "reversed range", args: []string{"-cores", "3-1"}, wantErr: `for flag -cores`},
+		{name: "a cpu twice", args: []string{"-cores", "0,0"}, wantErr: `invalid value "0,0" for flag -cores: cpu: bad cpu list "0,0": element 2 "0": cpu 0 is listed twice`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,7 +10,7 @@
 //
 //	// OnView of a frame.ViewHandler; d is the connection's *http1.RequestDecoder.
 //	func (s *server) OnView(c *percore.Conn, in []byte) (int, error) {
-//		d := frame.Value(c).(*http1.RequestDecoder)
+//		d := c.Value().(*http1.RequestDecoder)
 //		off := 0
 //		for {
 //			n, ev, piece, err := d.Next(in[off:])
