@@ -27,7 +27,7 @@ func featureOracleCases(a *oracleArgs) []oracleCase {
 	)
 	bufp := uintptr(unsafe.Pointer(unsafe.SliceData(a.buf)))
 	n := uint32(len(a.buf))
-	accept := unix.SOCK_NONBLOCK | unix.SOCK_CLOEXEC
+	accept := unix.SOCK_NONBLOCK // no SOCK_CLOEXEC into a slot: the kernel refuses it
 	return []oracleCase{
 		{name: "multishot accept direct", method: "PrepareAcceptMultishotDirect", args: []any{fd, ud},
 			oracle: func(e *giouring.SubmissionQueueEntry) { e.PrepareMultishotAcceptDirect(fd, 0, 0, accept) }},

@@ -48,25 +48,34 @@ func (r *Ring) setLast(flag uint8) {
 // PrepareAcceptMultishotDirect queues a multishot accept on the listening
 // socket fd into the fixed file table (IORING_FILE_INDEX_ALLOC, 5.19+):
 // each accepted connection completes with the slot the kernel picked for
-// it (close-on-exec is moot: a direct descriptor is in no descriptor
-// table until PrepareFixedFdInstall), or -ENFILE when the table is full,
-// which ends the multishot (no More). fd itself is a normal descriptor.
+// it, or -ENFILE when the table is full, which ends the multishot (no
+// More) and loses the connection it was accepting: the kernel accepts
+// before it looks for a slot, and closes the connection when it finds
+// none (the client sees its end). Keep the table larger than the
+// connections the caller admits. fd itself is a normal descriptor. The socket is non-blocking;
+// close-on-exec is moot (the kernel refuses SOCK_CLOEXEC with a slot: a
+// direct descriptor is in no descriptor table until
+// PrepareFixedFdInstall, which sets it).
 func (r *Ring) PrepareAcceptMultishotDirect(fd int, userData uint64) error {
 	if err := r.PrepareAcceptMultishot(fd, userData); err != nil {
 		return err
 	}
-	r.last().setFileIndex(fileIndexAlloc - 1)
+	e := r.last()
+	e.opFlags = unix.SOCK_NONBLOCK // the kernel refuses SOCK_CLOEXEC with a slot
+	e.setFileIndex(fileIndexAlloc - 1)
 	return nil
 }
 
 // PrepareAcceptDirect queues a single accept on fd into a free slot of the
 // fixed file table; it completes with the slot, or -ENFILE when the
-// table is full.
+// table is full (having closed the connection, as the multishot does).
 func (r *Ring) PrepareAcceptDirect(fd int, userData uint64) error {
 	if err := r.PrepareAccept(fd, userData); err != nil {
 		return err
 	}
-	r.last().setFileIndex(fileIndexAlloc - 1)
+	e := r.last()
+	e.opFlags = unix.SOCK_NONBLOCK
+	e.setFileIndex(fileIndexAlloc - 1)
 	return nil
 }
 
