@@ -51,7 +51,15 @@ type BufRing struct {
 // as buffer group group. count must be a power of two no larger than 32768.
 // Every buffer starts out given to the kernel.
 func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
-	return r.newBufRing(group, count, size, 0)
+	return r.newBufRing(group, count, size, 0, true)
+}
+
+// NewSendBufRing registers a provided-buffer ring for sends
+// (PrepareSendBundle): like NewBufRing's, but no buffer starts out given
+// to the kernel, since a send's buffer holds what the caller wrote into
+// it (Bytes, then Provide and Publish).
+func (r *Ring) NewSendBufRing(group uint16, count, size int) (*BufRing, error) {
+	return r.newBufRing(group, count, size, 0, false)
 }
 
 // NewIncrementalBufRing is NewBufRing for a ring whose buffers the kernel
@@ -65,10 +73,10 @@ func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
 // every earlier part of it (perhaps another connection's) is released
 // too. On an older kernel it returns an *UnavailableError.
 func (r *Ring) NewIncrementalBufRing(group uint16, count, size int) (*BufRing, error) {
-	return r.newBufRing(group, count, size, pbufRingInc)
+	return r.newBufRing(group, count, size, pbufRingInc, true)
 }
 
-func (r *Ring) newBufRing(group uint16, count, size int, flags uint16) (*BufRing, error) {
+func (r *Ring) newBufRing(group uint16, count, size int, flags uint16, provide bool) (*BufRing, error) {
 	if count <= 0 || count > 1<<15 || count&(count-1) != 0 {
 		return nil, fmt.Errorf("buffer ring: count %d is not a power of two in [1, 32768]", count)
 	}
@@ -113,10 +121,12 @@ func (r *Ring) newBufRing(group uint16, count, size int, flags uint16) (*BufRing
 	if b.incremental {
 		b.filled = make([]uint32, count)
 	}
-	for i := range count {
-		b.Recycle(uint16(i))
+	if provide {
+		for i := range count {
+			b.Recycle(uint16(i))
+		}
+		b.Publish()
 	}
-	b.Publish()
 	return b, nil
 }
 
