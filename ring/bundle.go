@@ -80,6 +80,19 @@ func (u Bundle) Data(i int) []byte {
 	return u.b.Bytes(u.ID(i), int(n))
 }
 
+// Unsent returns the bytes of the last buffer that the completion did not
+// move. For a send that completed in part these are the bytes not sent
+// (the kernel consumed the buffer all the same): the caller sends them
+// again, ahead of anything newer. For a send that sent all it took it is
+// empty; for a receive it is the last buffer's room left unfilled.
+func (u Bundle) Unsent() []byte {
+	if u.n == 0 {
+		return nil
+	}
+	id, full := u.ID(int(u.n)-1), u.b.slotLen[(u.pos+u.n-1)&u.b.mask]
+	return u.b.Bytes(id, int(full))[u.last:]
+}
+
 // Received returns the bytes completion c received into buffer id (c's
 // Buffer), and whether c is the last completion into that buffer, which
 // is then the caller's to recycle. On a plain ring every completion is

@@ -287,6 +287,9 @@ func TestBundleRecord(t *testing.T) {
 	if err != nil || u.Len() != 2 || u.ID(0) != 2 || u.ID(1) != 0 || len(u.Data(1)) != 1 {
 		t.Errorf("bundle of 65 bytes from buffer 2: %d buffers %d, %d; %v", u.Len(), u.ID(0), u.ID(1), err)
 	}
+	if n := len(u.Unsent()); n != size-1 {
+		t.Errorf("Unsent after 1 byte of the last buffer: %d bytes, want %d", n, size-1)
+	}
 	if p, last := b.Received(3, cqe(3, 7)); len(p) != 7 || !last {
 		t.Errorf("Received on a plain ring: %d bytes, last %v", len(p), last)
 	}

@@ -176,6 +176,9 @@ func refused(err error) bool {
 func probeRegisteredRing(fd int) error {
 	up := &rsrcUpdate{offset: registerRingFdAlloc, data: uint64(fd)}
 	if err := sysRegister(fd, registerRingFds, unsafe.Pointer(up), 1); err != nil {
+		if errors.Is(err, unix.EBUSY) {
+			return nil // the kernel has it; this thread's 16 slots are taken
+		}
 		return os.NewSyscallError("io_uring_register(RING_FDS)", err)
 	}
 	up.data = 0
