@@ -89,7 +89,7 @@ func BenchmarkEnter(b *testing.B) {
 }
 
 // BenchmarkCQESkip submits batches of 16 operations that complete at once
-// (cancels of nothing) and waits for the batch: every one posting its
+// (NOPs) and waits for the batch: every one posting its
 // completion, or the first 15 skipped (IOSQE_CQE_SKIP_SUCCESS) and only
 // the last reaped. It reports per batch.
 func BenchmarkCQESkip(b *testing.B) {
@@ -109,7 +109,7 @@ func BenchmarkCQESkip(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for i := range batch {
-					if err := r.PrepareCancel(1<<40, uint64(i)); err != nil {
+					if err := r.PrepareNop(uint64(i)); err != nil {
 						b.Fatal(err)
 					}
 					if skip && i < batch-1 {

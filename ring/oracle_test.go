@@ -153,6 +153,7 @@ func oracleCases(a *oracleArgs) []oracleCase {
 		{"read at the current position", "PrepareRead", []any{fd, a.buf, ^uint64(0), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareRead(fd, bufp, n, ^uint64(0))
 		}},
+		{"nop", "PrepareNop", []any{ud}, func(e *giouring.SubmissionQueueEntry) { e.PrepareNop() }},
 		{"write at offset", "PrepareWrite", []any{fd, a.buf, uint64(4099), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareWrite(fd, bufp, n, 4099)
 		}},
@@ -497,6 +498,7 @@ func TestUAPIMatchesGiouring(t *testing.T) {
 		{"OpRecv", uint64(OpRecv), uint64(giouring.OpRecv)},
 		{"OpShutdown", uint64(OpShutdown), uint64(giouring.OpShutdown)},
 		{"OpMsgRing", uint64(OpMsgRing), uint64(giouring.OpMsgRing)},
+		{"OpNop", uint64(OpNop), uint64(giouring.OpNop)},
 		// The features' (IORING_OP_FIXED_FD_INSTALL, bundles,
 		// incremental buffers, NAPI and the newer feature bits are
 		// newer than giouring: TestUAPIFeatureConstants checks them
@@ -525,7 +527,7 @@ func TestUAPIMatchesGiouring(t *testing.T) {
 			t.Errorf("%s: ring has %#x, giouring %#x", c.name, c.ours, c.theirs)
 		}
 	}
-	if n := len(opNames); n != 14 {
-		t.Errorf("ring names %d opcodes, and this test compares 14: add the new one to consts", n)
+	if n := len(opNames); n != 15 {
+		t.Errorf("ring names %d opcodes, and this test compares 15: add the new one to consts", n)
 	}
 }

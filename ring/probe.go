@@ -63,6 +63,7 @@ type Op uint8
 // MSG_RING, which nothing prepares yet but the probe reports. The values
 // are the kernel's enum io_uring_op.
 const (
+	OpNop         Op = 0
 	OpPollAdd     Op = 6
 	OpSendmsg     Op = 9
 	OpRecvmsg     Op = 10
@@ -83,7 +84,7 @@ var opNames = map[Op]string{
 	OpRead: "READ", OpWrite: "WRITE", OpSendmsg: "SENDMSG", OpRecvmsg: "RECVMSG", OpTimeout: "TIMEOUT",
 	OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL", OpConnect: "CONNECT", OpClose: "CLOSE",
 	OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN", OpPollAdd: "POLL_ADD",
-	OpMsgRing: "MSG_RING",
+	OpMsgRing: "MSG_RING", OpNop: "NOP",
 }
 
 // String returns the kernel's name of the opcode without its IORING_OP_ prefix.
