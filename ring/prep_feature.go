@@ -184,8 +184,9 @@ func (r *Ring) PrepareSendBundle(fd int, b *BufRing, userData uint64) error {
 // (Completion.Notif) once the kernel no longer reads p, which reports
 // whether the kernel copied after all (Completion.ZCCopied: loopback
 // always does). p must stay referenced and unchanged until the
-// notification, not only the first completion; a first completion
-// without More has no notification to follow.
+// notification, not only the first completion. Whether a notification
+// follows is what the first completion's More says, not its result: a
+// send that failed may have one too.
 func (r *Ring) PrepareSendZC(fd int, p []byte, userData uint64) error {
 	e, err := r.sqe()
 	if err != nil {
