@@ -18,12 +18,54 @@
 // It prepares accept (single or multishot), receive (into a caller's buffer,
 // or selecting from a provided-buffer ring, single or multishot), send,
 // sendmsg, connect, close, shutdown, cancel (by user data or by descriptor),
-// timeout, a one-shot poll for input, and read and write at an offset. The
+// timeout, a one-shot poll for input, read and write at an offset, a NOP,
+// the file operations (prep_file.go) and the features' operations below. The
 // runtime uses accept and receive from a provided-buffer ring (multishot, or
 // single where it limits them), send, connect, close, shutdown, both
 // cancels, a poll of the listener while the descriptor table is full, and a
 // read of an eventfd for cross-thread wake-ups; receive into a caller's buffer, sendmsg,
 // timeout and write are there for other callers and the tests.
+//
+// # Ring features
+//
+// Beyond what the loop needs, ring binds the io_uring features a plain
+// liburing program does not use, each behind the probe: Probe's Support
+// answers HasFeature and FeatureError for every Feature, found by trying
+// it on the probe ring (a registration, a setup feature bit, an opcode),
+// so that an older kernel reads as "missing" and keeps working without it
+// (docs/decisions/0041 to 0044):
+//
+//   - RegisteredRing (5.18): Config.RegisterRing or Ring.RegisterRing
+//     registers the ring's descriptor in the thread's ring table, and every
+//     enter passes its index (IORING_ENTER_REGISTERED_RING), skipping the
+//     descriptor lookup. The table is the thread's: only for an owner
+//     locked to its thread; where refused, the ring enters as before
+//     (RingRegistered says why).
+//   - DirectDescriptors (5.19) and FixedFdInstall (6.8): RegisterFiles
+//     makes a sparse fixed file table; PrepareAcceptMultishotDirect and
+//     PrepareAcceptDirect accept into slots the kernel picks; FixedFile
+//     marks a receive, send or shutdown as on a slot; PrepareCancelFixed,
+//     PrepareCloseDirect and PrepareFixedFdInstall (a real descriptor for a
+//     slot) finish the life of a connection. A full table closes the
+//     connection being accepted (-ENFILE).
+//   - CQESkip (5.17): SkipSuccess marks a submission so that it posts
+//     nothing when it succeeds; a failure still completes.
+//   - Bundles (6.10): PrepareRecvBundle, PrepareRecvMultishotBundle and
+//     PrepareSendBundle (from a NewSendBufRing that the caller fills with
+//     Provide) move several provided buffers per completion;
+//     BufRing.Bundle names them from the ring's own record of which id sits
+//     in which slot.
+//   - IncrementalBuffers (6.12): NewIncrementalBufRing's buffers are
+//     consumed in part by successive receives; BufRing.Received returns a
+//     completion's bytes where they lie and whether the buffer is done
+//     (Completion.BufMore).
+//   - SendZC (6.0-6.2): PrepareSendZC and PrepareSendmsgZC complete twice,
+//     with the result and then a notification (Completion.Notif,
+//     Completion.ZCCopied); only the notification releases the buffer.
+//   - NAPI (6.9): RegisterNAPI and UnregisterNAPI turn busy polling of the
+//     NIC's receive queues on and off for the ring's waits.
+//
+// The runtime uses none of them yet (issue 28, part 2).
 //
 // # Ownership
 //
