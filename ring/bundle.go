@@ -99,8 +99,12 @@ func (u Bundle) Unsent() []byte {
 // its buffer's last and its bytes start at the buffer's start. On an
 // incremental ring (NewIncrementalBufRing) they start where the previous
 // completion into the buffer ended, and c is the last unless it has
-// BufMore. It keeps b's record of the kernel's position (see Bundle).
+// BufMore. It keeps b's record of the kernel's position (see Bundle). A
+// completion without a buffer consumed none: Received returns nothing.
 func (b *BufRing) Received(id uint16, c Completion) (p []byte, last bool) {
+	if _, ok := c.Buffer(); !ok {
+		return nil, false // consumed nothing
+	}
 	n := max(int(c.Res), 0)
 	if !b.incremental {
 		b.head++

@@ -490,11 +490,13 @@ func TestSendmsgZCUDP(t *testing.T) {
 	}
 }
 
-// TestReceivedNoBuffer checks Received's plain path leaves a completion
-// with a negative result as no bytes.
+// TestReceivedNoBuffer checks that a completion without a buffer (an
+// error, the end of the stream) consumes nothing in Received's record.
 func TestReceivedNoBuffer(t *testing.T) {
 	b := &BufRing{mask: 0, size: 8, bufMem: make([]byte, 8), slotID: make([]uint16, 1), slotLen: make([]uint32, 1)}
-	if p, last := b.Received(0, Completion{Res: -1}); len(p) != 0 || !last {
-		t.Errorf("Received of an error: %d bytes, last %v", len(p), last)
+	for _, c := range []Completion{{Res: -int32(unix.ENOBUFS)}, {Res: 0}} {
+		if p, last := b.Received(0, c); len(p) != 0 || last || b.head != 0 {
+			t.Errorf("Received(%+v): %d bytes, last %v, head %d; want nothing consumed", c, len(p), last, b.head)
+		}
 	}
 }
