@@ -252,7 +252,17 @@ func TestRegisteredRing(t *testing.T) {
 		}
 	}
 	rings = rings[:0]
-	r := mustOpen(t, Config{Entries: 4})
+	// Opened and closed here, on the locked thread (a cleanup would
+	// run after the unlock, perhaps on another thread).
+	r, err := Open(Config{Entries: 4})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer func() {
+		if err := r.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	}()
 	if err := r.RegisterRing(); err != nil {
 		t.Fatalf("RegisterRing after the others closed: %v", err)
 	}
