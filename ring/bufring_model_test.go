@@ -89,11 +89,13 @@ func runModel(t *testing.T, seed uint64, incremental bool) {
 	rng := rand.New(rand.NewPCG(seed, 0x28))
 	count := 1 << (1 + rng.IntN(4)) // 2..16
 	size := 8 << rng.IntN(4)        // 8..64
-	mem := make([]uint64, count*bufDescSizeWords)
+	// On the heap: the descriptors hold the buffers' addresses, and a
+	// small slice may be on the stack, which moves.
+	mem := onHeap(t, make([]uint64, count*bufDescSizeWords))
 	b := &BufRing{
 		group: 3, mask: uint16(count - 1), size: size,
 		ringMem: unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), count*int(unsafe.Sizeof(bufDesc{}))),
-		bufMem:  make([]byte, count*size),
+		bufMem:  onHeap(t, make([]byte, count*size)),
 		slotID:  make([]uint16, count), slotLen: make([]uint32, count),
 		incremental: incremental,
 	}
@@ -132,8 +134,8 @@ func runModel(t *testing.T, seed uint64, incremental bool) {
 				for i, want := range us {
 					d := u.Data(i)
 					if u.ID(i) != want.id || len(d) != want.n || want.n > 0 && uintptr(unsafe.Pointer(&d[0])) != want.addr {
-						t.Fatalf("seed %d step %d: buffer %d of the bundle: id %d, %d bytes; the kernel used id %d, %d bytes",
-							seed, step, i, u.ID(i), len(d), want.id, want.n)
+						t.Fatalf("seed %d step %d: buffer %d of the bundle: id %d, %d bytes at %#x; the kernel used id %d, %d bytes at %#x",
+							seed, step, i, u.ID(i), len(d), uintptr(unsafe.Pointer(unsafe.SliceData(d))), want.id, want.n, want.addr)
 					}
 					if want.addr != where(want.id) {
 						t.Fatalf("seed %d step %d: the kernel read buffer %d at the wrong address", seed, step, want.id)

@@ -464,10 +464,10 @@ func TestSendmsgZCUDP(t *testing.T) {
 	snd, _ := udp()
 	rcv, port := udp()
 	p := payload(1200, 4)
-	iov := []unix.Iovec{{Base: &p[0]}}
+	iov := onHeap(t, []unix.Iovec{{Base: &p[0]}})
 	iov[0].SetLen(len(p))
-	to := rawInet4(port)
-	msg := &unix.Msghdr{Name: (*byte)(unsafe.Pointer(to)), Namelen: unix.SizeofSockaddrInet4, Iov: &iov[0]}
+	to := onHeap(t, rawInet4(port))
+	msg := onHeap(t, &unix.Msghdr{Name: (*byte)(unsafe.Pointer(to)), Namelen: unix.SizeofSockaddrInet4, Iov: &iov[0]})
 	msg.SetIovlen(1)
 	if err := r.PrepareSendmsgZC(snd, msg, 11); err != nil {
 		t.Fatal(err)

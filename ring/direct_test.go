@@ -35,6 +35,15 @@ func dial(t *testing.T, port int) *int {
 	return p
 }
 
+// onHeap returns v after making what it points at escape to the heap
+// (the test's cleanup keeps it alive), for memory handed to the kernel:
+// the compiler puts a buffer that does not escape on the stack, which
+// moves when it grows, and the kernel would write where it was.
+func onHeap[T any](tb testing.TB, v T) T {
+	tb.Cleanup(func() { runtime.KeepAlive(v) })
+	return v
+}
+
 func needFeature(t *testing.T, fs ...Feature) {
 	t.Helper()
 	s := mustProbe(t)
@@ -87,7 +96,7 @@ func TestDirectDescriptors(t *testing.T) {
 	slot := int(c.Res)
 
 	// Receive and send on the slot.
-	buf := make([]byte, 64)
+	buf := onHeap(t, make([]byte, 64))
 	if err := r.PrepareRecv(slot, buf, recvData); err != nil {
 		t.Fatal(err)
 	}
@@ -272,4 +281,84 @@ func TestDirectDescriptorsMultishotRecv(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantRes(t, "close slot", q.one(), 0)
+}
+
+// TestFilesUpdateAlloc puts descriptors made without the ring (as an
+// inherited socket is) into slots the kernel picks, and serves one of them
+// on its slot after its descriptor is closed.
+func TestFilesUpdateAlloc(t *testing.T) {
+	needFeature(t, DirectDescriptors)
+	r := mustOpen(t, Config{Entries: 8})
+	if err := r.RegisterFiles(4); err != nil {
+		t.Fatalf("RegisterFiles: %v", err)
+	}
+	a, b := socketpair(t), socketpair(t)
+	fds := onHeap(t, []int32{int32(a[0]), int32(b[0])})
+	if err := r.PrepareFilesUpdateAlloc(fds, 1); err != nil {
+		t.Fatal(err)
+	}
+	q := newReaper(t, r)
+	wantRes(t, "files update", q.one(), 2)
+	runtime.KeepAlive(fds)
+	if fds[0] < 0 || fds[0] >= 4 || fds[1] < 0 || fds[1] >= 4 || fds[0] == fds[1] {
+		t.Fatalf("slots %v, want two different slots in [0, 4)", fds)
+	}
+	closeFd(t, &a[0]) // the slot holds its own reference
+	buf := onHeap(t, make([]byte, 16))
+	if err := r.PrepareRecv(int(fds[0]), buf, 2); err != nil {
+		t.Fatal(err)
+	}
+	r.FixedFile()
+	write(t, a[1], []byte("inherited"))
+	wantRes(t, "recv on the slot after its descriptor closed", q.one(), 9)
+	if string(buf[:9]) != "inherited" {
+		t.Errorf("received %q", buf[:9])
+	}
+	runtime.KeepAlive(buf)
+}
+
+// TestMsgRingFd moves a direct descriptor from one ring's table to
+// another's, as a cross-loop hand-over would, and serves it there.
+func TestMsgRingFd(t *testing.T) {
+	needFeature(t, DirectDescriptors)
+	const handed = 0x8000_0000_0000_0042
+	src := mustOpen(t, Config{Entries: 8})
+	dst := mustOpen(t, Config{Entries: 8})
+	for _, r := range []*Ring{src, dst} {
+		if err := r.RegisterFiles(4); err != nil {
+			t.Fatalf("RegisterFiles: %v", err)
+		}
+	}
+	p := socketpair(t)
+	fds := onHeap(t, []int32{int32(p[0])})
+	if err := src.PrepareFilesUpdateAlloc(fds, 1); err != nil {
+		t.Fatal(err)
+	}
+	qs, qd := newReaper(t, src), newReaper(t, dst)
+	wantRes(t, "files update", qs.one(), 1)
+	closeFd(t, &p[0])
+	if err := src.PrepareMsgRingFd(dst.Fd(), int(fds[0]), handed, 2); err != nil {
+		t.Fatal(err)
+	}
+	wantRes(t, "send the slot", qs.one(), 0)
+	c := qd.one()
+	if c.UserData != handed || c.Res < 0 || c.Res >= 4 {
+		t.Fatalf("the target ring got %+v (result %s), want user data %#x and a slot", c, res(c.Res), uint64(handed))
+	}
+	if err := src.PrepareCloseDirect(int(fds[0]), 3); err != nil {
+		t.Fatal(err)
+	}
+	wantRes(t, "close the source slot", qs.one(), 0)
+	buf := onHeap(t, make([]byte, 16))
+	if err := dst.PrepareRecv(int(c.Res), buf, 4); err != nil {
+		t.Fatal(err)
+	}
+	dst.FixedFile()
+	write(t, p[1], []byte("moved"))
+	wantRes(t, "recv on the moved slot", qd.one(), 5)
+	if string(buf[:5]) != "moved" {
+		t.Errorf("received %q", buf[:5])
+	}
+	runtime.KeepAlive(buf)
+	runtime.KeepAlive(fds)
 }

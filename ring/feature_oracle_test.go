@@ -81,6 +81,23 @@ func featureOracleCases(a *oracleArgs) []oracleCase {
 				// zero-copy flags; a caller sets them in ioprio.
 				e.IoPrio = giouring.SendZCReportUsage
 			}},
+		{name: "files update into allocated slots", method: "PrepareFilesUpdateAlloc", args: []any{a.fds, ud},
+			oracle: func(e *giouring.SubmissionQueueEntry) {
+				e.PrepareFilesUpdate(nil, -1) // IORING_FILE_INDEX_ALLOC as liburing's int
+				// giouring takes []int (the kernel reads 32-bit
+				// descriptors) and stores the slice header's
+				// address: liburing stores the array's.
+				e.Addr = uint64(uintptr(unsafe.Pointer(&a.fds[0])))
+				e.Len = uint32(len(a.fds))
+			}},
+		{name: "send a slot to another ring", method: "PrepareMsgRingFd", args: []any{fd, slot, uint64(0x8000_0000_0000_0077), ud},
+			oracle: func(e *giouring.SubmissionQueueEntry) {
+				e.PrepareMsgRingFdAlloc(fd, slot, 0x8000_0000_0000_0077, 0)
+				// giouring stores the address of a variable holding
+				// IORING_MSG_DATA; liburing stores IORING_MSG_SEND_FD
+				// itself.
+				e.Addr = 1
+			}},
 		// giouring predates IORING_OP_FIXED_FD_INSTALL (6.8) and
 		// IORING_RECVSEND_BUNDLE (6.10).
 		{name: "fixed fd install", method: "PrepareFixedFdInstall", args: []any{slot, ud},

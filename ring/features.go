@@ -90,6 +90,7 @@ func Features() []Feature {
 
 // The opcodes of the features (enum io_uring_op).
 const (
+	OpFilesUpdate    Op = 20
 	OpSendZC         Op = 47
 	OpSendmsgZC      Op = 48
 	OpFixedFdInstall Op = 54
@@ -97,6 +98,7 @@ const (
 
 var featureOpNames = map[Op]string{
 	OpSendZC: "SEND_ZC", OpSendmsgZC: "SENDMSG_ZC", OpFixedFdInstall: "FIXED_FD_INSTALL",
+	OpFilesUpdate: "FILES_UPDATE",
 }
 
 // HasFeature reports whether the kernel has f.

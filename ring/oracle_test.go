@@ -49,6 +49,7 @@ type oracleArgs struct {
 	msg *unix.Msghdr
 	sa  *unix.RawSockaddrInet6
 	ts  *unix.Timespec
+	fds []int32
 }
 
 func newOracleArgs() *oracleArgs {
@@ -58,6 +59,7 @@ func newOracleArgs() *oracleArgs {
 		msg: &unix.Msghdr{},
 		sa:  &unix.RawSockaddrInet6{Family: unix.AF_INET6},
 		ts:  &unix.Timespec{Sec: 3, Nsec: 5},
+		fds: []int32{7, 8, 9},
 	}
 }
 
@@ -498,6 +500,8 @@ func TestUAPIMatchesGiouring(t *testing.T) {
 		{"OpRecv", uint64(OpRecv), uint64(giouring.OpRecv)},
 		{"OpShutdown", uint64(OpShutdown), uint64(giouring.OpShutdown)},
 		{"OpMsgRing", uint64(OpMsgRing), uint64(giouring.OpMsgRing)},
+		{"OpFilesUpdate", uint64(OpFilesUpdate), uint64(giouring.OpFilesUpdate)},
+		{"MsgSendFd", msgSendFd, uint64(giouring.MsgSendFd)},
 		{"OpNop", uint64(OpNop), uint64(giouring.OpNop)},
 		// The features' (IORING_OP_FIXED_FD_INSTALL, bundles,
 		// incremental buffers, NAPI and the newer feature bits are

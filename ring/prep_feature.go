@@ -228,3 +228,45 @@ func (c Completion) ZCCopied() bool {
 // more completions (IORING_CQE_F_BUF_MORE: an incremental ring's buffer
 // consumed in part); BufRing.Received reads it.
 func (c Completion) BufMore() bool { return c.Flags&cqeFBufMore != 0 }
+
+// PrepareFilesUpdateAlloc queues the placing of each descriptor in fds in
+// a free slot of the fixed file table (IORING_OP_FILES_UPDATE with
+// IORING_FILE_INDEX_ALLOC, 5.19+): for an inherited socket, or one made
+// without io_uring, that the ring should serve as a direct descriptor.
+// The kernel writes each slot it picked over its descriptor in fds (which
+// must stay referenced until the completion) and completes with how many
+// it placed, or an error (-ENFILE: the table is full). The descriptors
+// stay open, the slots holding their own reference: close them when the
+// slots are enough.
+func (r *Ring) PrepareFilesUpdateAlloc(fds []int32, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	// liburing's io_uring_prep_files_update takes the offset as an int,
+	// so IORING_FILE_INDEX_ALLOC arrives sign-extended; the kernel reads
+	// its low 32 bits.
+	e.rw(OpFilesUpdate, -1, uintptr(unsafe.Pointer(unsafe.SliceData(fds))), uint32(len(fds)), ^uint64(0))
+	e.userData = userData
+	return nil
+}
+
+// PrepareMsgRingFd queues the sending of this ring's fixed file table slot
+// to the ring whose descriptor is ringFd (IORING_OP_MSG_RING with
+// IORING_MSG_SEND_FD, 6.0+), into a slot that ring picks: that ring gets
+// a completion with user data data and the slot as its result (or
+// -ENFILE), as if one of its own operations had completed, and this ring
+// one with userData once it is sent. The slot stays filled here too
+// (close it with PrepareCloseDirect): this is how a direct descriptor
+// moves to another loop. Kernels before 6.0 complete it with -EINVAL.
+func (r *Ring) PrepareMsgRingFd(ringFd, slot int, data, userData uint64) error {
+	e, err := r.sqe()
+	if err != nil {
+		return err
+	}
+	e.rw(OpMsgRing, ringFd, msgSendFd, 0, data)
+	e.addr3 = uint64(slot)
+	e.setFileIndex(fileIndexAlloc - 1)
+	e.userData = userData
+	return nil
+}

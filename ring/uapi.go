@@ -287,6 +287,10 @@ const notifUsageZCCopied = 1 << 31
 // pbufRingInc is IOU_PBUF_RING_INC, in bufReg.flags (6.12+).
 const pbufRingInc = 2
 
+// msgSendFd is IORING_MSG_SEND_FD, in sqe.addr of IORING_OP_MSG_RING:
+// send a fixed file to the target ring (IORING_MSG_DATA, 0, sends data).
+const msgSendFd = 1
+
 // asyncCancelFdFixed is IORING_ASYNC_CANCEL_FD_FIXED (6.0+): the
 // cancel's descriptor is a fixed file table slot.
 const asyncCancelFdFixed = 1 << 3
