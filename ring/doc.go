@@ -46,8 +46,10 @@
 //     PrepareAcceptDirect accept into slots the kernel picks; FixedFile
 //     marks a receive, send or shutdown as on a slot; PrepareCancelFixed,
 //     PrepareCloseDirect and PrepareFixedFdInstall (a real descriptor for a
-//     slot) finish the life of a connection. A full table closes the
-//     connection being accepted (-ENFILE).
+//     slot) finish the life of a connection; PrepareFilesUpdateAlloc puts
+//     existing descriptors into slots, and PrepareMsgRingFd sends a slot to
+//     another ring. A full table closes the connection being accepted
+//     (-ENFILE).
 //   - CQESkip (5.17): SkipSuccess marks a submission so that it posts
 //     nothing when it succeeds; a failure still completes.
 //   - Bundles (6.10): PrepareRecvBundle, PrepareRecvMultishotBundle and
@@ -79,7 +81,12 @@
 // Every buffer, sockaddr, msghdr or timespec handed to a Prepare method must
 // stay referenced and unmoved (heap or mmap memory, never the stack) until
 // the matching completion arrives, also after a cancel: the kernel reads or
-// writes it asynchronously. User data is an opaque 64-bit value: percore
+// writes it asynchronously. The Prepare methods do not make their
+// arguments escape, so the compiler may put a buffer that does not escape
+// otherwise on the goroutine's stack (since Go 1.25 also a small make of
+// a size known only at run time), which moves when the stack grows: pass
+// memory that is on the heap for a reason of its own (stored in a
+// long-lived value, or mmap'd), as the runtime's is. User data is an opaque 64-bit value: percore
 // puts a slot index and a generation in it, never a Go pointer.
 //
 // It builds on Linux only (io_uring): elsewhere the package is empty.
