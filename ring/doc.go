@@ -1,9 +1,9 @@
 // Package ring is percore's io_uring layer, its own binding of the kernel's
 // ABI over golang.org/x/sys/unix: it sets a ring up with the flags the
-// caller asks for and maps it, probes the kernel's opcodes (caching only a
-// conclusive answer), prepares submissions, registers provided-buffer
-// rings, and enters the kernel once per loop turn to submit and wait
-// together. It needs no linker flags.
+// caller asks for and maps it, probes the kernel's opcodes and features
+// (caching only a conclusive answer), prepares submissions, registers
+// provided-buffer rings, and enters the kernel once per loop turn to submit
+// and wait together. It needs no linker flags.
 //
 // Its tests use giouring as an oracle: every submission a Prepare method
 // builds is compared byte for byte with giouring's, and ring setup with
