@@ -51,7 +51,9 @@
 //     another ring. A full table closes the connection being accepted
 //     (-ENFILE).
 //   - CQESkip (5.17): SkipSuccess marks a submission so that it posts
-//     nothing when it succeeds; a failure still completes.
+//     nothing when it succeeds; a failure still completes. With
+//     PrepareSendNoWait, which sends all inline or fails, a skipped send
+//     that posted nothing by the end of its enter has released its buffer.
 //   - Bundles (6.10): PrepareRecvBundle, PrepareRecvMultishotBundle and
 //     PrepareSendBundle (from a NewSendBufRing that the caller fills with
 //     Provide) move several provided buffers per completion;

@@ -67,6 +67,11 @@ func featureOracleCases(a *oracleArgs) []oracleCase {
 				e.PrepareSend(slot, bufp, n, unix.MSG_NOSIGNAL)
 				e.Flags |= giouring.SqeFixedFile | giouring.SqeCQESkipSuccess | giouring.SqeIOLink
 			}},
+		{name: "send that never waits, skipped", method: "PrepareSendNoWait+SkipSuccess", args: []any{fd, a.buf, ud},
+			oracle: func(e *giouring.SubmissionQueueEntry) {
+				e.PrepareSend(fd, bufp, n, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT|unix.MSG_WAITALL)
+				e.Flags |= giouring.SqeCQESkipSuccess
+			}},
 		{name: "zero-copy send", method: "PrepareSendZC", args: []any{fd, a.buf, ud},
 			oracle: func(e *giouring.SubmissionQueueEntry) {
 				e.PrepareSendZC(fd, a.buf, unix.MSG_NOSIGNAL, uint32(giouring.SendZCReportUsage))

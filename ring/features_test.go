@@ -1,6 +1,7 @@
 package ring
 
 import (
+	"bytes"
 	"errors"
 	"runtime"
 	"strings"
@@ -403,4 +404,92 @@ func TestNAPI(t *testing.T) {
 	if d, prefer, err := r.UnregisterNAPI(); err != nil || d != 0 || prefer {
 		t.Errorf("UnregisterNAPI() again = %v, %v, %v; want 0, false", d, prefer, err)
 	}
+}
+
+// TestSkipSuccessNoWaitSend checks the buffer-lifetime signal of a skipped
+// send that never waits: with room in the socket it sends everything
+// within the enter that submits it and posts nothing, so its buffer may be
+// reused as soon as the enter returns; with none it posts what it could
+// not do.
+func TestSkipSuccessNoWaitSend(t *testing.T) {
+	needFeature(t, CQESkip)
+	r := mustOpen(t, Config{Entries: 8, Flags: SingleIssuer | DeferTaskrun})
+	p := socketpair(t)
+	msg := onHeap(t, payload(1024, 5))
+	want := bytes.Clone(msg)
+	if err := r.PrepareSendNoWait(p[0], msg, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.SkipSuccess()
+	if err := r.Submit(); err != nil {
+		t.Fatal(err)
+	}
+	clear(msg) // free once the enter returned: the send ran inline
+	roundTrip(t, r, waitLimit, make([]Completion, 4))
+	if n := r.Ready(); n != 0 {
+		t.Fatalf("%d completions after a send that had room", n)
+	}
+	got := make([]byte, len(want))
+	if n, err := unix.Read(p[1], got); n != len(want) || err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("peer read %d bytes, %v; want the %d sent, as they were before the buffer was cleared", n, err, len(want))
+	}
+
+	// Fill the socket, then send again: the send cannot wait, so it
+	// fails, and posts how far it got.
+	if err := unix.SetNonblock(p[0], true); err != nil {
+		t.Fatal(err)
+	}
+	fill := make([]byte, 4096)
+	filled := 0
+	for {
+		n, err := unix.Write(p[0], fill)
+		if errors.Is(err, unix.EAGAIN) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("fill: %v", err)
+		}
+		filled += n
+	}
+	if err := r.PrepareSendNoWait(p[0], msg, 2); err != nil {
+		t.Fatal(err)
+	}
+	r.SkipSuccess()
+	c := newReaper(t, r).one()
+	if c.UserData != 2 || c.Res != errno(unix.EAGAIN) && (c.Res <= 0 || c.Res >= int32(len(msg))) {
+		t.Fatalf("send into a full socket: %+v (result %s), want -EAGAIN or a short count", c, res(c.Res))
+	}
+	t.Logf("full socket (%d bytes queued): the skipped send completed with %s", filled, res(c.Res))
+
+	// More than the socket has room for: a short count, which is what
+	// the peer gets.
+	small := socketpair(t)
+	if err := unix.SetsockoptInt(small[0], unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+		t.Fatal(err)
+	}
+	big := onHeap(t, payload(256<<10, 6))
+	if err := r.PrepareSendNoWait(small[0], big, 3); err != nil {
+		t.Fatal(err)
+	}
+	r.SkipSuccess()
+	c = newReaper(t, r).one()
+	if c.UserData != 3 || c.Res <= 0 || c.Res >= int32(len(big)) {
+		t.Fatalf("send of %d bytes into a small socket: %+v (result %s), want a short count", len(big), c, res(c.Res))
+	}
+	if err := unix.SetNonblock(small[1], true); err != nil {
+		t.Fatal(err)
+	}
+	var read []byte
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(small[1], buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		read = append(read, buf[:n]...)
+	}
+	if !bytes.Equal(read, big[:c.Res]) {
+		t.Errorf("peer read %d bytes; the short count said %d", len(read), c.Res)
+	}
+	runtime.KeepAlive(big)
 }

@@ -270,3 +270,20 @@ func (r *Ring) PrepareMsgRingFd(ringFd, slot int, data, userData uint64) error {
 	e.userData = userData
 	return nil
 }
+
+// PrepareSendNoWait queues a send of p on the socket fd that never waits
+// for room in the socket (MSG_DONTWAIT, with MSG_WAITALL and
+// MSG_NOSIGNAL): the kernel sends all of p inline, within the enter that
+// submits it, or completes with what it could not do: a short count (the
+// bytes it sent) or -EAGAIN (none). With SkipSuccess this gives a skipped
+// send a buffer-lifetime signal: a send that posted nothing by the time
+// its enter returned sent everything, and p is free (not with SQPoll,
+// where the kernel's thread submits later). Without MSG_WAITALL a short
+// send would count as a success, and its count be skipped with it.
+func (r *Ring) PrepareSendNoWait(fd int, p []byte, userData uint64) error {
+	if err := r.PrepareSend(fd, p, userData); err != nil {
+		return err
+	}
+	r.last().opFlags = unix.MSG_NOSIGNAL | unix.MSG_DONTWAIT | unix.MSG_WAITALL
+	return nil
+}
