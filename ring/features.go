@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -175,7 +176,13 @@ func refused(err error) bool {
 	return false
 }
 
+// probeRegisteredRing registers the probe ring in the calling thread's
+// table and unregisters it, on one thread: a goroutine may come back from
+// a syscall on another, where the index would name a slot of that
+// thread's (perhaps another ring's).
 func probeRegisteredRing(fd int) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	up := &rsrcUpdate{offset: registerRingFdAlloc, data: uint64(fd)}
 	if err := sysRegister(fd, registerRingFds, unsafe.Pointer(up), 1); err != nil {
 		if errors.Is(err, unix.EBUSY) {
