@@ -500,3 +500,56 @@ func TestReceivedNoBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestFeatureAllocs checks that the features' per-operation paths
+// allocate nothing: a skipped submission with its flag setters, reading
+// a bundle, and Received on an incremental ring.
+func TestFeatureAllocs(t *testing.T) {
+	r := mustOpen(t, Config{Entries: 8})
+	cs := make([]Completion, 4)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if err := r.PrepareNop(1); err != nil {
+			t.Fatal(err)
+		}
+		r.SkipSuccess()
+		roundTrip(t, r, -1, cs)
+	}); allocs != 0 {
+		t.Errorf("a skipped NOP and a round trip allocate %v times", allocs)
+	}
+	const count, size = 4, 64
+	mem := make([]uint64, count*bufDescSizeWords)
+	b := &BufRing{
+		group: 1, mask: count - 1, size: size,
+		ringMem: unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), count*int(unsafe.Sizeof(bufDesc{}))),
+		bufMem:  make([]byte, count*size),
+		slotID:  make([]uint16, count), slotLen: make([]uint32, count),
+	}
+	for i := range uint16(count) {
+		b.Recycle(i)
+	}
+	b.Publish()
+	id := uint16(0)
+	if allocs := testing.AllocsPerRun(100, func() {
+		u, err := b.Bundle(Completion{Res: size + 1, Flags: cqeFBuffer | uint32(id)<<cqeBufferShift})
+		if err != nil || u.Len() != 2 || len(u.Data(1)) != 1 {
+			t.Fatalf("Bundle: %d buffers, %v", u.Len(), err)
+		}
+		for i := range u.Len() {
+			b.Recycle(u.ID(i))
+		}
+		b.Publish()
+		id = b.slotID[b.head&b.mask]
+	}); allocs != 0 {
+		t.Errorf("reading a bundle allocates %v times", allocs)
+	}
+	b.incremental = true
+	b.filled = make([]uint32, count)
+	if allocs := testing.AllocsPerRun(100, func() {
+		if p, last := b.Received(2, Completion{Res: 8, Flags: cqeFBuffer | 2<<cqeBufferShift | cqeFBufMore}); len(p) != 8 || last {
+			t.Fatalf("Received: %d bytes, last %v", len(p), last)
+		}
+		b.filled[2] = 0
+	}); allocs != 0 {
+		t.Errorf("Received allocates %v times", allocs)
+	}
+}
