@@ -9,7 +9,9 @@ import (
 )
 
 // The operations and submission flags of the Features: direct
-// descriptors, skipped completions, bundles and zero-copy sends. Like
+// descriptors (with the files update and the hand-over of a slot to
+// another ring), skipped completions (with the send that never waits),
+// bundles and zero-copy sends. Like
 // prep.go's, each Prepare method fills its entry as liburing's
 // io_uring_prep_* helper of the same operation does, and oracle_test.go
 // compares it with giouring's where giouring has the helper, and with the
@@ -29,9 +31,11 @@ func (r *Ring) FixedFile() { r.setLast(sqeFixedFile) }
 // CQESkip feature); a failure still completes, with its error. What
 // the operation holds (a buffer, a slot) is then released by nothing the
 // ring reports: only use it where the caller knows the lifetime
-// otherwise. A send that completes in part is a failure in this sense
-// and posts its short count. On a linked chain, a skipped completion
-// still counts as success for the next entry.
+// otherwise (PrepareSendNoWait gives a send such a signal). A send with
+// MSG_WAITALL (PrepareSendNoWait's) that completes in part is a failure
+// in this sense and posts its short count; a PrepareSend that sends only
+// part is a success, and its count is skipped with it. On a linked chain,
+// a skipped completion still counts as success for the next entry.
 func (r *Ring) SkipSuccess() { r.setLast(sqeCQESkipSucc) }
 
 // setLast ORs flag into the flags of the last prepared submission, if
@@ -52,10 +56,10 @@ func (r *Ring) setLast(flag uint8) {
 // More) and loses the connection it was accepting: the kernel accepts
 // before it looks for a slot, and closes the connection when it finds
 // none (the client sees its end). Keep the table larger than the
-// connections the caller admits. fd itself is a normal descriptor. The socket is non-blocking;
-// close-on-exec is moot (the kernel refuses SOCK_CLOEXEC with a slot: a
-// direct descriptor is in no descriptor table until
-// PrepareFixedFdInstall, which sets it).
+// connections the caller admits. fd itself is a normal descriptor. The
+// socket is non-blocking; close-on-exec is moot (the kernel refuses
+// SOCK_CLOEXEC with a slot: a direct descriptor is in no descriptor table
+// until PrepareFixedFdInstall, which sets it).
 func (r *Ring) PrepareAcceptMultishotDirect(fd int, userData uint64) error {
 	if err := r.PrepareAcceptMultishot(fd, userData); err != nil {
 		return err
