@@ -413,6 +413,8 @@ func TestNAPI(t *testing.T) {
 // not do.
 func TestSkipSuccessNoWaitSend(t *testing.T) {
 	needFeature(t, CQESkip)
+	runtime.LockOSThread() // SINGLE_ISSUER, as the loop's ring
+	defer runtime.UnlockOSThread()
 	r := mustOpen(t, Config{Entries: 8, Flags: SingleIssuer | DeferTaskrun})
 	p := socketpair(t)
 	msg := onHeap(t, payload(1024, 5))
