@@ -32,12 +32,51 @@ type BufRing struct {
 	tail    uint16
 	staged  uint16
 	closed  bool
+
+	// What ring, not the kernel, knows about the ring's slots, for
+	// completions that do not name each buffer they used (Bundle,
+	// Received): the buffer id and length put in each slot (by ring
+	// position, masked), and head, the position of the first slot the
+	// kernel has not consumed yet as the completions seen so far say.
+	slotID  []uint16
+	slotLen []uint32
+	head    uint16
+	// incremental rings (IOU_PBUF_RING_INC) keep, per buffer id, how
+	// far the kernel has filled the buffer.
+	incremental bool
+	filled      []uint32
 }
 
 // NewBufRing registers a provided-buffer ring of count buffers of size bytes
 // as buffer group group. count must be a power of two no larger than 32768.
 // Every buffer starts out given to the kernel.
 func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
+	return r.newBufRing(group, count, size, 0, true)
+}
+
+// NewSendBufRing registers a provided-buffer ring for sends
+// (PrepareSendBundle): like NewBufRing's, but no buffer starts out given
+// to the kernel, since a send's buffer holds what the caller wrote into
+// it (Bytes, then Provide and Publish).
+func (r *Ring) NewSendBufRing(group uint16, count, size int) (*BufRing, error) {
+	return r.newBufRing(group, count, size, 0, false)
+}
+
+// NewIncrementalBufRing is NewBufRing for a ring whose buffers the kernel
+// consumes in part (IOU_PBUF_RING_INC, 6.12+: the IncrementalBuffers
+// feature): a receive takes only the bytes it needs from the buffer at
+// the ring's head, and the next one continues in the same buffer, so that
+// a few large buffers serve many small receives without one buffer held
+// per completion. Read a completion's bytes with Received, which knows
+// where in the buffer they start; a buffer is the caller's to recycle
+// only after the completion that ends it (without BufMore), and only when
+// every earlier part of it (perhaps another connection's) is released
+// too. On an older kernel it returns an *UnavailableError.
+func (r *Ring) NewIncrementalBufRing(group uint16, count, size int) (*BufRing, error) {
+	return r.newBufRing(group, count, size, pbufRingInc, true)
+}
+
+func (r *Ring) newBufRing(group uint16, count, size int, flags uint16, provide bool) (*BufRing, error) {
 	if count <= 0 || count > 1<<15 || count&(count-1) != 0 {
 		return nil, fmt.Errorf("buffer ring: count %d is not a power of two in [1, 32768]", count)
 	}
@@ -59,6 +98,7 @@ func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
 		ringAddr:    uint64(uintptr(unsafe.Pointer(&ringMem[0]))),
 		ringEntries: uint32(count),
 		bgid:        group,
+		flags:       flags,
 	}
 	if err := sysRegister(r.fd, registerPbufRing, unsafe.Pointer(reg), 1); err != nil {
 		_ = unix.Munmap(ringMem)
@@ -66,17 +106,27 @@ func (r *Ring) NewBufRing(group uint16, count, size int) (*BufRing, error) {
 		// A kernel without provided buffer rings refuses the
 		// registration with EINVAL, which classify reports as
 		// unavailable.
-		return nil, fmt.Errorf("buffer ring: %w", classify("io_uring_register(PBUF_RING)",
-			"provided buffer rings (IORING_REGISTER_PBUF_RING, 5.19+)", err))
+		feature := "provided buffer rings (IORING_REGISTER_PBUF_RING, 5.19+)"
+		if flags&pbufRingInc != 0 {
+			feature = IncrementalBuffers.String()
+		}
+		return nil, fmt.Errorf("buffer ring: %w", classify("io_uring_register(PBUF_RING)", feature, err))
 	}
 	b := &BufRing{
 		r: r, group: group, mask: uint16(count - 1),
 		size: size, ringMem: ringMem, bufMem: bufMem,
+		slotID: make([]uint16, count), slotLen: make([]uint32, count),
+		incremental: flags&pbufRingInc != 0,
 	}
-	for i := range count {
-		b.Recycle(uint16(i))
+	if b.incremental {
+		b.filled = make([]uint32, count)
 	}
-	b.Publish()
+	if provide {
+		for i := range count {
+			b.Recycle(uint16(i))
+		}
+		b.Publish()
+	}
 	return b, nil
 }
 
@@ -98,11 +148,26 @@ func (b *BufRing) desc(i uint16) *bufDesc {
 }
 
 // Recycle stages buffer id for return to the kernel; Publish returns it.
-func (b *BufRing) Recycle(id uint16) {
-	d := b.desc(b.tail + b.staged)
+func (b *BufRing) Recycle(id uint16) { b.stage(id, b.size) }
+
+// Provide stages buffer id holding its first n bytes (written through
+// Bytes) for a send that selects from this ring (PrepareSendBundle):
+// the kernel sends exactly those n bytes. Publish hands it over.
+func (b *BufRing) Provide(id uint16, n int) {
+	b.stage(id, min(max(n, 0), b.size))
+}
+
+func (b *BufRing) stage(id uint16, n int) {
+	pos := b.tail + b.staged
+	d := b.desc(pos)
 	d.addr = uint64(uintptr(unsafe.Pointer(&b.bufMem[int(id)*b.size])))
-	d.len = uint32(b.size)
+	d.len = uint32(n)
 	d.bid = id
+	b.slotID[pos&b.mask] = id
+	b.slotLen[pos&b.mask] = uint32(n)
+	if b.incremental {
+		b.filled[id] = 0
+	}
 	b.staged++
 }
 
@@ -117,7 +182,9 @@ func (b *BufRing) Publish() {
 	// The kernel reads the 16-bit tail with an acquire load, and
 	// sync/atomic has no 16-bit store: store the aligned 32-bit word
 	// that holds entry 0's bid and the tail, rewriting the bid as it is
-	// (the kernel never writes a descriptor).
+	// (the kernel never writes a bid; on an incremental ring it writes
+	// the addr and len of the entry it consumes in part, which this
+	// store does not touch).
 	d0 := b.desc(0)
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&d0.bid)), tailWord(bigEndian(), d0.bid, b.tail))
 }

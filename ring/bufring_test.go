@@ -287,6 +287,8 @@ func TestPublishTail(t *testing.T) {
 		size:    8,
 		ringMem: unsafe.Slice((*byte)(unsafe.Pointer(&mem[0])), count*int(unsafe.Sizeof(bufDesc{}))),
 		bufMem:  make([]byte, count*8),
+		slotID:  make([]uint16, count),
+		slotLen: make([]uint32, count),
 	}
 	tail := func() uint16 { return *(*uint16)(unsafe.Pointer(&b.ringMem[14])) }
 	bid0 := func() uint16 { return *(*uint16)(unsafe.Pointer(&b.ringMem[12])) }

@@ -33,6 +33,14 @@ type oracleCase struct {
 	oracle func(e *giouring.SubmissionQueueEntry)
 }
 
+// calls splits a case's method into the Prepare method and the flag
+// setters (methods of *Ring without arguments: FixedFile, SkipSuccess,
+// Link) called after it, in order: "PrepareSend+FixedFile+Link".
+func (c oracleCase) calls() (prepare string, then []string) {
+	parts := strings.Split(c.method, "+")
+	return parts[0], parts[1:]
+}
+
 // oracleArgs are the memory the cases point at. Only their addresses go
 // into the entries: nothing is submitted.
 type oracleArgs struct {
@@ -41,6 +49,7 @@ type oracleArgs struct {
 	msg *unix.Msghdr
 	sa  *unix.RawSockaddrInet6
 	ts  *unix.Timespec
+	fds []int32
 }
 
 func newOracleArgs() *oracleArgs {
@@ -50,6 +59,7 @@ func newOracleArgs() *oracleArgs {
 		msg: &unix.Msghdr{},
 		sa:  &unix.RawSockaddrInet6{Family: unix.AF_INET6},
 		ts:  &unix.Timespec{Sec: 3, Nsec: 5},
+		fds: []int32{7, 8, 9},
 	}
 }
 
@@ -145,10 +155,11 @@ func oracleCases(a *oracleArgs) []oracleCase {
 		{"read at the current position", "PrepareRead", []any{fd, a.buf, ^uint64(0), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareRead(fd, bufp, n, ^uint64(0))
 		}},
+		{"nop", "PrepareNop", []any{ud}, func(e *giouring.SubmissionQueueEntry) { e.PrepareNop() }},
 		{"write at offset", "PrepareWrite", []any{fd, a.buf, uint64(4099), ud}, func(e *giouring.SubmissionQueueEntry) {
 			e.PrepareWrite(fd, bufp, n, 4099)
 		}},
-	}, fileOracleCases()...)
+	}, append(fileOracleCases(), featureOracleCases(a)...)...)
 }
 
 // memRing returns a Ring whose queues live in Go memory, set up by the same
@@ -185,9 +196,10 @@ func TestPrepareOracle(t *testing.T) {
 	for _, c := range oracleCases(a) {
 		t.Run(c.name, func(t *testing.T) {
 			r, sqes := memRing(4)
-			m := reflect.ValueOf(r).MethodByName(c.method)
+			method, then := c.calls()
+			m := reflect.ValueOf(r).MethodByName(method)
 			if !m.IsValid() {
-				t.Fatalf("*Ring has no method %s", c.method)
+				t.Fatalf("*Ring has no method %s", method)
 			}
 			if m.Type().NumIn() != len(c.args) {
 				t.Fatalf("%s takes %d arguments, the case gives %d", c.method, m.Type().NumIn(), len(c.args))
@@ -201,6 +213,13 @@ func TestPrepareOracle(t *testing.T) {
 			}
 			if err, _ := m.Call(in)[0].Interface().(error); err != nil {
 				t.Fatalf("%s: %v", c.method, err)
+			}
+			for _, name := range then {
+				f := reflect.ValueOf(r).MethodByName(name)
+				if !f.IsValid() || f.Type().NumIn() != 0 {
+					t.Fatalf("*Ring has no method %s()", name)
+				}
+				f.Call(nil)
 			}
 			if r.Pending() != 1 {
 				t.Fatalf("%s queued %d entries, want 1", c.method, r.Pending())
@@ -223,7 +242,8 @@ func TestPrepareOracle(t *testing.T) {
 func TestOracleCoversEveryPrepare(t *testing.T) {
 	covered := make(map[string]bool)
 	for _, c := range oracleCases(newOracleArgs()) {
-		covered[c.method] = true
+		method, _ := c.calls()
+		covered[method] = true
 	}
 	var prepares []string
 	rt := reflect.TypeFor[*Ring]()
@@ -407,6 +427,8 @@ func TestUAPIMatchesGiouring(t *testing.T) {
 		// giouring declares the reserved tail as [3]uint64, ring as
 		// [6]uint32 (min_left and resv[5] in newer headers).
 		{"BufReg", reflect.TypeFor[bufReg](), reflect.TypeFor[giouring.BufReg](), false},
+		{"RsrcUpdate", reflect.TypeFor[rsrcUpdate](), reflect.TypeFor[giouring.RsrcUpdate](), true},
+		{"RsrcRegister", reflect.TypeFor[rsrcRegister](), reflect.TypeFor[giouring.RsrcRegister](), true},
 	}
 	for _, l := range layouts {
 		t.Run(l.name, func(t *testing.T) {
@@ -478,13 +500,38 @@ func TestUAPIMatchesGiouring(t *testing.T) {
 		{"OpRecv", uint64(OpRecv), uint64(giouring.OpRecv)},
 		{"OpShutdown", uint64(OpShutdown), uint64(giouring.OpShutdown)},
 		{"OpMsgRing", uint64(OpMsgRing), uint64(giouring.OpMsgRing)},
+		{"OpFilesUpdate", uint64(OpFilesUpdate), uint64(giouring.OpFilesUpdate)},
+		{"MsgSendFd", msgSendFd, uint64(giouring.MsgSendFd)},
+		{"OpNop", uint64(OpNop), uint64(giouring.OpNop)},
+		// The features' (IORING_OP_FIXED_FD_INSTALL, bundles,
+		// incremental buffers, NAPI and the newer feature bits are
+		// newer than giouring: TestUAPIFeatureConstants checks them
+		// against the header).
+		{"OpSendZC", uint64(OpSendZC), uint64(giouring.OpSendZC)},
+		{"OpSendMsgZC", uint64(OpSendmsgZC), uint64(giouring.OpSendMsgZC)},
+		{"SqeFixedFile", sqeFixedFile, uint64(giouring.SqeFixedFile)},
+		{"SqeCQESkipSuccess", sqeCQESkipSucc, uint64(giouring.SqeCQESkipSuccess)},
+		{"FeatCQESkip", featCQESkip, uint64(giouring.FeatCQESkip)},
+		{"FeatRegRegRing", featRegRegRing, uint64(giouring.FeatRegRegRing)},
+		{"EnterRegisteredRing", enterRegisteredRing, uint64(giouring.EnterRegisteredRing)},
+		{"RegisterFiles2", registerFiles2, uint64(giouring.RegisterFiles2)},
+		{"UnregisterFiles", unregisterFiles, uint64(giouring.UnregisterFiles)},
+		{"RegisterRingFDs", registerRingFds, uint64(giouring.RegisterRingFDs)},
+		{"UnregisterRingFDs", unregisterRingFds, uint64(giouring.UnregisterRingFDs)},
+		{"RsrcRegisterSparse", rsrcRegisterSparse, uint64(giouring.RsrcRegisterSparse)},
+		{"FileIndexAlloc", uint64(fileIndexAlloc), uint64(giouring.FileIndexAlloc)},
+		{"registerRingFdOffset", uint64(registerRingFdAlloc), uint64(giouring.FileIndexAlloc)},
+		{"AsyncCancelFdFixed", asyncCancelFdFixed, uint64(giouring.AsyncCancelFdFixed)},
+		{"SendZCReportUsage", sendZCReportUsage, uint64(giouring.SendZCReportUsage)},
+		{"CQEFNotif", cqeFNotif, uint64(giouring.CQEFNotif)},
+		{"NotifUsageZCCopied", notifUsageZCCopied, uint64(giouring.NotifUsageZCCopied)},
 	}
 	for _, c := range consts {
 		if c.ours != c.theirs {
 			t.Errorf("%s: ring has %#x, giouring %#x", c.name, c.ours, c.theirs)
 		}
 	}
-	if n := len(opNames); n != 14 {
-		t.Errorf("ring names %d opcodes, and this test compares 14: add the new one to consts", n)
+	if n := len(opNames); n != 15 {
+		t.Errorf("ring names %d opcodes, and this test compares 15: add the new one to consts", n)
 	}
 }

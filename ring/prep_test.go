@@ -180,12 +180,12 @@ func TestSocketOps(t *testing.T) {
 		}},
 		{"sendmsg gather", func(t *testing.T, r *Ring, q *reaper, p *[2]int) []byte {
 			parts := [][]byte{[]byte("gath"), []byte("ered "), []byte("send")}
-			iov := make([]unix.Iovec, len(parts))
+			iov := onHeap(t, make([]unix.Iovec, len(parts)))
 			for i, part := range parts {
 				iov[i].Base = &part[0]
 				iov[i].SetLen(len(part))
 			}
-			msg := &unix.Msghdr{Iov: &iov[0]}
+			msg := onHeap(t, &unix.Msghdr{Iov: &iov[0]})
 			msg.SetIovlen(len(iov))
 			if err := r.PrepareSendmsg(p[0], msg, 1); err != nil {
 				t.Fatal(err)
@@ -302,7 +302,7 @@ func TestCancel(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := mustOpen(t, Config{Entries: 4})
 			p := socketpair(t)
-			buf := make([]byte, 16)
+			buf := onHeap(t, make([]byte, 16)) // the kernel writes it after the submit
 			if err := r.PrepareRecv(p[0], buf, recvData); err != nil {
 				t.Fatal(err)
 			}

@@ -63,6 +63,7 @@ type Op uint8
 // MSG_RING, which nothing prepares yet but the probe reports. The values
 // are the kernel's enum io_uring_op.
 const (
+	OpNop         Op = 0
 	OpPollAdd     Op = 6
 	OpSendmsg     Op = 9
 	OpRecvmsg     Op = 10
@@ -83,7 +84,7 @@ var opNames = map[Op]string{
 	OpRead: "READ", OpWrite: "WRITE", OpSendmsg: "SENDMSG", OpRecvmsg: "RECVMSG", OpTimeout: "TIMEOUT",
 	OpAccept: "ACCEPT", OpAsyncCancel: "ASYNC_CANCEL", OpConnect: "CONNECT", OpClose: "CLOSE",
 	OpSend: "SEND", OpRecv: "RECV", OpShutdown: "SHUTDOWN", OpPollAdd: "POLL_ADD",
-	OpMsgRing: "MSG_RING",
+	OpMsgRing: "MSG_RING", OpNop: "NOP",
 }
 
 // String returns the kernel's name of the opcode without its IORING_OP_ prefix.
@@ -94,12 +95,21 @@ func (o Op) String() string {
 	if s, ok := fileOpNames[o]; ok {
 		return s
 	}
+	if s, ok := featureOpNames[o]; ok {
+		return s
+	}
 	return fmt.Sprintf("OP(%d)", uint8(o))
 }
 
-// Support is what the kernel's opcode probe found.
+// Support is what the kernel's probe found: its opcodes, and which
+// Features it has.
 type Support struct {
-	ops [256]bool
+	ops         [256]bool
+	features    [numFeatures]bool
+	featureErrs [numFeatures]error // why a feature is missing
+	// conclusive is false when a feature's probe failed for a reason
+	// that may pass (ENOMEM, EMFILE): such an answer is not cached.
+	conclusive bool
 }
 
 // Has reports whether the kernel supports op.
@@ -152,7 +162,9 @@ func (p *prober) get() (*Support, error) {
 	}
 	s, err := probeKernel()
 	if err == nil {
-		p.s = s
+		if s.conclusive {
+			p.s = s
+		}
 	} else if errors.Is(err, ErrUnavailable) {
 		p.err = err
 	}
@@ -160,9 +172,9 @@ func (p *prober) get() (*Support, error) {
 }
 
 // probeKernel sets up a small ring, asks the kernel which opcodes it
-// supports (IORING_REGISTER_PROBE, 5.6+) and closes the ring, also when
-// the probe fails. The ring is never mapped: the probe needs only its
-// descriptor.
+// supports (IORING_REGISTER_PROBE, 5.6+) and which Features it has, and
+// closes the ring, also when the probe fails. The ring is never mapped:
+// the probe needs only its descriptor.
 func probeKernel() (*Support, error) {
 	if err := openHook(); err != nil {
 		return nil, classify("io_uring_setup", "", err)
@@ -184,15 +196,18 @@ func probeKernel() (*Support, error) {
 			s.ops[o.op] = true
 		}
 	}
+	probeFeatures(fd, &p, s)
 	return s, nil
 }
 
 // probeRingEntries is the size of the probe's ring: the smallest there is.
 const probeRingEntries = 2
 
-// Probe returns the opcodes this kernel supports. It sets up and tears
-// down a small ring the first time; a conclusive answer (the opcodes, or an
-// *UnavailableError) is cached for the life of the process, and any other
-// error is returned without caching, so that the next call probes again.
+// Probe returns the opcodes and Features this kernel supports. It sets up
+// and tears down a small ring the first time; a conclusive answer (the
+// opcodes and features, or an *UnavailableError) is cached for the life of
+// the process, and any other error, or an answer in which a feature's
+// probe failed transiently (that feature then reads as missing), is
+// returned without caching, so that the next call probes again.
 // Probe is safe for concurrent use.
 func Probe() (*Support, error) { return probes.get() }

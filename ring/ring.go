@@ -81,6 +81,12 @@ type Config struct {
 	// rounded up to whole milliseconds (the kernel's unit). Zero means the
 	// kernel's default (one second). Used only with SQPoll.
 	SQPollIdle time.Duration
+	// RegisterRing registers the ring's descriptor with the kernel
+	// (Ring.RegisterRing), so that every enter skips the file lookup;
+	// where the kernel refuses, the ring enters through its descriptor
+	// as before and RingRegistered says why. Only for an owner that
+	// stays on one locked OS thread. False (zero) means no.
+	RegisterRing bool
 }
 
 // Ring is one io_uring instance. It is owned by one goroutine: see the
@@ -101,6 +107,17 @@ type Ring struct {
 
 	enters uint64
 	closed bool
+
+	// What io_uring_enter gets: the descriptor, or the index of the
+	// registered ring with enterRegisteredRing in enterFlags.
+	enterFd    int
+	enterFlags uint32
+	// The registration of the ring's descriptor: the thread it belongs
+	// to, and why Config.RegisterRing's attempt failed.
+	regTid int
+	regErr error
+
+	files uint32 // the fixed file table's size (RegisterFiles)
 
 	// Batched waits: wait for waitNr completions, but no longer than
 	// arg.minWait once at least one is there (IORING_FEAT_MIN_TIMEOUT).
@@ -188,12 +205,15 @@ func Open(cfg Config) (*Ring, error) {
 			return nil, &UnavailableError{Feature: f.name, Err: errors.ErrUnsupported}
 		}
 	}
-	r := &Ring{fd: fd, flags: cfg.Flags, params: p}
+	r := &Ring{fd: fd, flags: cfg.Flags, params: p, enterFd: fd}
 	if err := r.mmap(); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("io_uring: map the rings: %w", os.NewSyscallError("mmap", err))
 	}
 	r.arg.sigmaskSz = sigsetSize
+	if cfg.RegisterRing {
+		r.regErr = r.RegisterRing()
+	}
 	return r, nil
 }
 
@@ -332,7 +352,8 @@ func (r *Ring) Close() error {
 		return nil
 	}
 	r.closed = true
-	err := r.unmap()
+	err := r.unregisterRing()
+	err = errors.Join(err, r.unmap())
 	if cerr := unix.Close(r.fd); cerr != nil {
 		err = errors.Join(err, os.NewSyscallError("close", cerr))
 	}
@@ -422,11 +443,11 @@ func (r *Ring) enter(wait bool, timeout time.Duration) error {
 	r.enters++
 	var errno syscall.Errno
 	if wait {
-		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit),
-			minComplete, uintptr(flags), uintptr(argp), argSize)
+		_, _, errno = unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(submit),
+			minComplete, uintptr(flags|r.enterFlags), uintptr(argp), argSize)
 	} else {
-		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), uintptr(submit),
-			0, uintptr(flags), 0, 0)
+		_, _, errno = unix.RawSyscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), uintptr(submit),
+			0, uintptr(flags|r.enterFlags), 0, 0)
 	}
 	return enterError(errno)
 }
@@ -441,7 +462,7 @@ func (r *Ring) sqWait() error {
 		flags |= enterSQWakeup
 	}
 	r.enters++
-	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.fd), 0, 0, uintptr(flags), 0, 0)
+	_, _, errno := unix.Syscall6(unix.SYS_IO_URING_ENTER, uintptr(r.enterFd), 0, 0, uintptr(flags|r.enterFlags), 0, 0)
 	return enterError(errno)
 }
 

@@ -406,7 +406,7 @@ func TestDeferTaskrun(t *testing.T) {
 	}
 	defer r.Close()
 	p := socketpair(t)
-	buf := make([]byte, 64)
+	buf := onHeap(t, make([]byte, 64)) // the kernel writes it after the submit
 	if err := r.PrepareRecv(p[0], buf, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestFlagSets(t *testing.T) {
 			p := socketpair(t)
 			q := newReaper(t, r)
 			for i := range 3 {
-				buf := make([]byte, 16)
+				buf := onHeap(t, make([]byte, 16))
 				if err := r.PrepareRecv(p[0], buf, uint64(i)); err != nil {
 					t.Fatal(err)
 				}

@@ -196,3 +196,101 @@ func bigEndian() bool {
 	binary.NativeEndian.PutUint16(b[:], 1)
 	return b[0] == 0
 }
+
+// The kernel's ABI for the features of features.go (docs/decisions/0041 to
+// 0044). TestUAPILayout checks each structure against the header, and
+// oracle_test.go each constant giouring names.
+
+// rsrcUpdate is struct io_uring_rsrc_update, the argument of
+// IORING_(UN)REGISTER_RING_FDS.
+type rsrcUpdate struct {
+	offset uint32
+	resv   uint32
+	data   uint64
+}
+
+// rsrcRegister is struct io_uring_rsrc_register, the argument of
+// IORING_REGISTER_FILES2.
+type rsrcRegister struct {
+	nr    uint32
+	flags uint32 // IORING_RSRC_REGISTER_SPARSE
+	resv2 uint64
+	data  uint64
+	tags  uint64
+}
+
+// napiReg is struct io_uring_napi, the argument of
+// IORING_(UN)REGISTER_NAPI (6.9+). opcode (6.13+; pad[0] before) 0 is
+// IO_URING_NAPI_REGISTER_OP, and opParam 0 is
+// IO_URING_NAPI_TRACKING_DYNAMIC: the kernel learns the NAPI ids of the
+// sockets the ring serves.
+type napiReg struct {
+	busyPollTo     uint32 // microseconds
+	preferBusyPoll uint8
+	opcode         uint8
+	pad            [2]uint8
+	opParam        uint32
+	resv           uint32
+}
+
+// More io_uring_register opcodes.
+const (
+	registerFiles2      = 13
+	unregisterFiles     = 3
+	registerRingFds     = 20
+	unregisterRingFds   = 21
+	registerNAPI        = 27
+	unregisterNAPI      = 28
+	rsrcRegisterSparse  = 1 << 0
+	registerRingFdAlloc = ^uint32(0) // rsrcUpdate.offset: pick a free slot
+)
+
+// More io_uring_params.features bits.
+const (
+	featCQESkip        = 1 << 11 // 5.17+
+	featRegRegRing     = 1 << 13 // 6.3+
+	featRecvSendBundle = 1 << 14 // 6.10+
+)
+
+// enterRegisteredRing is IORING_ENTER_REGISTERED_RING: the enter's fd
+// argument is an index into the task's registered rings.
+const enterRegisteredRing = 1 << 4
+
+// More submission flags (IOSQE_*), in sqe.flags.
+const (
+	sqeFixedFile   = 1 << 0
+	sqeCQESkipSucc = 1 << 6
+)
+
+// fileIndexAlloc is IORING_FILE_INDEX_ALLOC: an accept into the fixed
+// table picks a free slot. liburing stores it in sqe.file_index as
+// IORING_FILE_INDEX_ALLOC - 1 + 1 (indexes are encoded plus one).
+const fileIndexAlloc = ^uint32(0)
+
+// Send and receive flags in sqe.ioprio (IORING_RECVSEND_*,
+// IORING_SEND_ZC_REPORT_USAGE).
+const (
+	sendZCReportUsage = 1 << 3
+	recvSendBundle    = 1 << 4
+)
+
+// More completion flags.
+const (
+	cqeFNotif   = 1 << 3
+	cqeFBufMore = 1 << 4 // 6.12+, with IOU_PBUF_RING_INC
+)
+
+// notifUsageZCCopied is IORING_NOTIF_USAGE_ZC_COPIED, in a notification's
+// res when the send asked for IORING_SEND_ZC_REPORT_USAGE.
+const notifUsageZCCopied = 1 << 31
+
+// pbufRingInc is IOU_PBUF_RING_INC, in bufReg.flags (6.12+).
+const pbufRingInc = 2
+
+// msgSendFd is IORING_MSG_SEND_FD, in sqe.addr of IORING_OP_MSG_RING:
+// send a fixed file to the target ring (IORING_MSG_DATA, 0, sends data).
+const msgSendFd = 1
+
+// asyncCancelFdFixed is IORING_ASYNC_CANCEL_FD_FIXED (6.0+): the
+// cancel's descriptor is a fixed file table slot.
+const asyncCancelFdFixed = 1 << 3

@@ -35,6 +35,14 @@ func TestUAPILayout(t *testing.T) {
 		{reflect.TypeFor[bufReg](), 40, map[string]uintptr{"ringAddr": 0, "ringEntries": 8, "bgid": 12, "flags": 14}},
 		{reflect.TypeFor[probeOp](), 8, map[string]uintptr{"op": 0, "flags": 2}},
 		{reflect.TypeFor[probeArg](), 16 + probeOps*8, map[string]uintptr{"lastOp": 0, "opsLen": 1, "ops": 16}},
+		{reflect.TypeFor[rsrcUpdate](), 16, map[string]uintptr{"offset": 0, "resv": 4, "data": 8}},
+		{reflect.TypeFor[rsrcRegister](), 32, map[string]uintptr{"nr": 0, "flags": 4, "resv2": 8, "data": 16, "tags": 24}},
+		// struct io_uring_napi: busy_poll_to, prefer_busy_poll, then
+		// pad[3] and resv (liburing's copy) or opcode, pad[2],
+		// op_param and resv (the kernel's since 6.13): 16 bytes.
+		{reflect.TypeFor[napiReg](), 16, map[string]uintptr{
+			"busyPollTo": 0, "preferBusyPoll": 4, "opcode": 5, "pad": 6, "opParam": 8, "resv": 12,
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ.Name(), func(t *testing.T) {
