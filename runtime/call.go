@@ -515,7 +515,7 @@ func (l *Loop) wakeAfterExit() {
 	l.postMu.Lock()
 	if !l.postClosed {
 		if u, ok := l.d.(*uringDriver); ok {
-			u.woken.Store(false)
+			u.waker.Woke()
 		}
 		l.d.wake()
 	}

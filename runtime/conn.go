@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -388,8 +389,8 @@ func (c *Conn) Listener() *Listener { return c.ln }
 // nil: call it in OnOpen to have it in OnClose.
 func (c *Conn) LocalAddr() net.Addr {
 	if c.laddr == nil && c.fd >= 0 {
-		if sa, err := unix.Getsockname(c.fd); err == nil {
-			c.laddr = sockaddrToTCP(sa)
+		if a, err := sys.LocalAddr(c.fd, false); err == nil {
+			c.laddr = a
 		}
 	}
 	return c.laddr
@@ -401,8 +402,8 @@ func (c *Conn) LocalAddr() net.Addr {
 // can also make the kernel forget it sooner).
 func (c *Conn) RemoteAddr() net.Addr {
 	if c.raddr == nil && c.fd >= 0 {
-		if sa, err := unix.Getpeername(c.fd); err == nil {
-			c.raddr = sockaddrToTCP(sa)
+		if a, err := sys.PeerAddr(c.fd); err == nil {
+			c.raddr = a
 		}
 	}
 	return c.raddr
@@ -578,24 +579,6 @@ func (c *Conn) Paused() bool { return c.state&stPaused != 0 }
 // descriptor is open (only errors pay for it).
 func (c *Conn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
-}
-
-func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
-	case *unix.SockaddrUnix:
-		return &net.UnixAddr{Name: sa.Name, Net: "unix"}
-	case *unix.SockaddrInet6:
-		a := &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
-		if sa.ZoneId != 0 {
-			if ifi, err := net.InterfaceByIndex(int(sa.ZoneId)); err == nil {
-				a.Zone = ifi.Name
-			}
-		}
-		return a
-	}
-	return nil
 }
 
 func errnoErr(call string, errno unix.Errno) error {

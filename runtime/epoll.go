@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/poller"
 	"golang.org/x/sys/unix"
 )
@@ -86,13 +87,13 @@ func (kernelSys) read(fd int, p []byte) (int, unix.Errno)           { return pol
 func (kernelSys) write(fd int, p []byte) (int, unix.Errno)          { return poller.Write(fd, p) }
 func (kernelSys) writev(fd int, iov []unix.Iovec) (int, unix.Errno) { return poller.Writev(fd, iov) }
 func (kernelSys) sendfile(out, in int, off *int64, n int) (int, error) {
-	return unix.Sendfile(out, in, off, n)
+	return sys.Sendfile(out, in, off, n)
 }
 func (kernelSys) preadNowait(fd int, p []byte, off int64) (int, error) {
-	return unix.Preadv2(fd, [][]byte{p}, off, unix.RWF_NOWAIT)
+	return sys.PreadNowait(fd, p, off)
 }
-func (kernelSys) shutdownWrite(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }
-func (kernelSys) close(fd int) error         { return unix.Close(fd) }
+func (kernelSys) shutdownWrite(fd int) error { return sys.ShutdownWrite(fd) }
+func (kernelSys) close(fd int) error         { return sys.Close(fd) }
 
 // epollListener is one stream listener of the epoll driver.
 type epollListener struct {
@@ -524,11 +525,7 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 	l := d.l
 	if c.state&stConnecting != 0 {
 		d.calls++
-		soerr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err == nil && soerr != 0 {
-			err = unix.Errno(soerr)
-		}
-		if err != nil {
+		if err := sys.ConnectError(c.fd); err != nil {
 			l.connected(c, os.NewSyscallError("connect", err))
 			return
 		}

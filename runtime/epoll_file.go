@@ -5,6 +5,7 @@ package runtime
 import (
 	"io/fs"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,7 +48,7 @@ func (d *epollDriver) inline(op *fileOp) bool {
 			off = op.off + int64(op.done)
 		}
 		d.calls++
-		n, err = unix.Pwritev2(op.fd, [][]byte{op.buf[op.done:op.want]}, off, unix.RWF_NOWAIT)
+		n, err = sys.PwriteNowait(op.fd, op.buf[op.done:op.want], off)
 	case fOpen:
 		if op.flag&(unix.O_CREAT|unix.O_TRUNC) != 0 {
 			return false // may write metadata: not cached-only
@@ -58,7 +59,7 @@ func (d *epollDriver) inline(op *fileOp) bool {
 		}
 		how.Resolve |= resolveCached
 		d.calls++
-		n, err = unix.Openat2(op.dirfd, string(op.path[:len(op.path)-1]), &how)
+		n, err = sys.Openat2(op.dirfd, string(op.path[:len(op.path)-1]), &how)
 	default:
 		return false
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/poller"
 	"golang.org/x/sys/unix"
 )
@@ -63,7 +64,7 @@ func (d *epollDriver) listenPacket(p *PacketConn) error {
 	pk := &d.pk
 	if pk.mem == nil {
 		size := d.l.cfg.PacketBufferSize
-		mem, err := unix.Mmap(-1, 0, packetBatch*size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANONYMOUS|unix.MAP_PRIVATE)
+		mem, err := sys.Map(packetBatch * size)
 		if err != nil {
 			return os.NewSyscallError("mmap", err)
 		}
@@ -139,7 +140,7 @@ func (d *epollDriver) receivePackets(p *PacketConn) {
 		buf := pk.mem[i*pk.size : (i+1)*pk.size]
 		name := unsafe.Slice((*byte)(unsafe.Pointer(&pk.names[i])), unix.SizeofSockaddrInet6)
 		ctrl := pk.ctrl[i*packetControlLen : i*packetControlLen+min(int(m.Hdr.Controllen), packetControlLen)]
-		d.l.packetIn(p, buf[:min(size, pk.size)], size, m.Hdr.Flags&unix.MSG_TRUNC != 0, addrPortFrom(name), ctrl)
+		d.l.packetIn(p, buf[:min(size, pk.size)], size, m.Hdr.Flags&unix.MSG_TRUNC != 0, sys.AddrPortFrom(name), ctrl)
 		if p.fd < 0 {
 			return // the handler's loop began to stop
 		}
@@ -330,7 +331,7 @@ func (d *epollDriver) stopPackets() {
 // release unmaps the receive buffers.
 func (pk *epollPackets) release() {
 	if pk.mem != nil {
-		_ = unix.Munmap(pk.mem)
+		_ = sys.Unmap(pk.mem)
 		pk.mem = nil
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -405,7 +406,7 @@ func (l *Loop) closeFiles() {
 	t := &l.files
 	for _, f := range t.open {
 		if f != nil && f.fd >= 0 {
-			unix.Close(f.fd)
+			sys.Close(f.fd)
 			f.fd = -1
 			l.dropFile(f)
 		}
@@ -439,7 +440,7 @@ func (l *Loop) OpenFile(name string, flag int, perm os.FileMode, done func(*File
 // descriptor opened before the loop ran, such as a server's root
 // directory opened at start. It must be called on the loop's thread.
 func (l *Loop) NewFile(fd int, name string) *File {
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	flags, err := sys.StatusFlags(fd)
 	return l.addFile(fd, name, err == nil && flags&unix.O_DIRECT != 0)
 }
 

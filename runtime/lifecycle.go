@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,7 +109,7 @@ func (l *Loop) handOver(fd int, info *Listener) bool {
 func (l *Loop) adopt(fd int, info *Listener, from *Loop) {
 	if l.forced {
 		if from == l || from.post(func() { from.adoptBack(fd, info) }, true) != nil {
-			_ = unix.Close(fd)
+			_ = sys.Close(fd)
 		}
 		return
 	}
@@ -118,7 +119,7 @@ func (l *Loop) adopt(fd int, info *Listener, from *Loop) {
 // adoptBack opens a connection this loop handed over and got back.
 func (l *Loop) adoptBack(fd int, info *Listener) {
 	if l.forced {
-		_ = unix.Close(fd)
+		_ = sys.Close(fd)
 		return
 	}
 	l.accepted(fd, info)

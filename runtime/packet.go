@@ -5,13 +5,13 @@ package runtime
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"runtime/debug"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,7 +123,7 @@ func (p *PacketConn) WriteTo(b []byte, to netip.AddrPort) error {
 		return p.opError(to, os.NewSyscallError("sendmsg", unix.EMSGSIZE))
 	}
 	sa := &l.pk.sa
-	salen, err := putSockaddr(sa, p.family, to)
+	salen, err := sys.PutInet(sa, p.family, to)
 	if err != nil {
 		return p.opError(to, err)
 	}
@@ -259,52 +259,6 @@ type packetState struct {
 	// datagrams those batches hold.
 	gso        []*PacketConn
 	gsoPending int
-}
-
-// putSockaddr writes to as a socket address of family into sa and returns
-// its length. An IPv4 address on an IPv6 socket becomes IPv4-mapped.
-func putSockaddr(sa *unix.RawSockaddrInet6, family int, to netip.AddrPort) (uint32, error) {
-	addr := to.Addr()
-	if !addr.IsValid() {
-		return 0, errors.New("invalid address")
-	}
-	*sa = unix.RawSockaddrInet6{}
-	if family == unix.AF_INET {
-		addr = addr.Unmap()
-		if !addr.Is4() {
-			return 0, fmt.Errorf("an IPv6 destination on an IPv4 socket: %w", unix.EAFNOSUPPORT)
-		}
-		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		s4.Family = unix.AF_INET
-		s4.Addr = addr.As4()
-		putPort(&s4.Port, to.Port())
-		return unix.SizeofSockaddrInet4, nil
-	}
-	sa.Family = unix.AF_INET6
-	sa.Addr = addr.As16()
-	putPort(&sa.Port, to.Port())
-	return unix.SizeofSockaddrInet6, nil
-}
-
-// addrPortFrom reads a source address the kernel wrote (a sockaddr_in or
-// sockaddr_in6 at the start of name). An IPv4-mapped source is returned as
-// IPv4; the zone of a link-local source is not kept.
-func addrPortFrom(name []byte) netip.AddrPort {
-	if len(name) < 2 {
-		return netip.AddrPort{}
-	}
-	port := binary.BigEndian.Uint16(name[2:4])
-	switch binary.NativeEndian.Uint16(name[0:2]) {
-	case unix.AF_INET:
-		if len(name) >= unix.SizeofSockaddrInet4 {
-			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[4:8])), port)
-		}
-	case unix.AF_INET6:
-		if len(name) >= unix.SizeofSockaddrInet6 {
-			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(name[8:24])).Unmap(), port)
-		}
-	}
-	return netip.AddrPort{}
 }
 
 // packetControlLen is the room for the control messages a datagram
@@ -444,11 +398,11 @@ func (l *Loop) packetRecvFailed() { l.cnt[sPacketErrors]++ }
 // count (Stats.PacketsLost), and UDP_GRO when gro is set
 // (Config.UDPGRO).
 func setPacketOptions(fd int, gro bool) error {
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+	if err := sys.SetInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
 		return os.NewSyscallError("setsockopt SO_RXQ_OVFL", err)
 	}
 	if gro {
-		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+		if err := sys.SetInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
 			return os.NewSyscallError("setsockopt UDP_GRO", err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"net"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
+	"github.com/percore/percore/internal/sys"
 )
 
 // Sending a file on a connection. Conn.SendFile moves a range of a File
@@ -319,13 +319,12 @@ func (p *pipePool) get() (*pipePair, error) {
 		p.idle = p.idle[:n-1]
 		return pp, nil
 	}
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+	r, w, err := sys.Pipe(pipeSize)
+	if err != nil {
 		return nil, fmt.Errorf("pipe2: %w", err)
 	}
-	_, _ = unix.FcntlInt(uintptr(fds[1]), unix.F_SETPIPE_SZ, pipeSize)
 	p.open++
-	return &pipePair{r: fds[0], w: fds[1]}, nil
+	return &pipePair{r: r, w: w}, nil
 }
 
 // put gives back an empty pipe.
@@ -338,8 +337,8 @@ func (p *pipePool) put(pp *pipePair) {
 }
 
 func (p *pipePool) closePipe(pp *pipePair) {
-	unix.Close(pp.r)
-	unix.Close(pp.w)
+	sys.Close(pp.r)
+	sys.Close(pp.w)
 	p.open--
 }
 

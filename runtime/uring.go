@@ -3,15 +3,13 @@
 package runtime
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/percore/percore/poller"
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -67,10 +65,12 @@ type uringDriver struct {
 	waitsN  uint64
 	pk      uringPackets // the datagram sockets (uring_packet.go)
 
-	wakefd  wakeFd
+	// waker is the loop's wake-up (an eventfd the ring keeps a read of
+	// armed, or a test's stand-in), under the flag that MSG_RING wake-ups
+	// from other loops share.
+	waker   *sys.Waker
 	wakeBuf []byte // the eventfd read's target, referenced until it completes
-	woken   atomic.Bool
-	msgRing bool // the kernel has IORING_OP_MSG_RING: loops wake this one through their rings
+	msgRing bool   // the kernel has IORING_OP_MSG_RING: loops wake this one through their rings
 
 	// The file operations (uring_file.go): fr is r's file half, fileOps
 	// says the ring runs them (else the file workers do), splice that
@@ -227,14 +227,14 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		r.Close()
 		return nil, err
 	}
-	efd, err := unix.Eventfd(0, unix.EFD_CLOEXEC)
+	ev, err := sys.OpenEventfd(false) // blocking: the ring's read waits for a write
 	if err != nil {
 		br.Close()
 		r.Close()
-		return nil, os.NewSyscallError("eventfd", err)
+		return nil, err
 	}
 	d := &uringDriver{
-		l: l, r: r, br: br, bufs: br, wakefd: eventFd(efd),
+		l: l, r: r, br: br, bufs: br, waker: sys.NewWaker(ev),
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
 		msgRing: support.Has(ring.OpMsgRing),
@@ -248,7 +248,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 }
 
 func (d *uringDriver) armWake() error {
-	return d.r.PrepareRead(d.wakefd.fd(), d.wakeBuf, 0, userData(kindWake, 0, 0))
+	return d.r.PrepareRead(d.waker.Fd(), d.wakeBuf, 0, userData(kindWake, 0, 0))
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
@@ -306,7 +306,7 @@ func (d *uringDriver) stopListening() {
 	for i := range d.lns {
 		ln := &d.lns[i]
 		if ln.fd >= 0 && !d.l.forced {
-			if dup, err := unix.FcntlInt(uintptr(ln.fd), unix.F_DUPFD_CLOEXEC, 0); err == nil {
+			if dup, err := sys.DupCloexec(ln.fd); err == nil {
 				ln.drain = dup
 			}
 		}
@@ -332,13 +332,13 @@ func (d *uringDriver) drainListener(i int) {
 		return
 	}
 	for range 1024 {
-		fd, errno := poller.Accept(ln.drain)
+		fd, errno := sys.Accept(ln.drain)
 		if errno != 0 {
 			break
 		}
 		d.l.acceptResult(fd, 0, i)
 	}
-	unix.Close(ln.drain)
+	sys.Close(ln.drain)
 	ln.drain = -1
 }
 
@@ -672,14 +672,14 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	l := d.l
 	switch kind {
 	case kindWake:
-		d.woken.Store(false)
+		d.waker.Woke()
 		if err := d.armWake(); err != nil {
 			l.log.Error("percore: re-arm wake-up read", "loop", l.id, "err", err)
 		}
 		l.runPosted()
 		return
 	case kindMsgWake:
-		d.woken.Store(false)
+		d.waker.Woke()
 		l.runPosted()
 		return
 	case kindMsgSent:
@@ -1024,12 +1024,7 @@ func (d *uringDriver) idle() bool {
 	return d.loopOps == 0 && len(d.l.free) == len(d.l.conns)
 }
 
-func (d *uringDriver) wake() {
-	if d.woken.Swap(true) {
-		return
-	}
-	d.wakefd.signal()
-}
+func (d *uringDriver) wake() { _ = d.waker.Wake() }
 
 // wakeFrom wakes this loop on behalf of another loop's thread through the
 // caller's own ring (a MSG_RING submitted with its next enter, no system
@@ -1043,11 +1038,11 @@ func (d *uringDriver) wakeFrom(src driver) bool {
 	if !ok || !d.msgRing || !s.msgRing || eventfdWakeOnly.Load() {
 		return false
 	}
-	if d.woken.Swap(true) {
-		return true
+	if !d.waker.Claim() {
+		return true // a wake-up is on its way already
 	}
 	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, uint32(d.l.id), 0)) != nil {
-		d.woken.Store(false)
+		d.waker.Woke()
 		return false
 	}
 	return true
@@ -1064,7 +1059,7 @@ func (d *uringDriver) msgFailed(id uint32) {
 	}
 	t := rt.peers[id]
 	if u, ok := t.d.(*uringDriver); ok {
-		u.woken.Store(false)
+		u.waker.Woke()
 	}
 	t.wakeIfOpen()
 }
@@ -1092,32 +1087,5 @@ func (d *uringDriver) close() error {
 	} else {
 		err = errors.Join(err, d.bufs.Close(), d.pk.close())
 	}
-	return errors.Join(err, d.wakefd.close())
-}
-
-// wakeFd is the driver's wake-up descriptor, which the ring reads: an
-// eventFd, or the stand-in of the kernel-free tests.
-type wakeFd interface {
-	fd() int
-	signal()
-	close() error
-}
-
-// eventFd is an eventfd(2).
-type eventFd int
-
-func (e eventFd) fd() int { return int(e) }
-
-// signal adds one to the counter, which completes the ring's read of it.
-func (e eventFd) signal() {
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	_, _ = unix.Write(int(e), one[:])
-}
-
-func (e eventFd) close() error {
-	if err := unix.Close(int(e)); err != nil {
-		return os.NewSyscallError("close", err)
-	}
-	return nil
+	return errors.Join(err, d.waker.Close())
 }

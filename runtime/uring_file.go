@@ -5,6 +5,7 @@ package runtime
 import (
 	"io/fs"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -141,7 +142,7 @@ func (d *uringDriver) drain(c *Conn) {
 	l := d.l
 	for sf.inPipe > 0 {
 		d.fileCalls++
-		n, err := unix.Splice(sf.pipe.r, nil, c.fd, nil, sf.inPipe, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		n, err := sys.SpliceOut(sf.pipe.r, c.fd, sf.inPipe)
 		switch {
 		case err == unix.EINTR:
 			continue

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -155,7 +156,7 @@ func (d *uringDriver) deliverPacket(p *PacketConn, id uint16, n int) {
 	size := int(out.Payloadlen)
 	truncated := out.Flags&unix.MSG_TRUNC != 0
 	payload = payload[:min(size, len(payload))]
-	d.l.packetIn(p, payload, size, truncated, addrPortFrom(name), control)
+	d.l.packetIn(p, payload, size, truncated, sys.AddrPortFrom(name), control)
 }
 
 // packetTurn runs after a turn's completions: the buffers are back with
