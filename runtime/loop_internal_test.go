@@ -102,7 +102,7 @@ func newTestLoop(t *testing.T, cfg Config, h Handler) (*Loop, *fakeDriver, *fake
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg = cfg.withDefaults()
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
-	l := &Loop{cfg: cfg, h: h, log: cfg.Logger, clock: func() time.Time { return clock.now }, done: make(chan struct{})}
+	l := newLoop(cfg, 0, 0, h, func() time.Time { return clock.now })
 	d := &fakeDriver{l: l}
 	l.d = d
 	l.now = clock.now

@@ -192,7 +192,7 @@ func (k *simKernel) newLoop(id int, cfg Config, h Handler) (*Loop, *simRing, *ur
 	cfg.BufferSize = max(cfg.BufferSize, 16)
 	cfg = cfg.withDefaults()
 	r := k.newRing(cfg.BufferCount, cfg.BufferSize)
-	l := &Loop{cfg: cfg, id: id, h: h, log: cfg.Logger, clock: k.clock, done: make(chan struct{})}
+	l := newLoop(cfg, id, 0, h, k.clock)
 	l.now = k.now
 	d := &uringDriver{l: l, r: r, bufs: r.bufs, waker: sys.NewWaker(r.wake),
 		cqes: make([]ring.Completion, 8), wakeBuf: make([]byte, 8), msgRing: true}

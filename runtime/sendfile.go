@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"sync/atomic"
 
 	"github.com/percore/percore/internal/sys"
 )
@@ -57,9 +56,6 @@ type fileSend struct {
 // it has sent nothing yet.
 var errSendUnsupported = errors.New("zero-copy file send unsupported")
 
-// forceSendFallback makes every file send read and send (for tests).
-var forceSendFallback atomic.Bool
-
 // fileSendChunk bounds one sendfile or one fallback read.
 const fileSendChunk = 256 << 10
 
@@ -89,8 +85,8 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 	sf := &fileSend{f: f, off: off, left: n, done: done}
 	c.sf = sf
 	f.inflight++ // until fileSendGone
-	if forceSendFallback.Load() {
-		sf.fallback = true
+	if c.loop.sendFallback {
+		sf.fallback = true // set by tests (export_test.go)
 	}
 	if c.out.buffered() == 0 {
 		c.progress = c.loop.now

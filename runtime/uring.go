@@ -5,7 +5,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -202,11 +201,8 @@ var errRecvNoBuffer = errors.New("io_uring receive completed without a provided 
 // room in the submission queue.
 const retryWait = time.Millisecond
 
-// openRing is swapped by tests to simulate a host without io_uring.
-var openRing = ring.Open
-
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
-	r, err := openRing(ring.Config{Entries: cfg.RingEntries, Flags: *cfg.RingFlags})
+	r, err := ring.Open(ring.Config{Entries: cfg.RingEntries, Flags: *cfg.RingFlags})
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +233,9 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		l: l, r: r, br: br, bufs: br, waker: sys.NewWaker(ev),
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
-		msgRing: support.Has(ring.OpMsgRing),
+		// Config.eventfdWake (a benchmark's, export_test.go) compares
+		// the eventfd with MSG_RING (docs/performance.md).
+		msgRing: support.Has(ring.OpMsgRing) && !cfg.eventfdWake,
 	}
 	d.probeFiles(support)
 	if err := d.armWake(); err != nil {
@@ -374,24 +372,11 @@ func (d *uringDriver) cancelRecv(c *Conn) bool {
 // n², measured in docs/performance.md). It reports false when the
 // submission queue took no entry.
 func (d *uringDriver) cancel(c *Conn, kind uint8) bool {
-	if faultInjected(kindCancel) {
-		return false
-	}
 	if d.r.PrepareCancel(userData(kind, c.slot, c.gen), userData(kindCancel, c.slot, c.gen)) != nil {
 		return false
 	}
 	c.ur.ops++
 	return true
-}
-
-// prepareFault, when set (by tests), makes the preparation of an entry of
-// the given kind fail as a full submission queue that the kernel does not
-// drain would.
-var prepareFault atomic.Pointer[func(kind uint8) bool]
-
-func faultInjected(kind uint8) bool {
-	f := prepareFault.Load()
-	return f != nil && (*f)(kind)
 }
 
 func (d *uringDriver) resumeRead(c *Conn) {
@@ -544,9 +529,6 @@ func (d *uringDriver) cancelOnce(c *Conn, inFlight bool, flag uringFlags, kind u
 
 // closeFd queues the close of c's descriptor.
 func (d *uringDriver) closeFd(c *Conn) bool {
-	if faultInjected(kindClose) {
-		return false
-	}
 	if d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)) != nil {
 		return false
 	}
@@ -1035,7 +1017,7 @@ func (d *uringDriver) wake() { _ = d.waker.Wake() }
 // (msgFailed).
 func (d *uringDriver) wakeFrom(src driver) bool {
 	s, ok := src.(*uringDriver)
-	if !ok || !d.msgRing || !s.msgRing || eventfdWakeOnly.Load() {
+	if !ok || !d.msgRing || !s.msgRing {
 		return false
 	}
 	if !d.waker.Claim() {
@@ -1063,10 +1045,6 @@ func (d *uringDriver) msgFailed(id uint32) {
 	}
 	t.wakeIfOpen()
 }
-
-// eventfdWakeOnly, set by a benchmark, makes io_uring loops wake each other
-// through the eventfd, to compare it with MSG_RING (docs/performance.md).
-var eventfdWakeOnly atomic.Bool
 
 func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,9 +19,23 @@ import (
 // parked while reading is paused), driven without a kernel: a stand-in
 // ring records what is prepared and a stand-in buffer set hands out bytes.
 
-type fakeRing struct{ prepared []uint64 }
+// fakeRing records what is prepared. full, when set, makes the preparation
+// of entries of the kinds it returns true for fail, as a submission queue
+// that the kernel takes nothing from does.
+type fakeRing struct {
+	prepared []uint64
+	full     func(kind uint8) bool
+}
 
-func (f *fakeRing) prep(ud uint64) error { f.prepared = append(f.prepared, ud); return nil }
+var errFakeQueueFull = errors.New("submission queue full (stand-in)")
+
+func (f *fakeRing) prep(ud uint64) error {
+	if f.full != nil && f.full(uint8(ud>>56)) {
+		return errFakeQueueFull
+	}
+	f.prepared = append(f.prepared, ud)
+	return nil
+}
 
 func (f *fakeRing) PrepareAccept(_ int, ud uint64) error          { return f.prep(ud) }
 func (f *fakeRing) PrepareAcceptMultishot(_ int, ud uint64) error { return f.prep(ud) }
@@ -288,5 +303,58 @@ func TestExitWithReceivesInFlightKeepsTheirBuffers(t *testing.T) {
 		if !r.closed || r.bufs.closed == busy {
 			t.Errorf("busy %v: ring closed %v, buffers unmapped %v", busy, r.closed, r.bufs.closed)
 		}
+	}
+}
+
+// TestReleaseRetriesAFullQueue: a connection whose cancels or close cannot
+// be queued is released in a later turn; it neither stays armed for good
+// (the loop would never exit) nor gives its descriptor or slot up early
+// (an entry still queued for it would reach whatever socket took the
+// number).
+func TestReleaseRetriesAFullQueue(t *testing.T) {
+	for name, kind := range map[string]uint8{"cancel": kindCancel, "close": kindClose} {
+		t.Run(name, func(t *testing.T) {
+			_, d, fr, _, c, _ := uringTestLoop(t)
+			failures := 3
+			fr.full = func(k uint8) bool {
+				if k != kind || failures == 0 {
+					return false
+				}
+				failures--
+				return true
+			}
+			c.Abort()
+			for turn := 0; failures > 0; turn++ {
+				if c.fd < 0 || SlotFreed(c) || len(d.retry) != 1 {
+					t.Fatalf("turn %d, %d failures left: fd %d, slot freed %v, %d to retry; want the descriptor and slot kept, c listed",
+						turn, failures, c.fd, SlotFreed(c), len(d.retry))
+				}
+				if err := d.poll(0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := d.poll(0); err != nil { // the turn after the last refusal
+				t.Fatal(err)
+			}
+			if c.fd >= 0 || len(d.retry) != 0 || fr.count(kindClose) != 1 {
+				t.Fatalf("after the queue took entries again: fd %d, %d to retry, %d closes queued; want -1, 0, 1",
+					c.fd, len(d.retry), fr.count(kindClose))
+			}
+			// The kernel finishes what it holds: then, and only then, the
+			// slot is free.
+			for _, k := range []uint8{kindRecv, kindCancel, kindClose} {
+				if SlotFreed(c) {
+					t.Fatalf("slot freed before the completion of kind %d", k)
+				}
+				e := ring.Completion{UserData: userData(k, c.slot, c.gen)}
+				if k == kindRecv {
+					e.Res = -int32(unix.ECANCELED)
+				}
+				d.dispatch(&e)
+			}
+			if !SlotFreed(c) || !d.idle() {
+				t.Fatalf("slot freed %v, driver idle %v; want both", SlotFreed(c), d.idle())
+			}
+		})
 	}
 }
