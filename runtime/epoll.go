@@ -36,7 +36,8 @@ import (
 // is, between turns, either full and registered for writability, or on the
 // end-of-turn list (the model test checks it: epoll_model_test.go).
 type epollDriver struct {
-	l   *Loop
+	l   loopSide
+	driverEnv
 	p   epollPoller
 	sys epollSys
 	buf []byte
@@ -119,7 +120,7 @@ func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &epollDriver{l: l, p: p, sys: kernelSys{}, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
+	return &epollDriver{l: l, driverEnv: l.env(), p: p, sys: kernelSys{}, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
 }
 
 func connTag(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }
@@ -145,7 +146,7 @@ func (d *epollDriver) register() {
 		}
 		d.calls++
 		if err := d.p.Add(ln.fd, poller.In, epollListenerTag|uint64(i)); err != nil {
-			d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
+			d.log.Error("percore: resume accepting", "loop", d.id, "err", err)
 			continue
 		}
 		ln.registered = true
@@ -245,7 +246,7 @@ func (d *epollDriver) update(c *Conn) {
 // straight to the socket this turn already (the rest of the turn's writes
 // then go out together, at its end).
 func (d *epollDriver) writeLater(c *Conn) bool {
-	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.l.cnt[sTurns]
+	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.cnt[sTurns]
 }
 
 // list puts c on the end-of-turn list, unless the socket is full (its
@@ -283,11 +284,11 @@ func (d *epollDriver) flushBatch() {
 
 func (d *epollDriver) write(c *Conn, p []byte) {
 	if d.writeLater(c) {
-		c.out.add(d.l, p)
+		d.l.queue(c, p)
 		d.list(c)
 		return
 	}
-	c.ep.wrote = d.l.cnt[sTurns]
+	c.ep.wrote = d.cnt[sTurns]
 	d.calls++
 	n, errno := d.sys.write(c.fd, p)
 	if errno != 0 && errno != unix.EAGAIN {
@@ -296,7 +297,7 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 	}
 	d.l.wroteDirect(n)
 	if n < len(p) {
-		c.out.add(d.l, p[n:])
+		d.l.queue(c, p[n:])
 		d.fullSocket(c)
 	}
 }
@@ -304,12 +305,12 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 	if d.writeLater(c) || len(bufs) > cap(d.iov) {
 		for _, b := range bufs {
-			c.out.add(d.l, b)
+			d.l.queue(c, b)
 		}
 		d.list(c)
 		return
 	}
-	c.ep.wrote = d.l.cnt[sTurns]
+	c.ep.wrote = d.cnt[sTurns]
 	iov := d.iov[:0]
 	for _, b := range bufs {
 		if len(b) > 0 {
@@ -334,7 +335,7 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 			n -= len(b)
 			continue
 		}
-		c.out.add(d.l, b[n:])
+		d.l.queue(c, b[n:])
 		n = 0
 	}
 	if c.out.buffered() > 0 {
@@ -492,7 +493,7 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 	}
 	l := d.l
 	l.awoke()
-	l.cnt[sCompletions] += uint64(len(evs))
+	d.cnt[sCompletions] += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
 		switch data := ev.Data(); {
@@ -512,9 +513,9 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 			d.ready(c, ev.Events())
 		}
 	}
-	if len(l.pk.gso) > 0 {
-		l.flushBatches() // this turn's GSO batches join the queues
-	}
+	// This turn's GSO batches join the queues in the next turn's prepare
+	// (Loop.prepare), on both backends; what the dispatch queued without
+	// GSO goes out now.
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets() // the replies to this turn's datagrams, in batches
 	}
@@ -612,7 +613,7 @@ func (d *epollDriver) idle() bool { return true }
 
 func (d *epollDriver) wake() {
 	if err := d.p.Wake(); err != nil && !errors.Is(err, unix.EBADF) {
-		d.l.log.Error("percore: wake loop", "loop", d.l.id, "err", err)
+		d.log.Error("percore: wake loop", "loop", d.id, "err", err)
 	}
 }
 

@@ -63,7 +63,7 @@ type epollPackets struct {
 func (d *epollDriver) listenPacket(p *PacketConn) error {
 	pk := &d.pk
 	if pk.mem == nil {
-		size := d.l.cfg.PacketBufferSize
+		size := d.cfg.PacketBufferSize
 		mem, err := sys.Map(packetBatch * size)
 		if err != nil {
 			return os.NewSyscallError("mmap", err)
@@ -84,7 +84,7 @@ func (d *epollDriver) listenPacket(p *PacketConn) error {
 			h.Control = &pk.ctrl[i*packetControlLen]
 		}
 	}
-	if err := setPacketOptions(p.fd, d.l.cfg.UDPGRO); err != nil {
+	if err := setPacketOptions(p.fd, d.cfg.UDPGRO); err != nil {
 		return err
 	}
 	for len(pk.socks) <= p.idx {
@@ -152,7 +152,7 @@ func (d *epollDriver) packetRoom(p *PacketConn) int {
 	if e.head == e.n {
 		e.queued = 0
 	}
-	return d.l.cfg.MaxPacketQueue - e.queued - p.gso.n
+	return d.cfg.MaxPacketQueue - e.queued - p.gso.n
 }
 
 func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error {
@@ -160,7 +160,7 @@ func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	if e.head == e.n {
 		e.head, e.n, e.queued = 0, 0, 0
 	}
-	if e.queued+count > d.l.cfg.MaxPacketQueue {
+	if e.queued+count > d.cfg.MaxPacketQueue {
 		return errPacketQueueFull
 	}
 	if e.n == len(e.queue) {
@@ -306,7 +306,7 @@ func (d *epollDriver) packetPollOut(p *PacketConn, on bool) {
 	}
 	d.calls++
 	if err := d.p.Modify(p.fd, ev, epollPacketTag|uint64(p.idx)); err != nil {
-		d.l.log.Error("percore: datagram socket interest", "loop", d.l.id, "listener", p.ln.String(), "err", err)
+		d.log.Error("percore: datagram socket interest", "loop", d.id, "listener", p.ln.String(), "err", err)
 	}
 }
 

@@ -194,7 +194,7 @@ func (k *simKernel) newLoop(id int, cfg Config, h Handler) (*Loop, *simRing, *ur
 	r := k.newRing(cfg.BufferCount, cfg.BufferSize)
 	l := newLoop(cfg, id, 0, h, k.clock)
 	l.now = k.now
-	d := &uringDriver{l: l, r: r, bufs: r.bufs, waker: sys.NewWaker(r.wake),
+	d := &uringDriver{l: l, driverEnv: l.env(), r: r, bufs: r.bufs, waker: sys.NewWaker(r.wake),
 		cqes: make([]ring.Completion, 8), wakeBuf: make([]byte, 8), msgRing: true}
 	l.d = d
 	r.l = l

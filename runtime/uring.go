@@ -47,7 +47,8 @@ var uringOps = []ring.Op{
 // into a provided-buffer ring, sends queued during a turn and submitted
 // with the next wait in one io_uring_enter.
 type uringDriver struct {
-	l *Loop
+	l loopSide
+	driverEnv
 	// r is the ring (a *ring.Ring, or a test's stand-in); br the
 	// provided-buffer ring registered with it, which receives name, and
 	// bufs the same buffers as the driver reads and recycles them.
@@ -230,7 +231,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		return nil, err
 	}
 	d := &uringDriver{
-		l: l, r: r, br: br, bufs: br, waker: sys.NewWaker(ev),
+		l: l, driverEnv: l.env(), r: r, br: br, bufs: br, waker: sys.NewWaker(ev),
 		cqes:    make([]ring.Completion, 512),
 		wakeBuf: make([]byte, 8),
 		// Config.eventfdWake (a benchmark's, export_test.go) compares
@@ -303,7 +304,7 @@ func (d *uringDriver) cancelAccept() {
 func (d *uringDriver) stopListening() {
 	for i := range d.lns {
 		ln := &d.lns[i]
-		if ln.fd >= 0 && !d.l.forced {
+		if ln.fd >= 0 && !d.l.stopForced() {
 			if dup, err := sys.DupCloexec(ln.fd); err == nil {
 				ln.drain = dup
 			}
@@ -350,7 +351,7 @@ func (d *uringDriver) pauseAccept() {
 
 // multishotAccept reports whether accepts are multishot: only without a
 // connection cap.
-func (d *uringDriver) multishotAccept() bool { return d.l.cfg.MaxConns == 0 }
+func (d *uringDriver) multishotAccept() bool { return d.cfg.MaxConns == 0 }
 
 func (d *uringDriver) resumeAccept() {
 	for i := range d.lns {
@@ -411,13 +412,13 @@ func (d *uringDriver) start(c *Conn) error {
 }
 
 func (d *uringDriver) write(c *Conn, p []byte) {
-	c.out.add(d.l, p)
+	d.l.queue(c, p)
 	d.markDirty(c)
 }
 
 func (d *uringDriver) writev(c *Conn, bufs [][]byte) {
 	for _, b := range bufs {
-		c.out.add(d.l, b)
+		d.l.queue(c, b)
 	}
 	d.markDirty(c)
 }
@@ -612,7 +613,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		// (IORING_FEAT_NODROP keeps them); reaping below makes room and
 		// the next enter delivers them. Counted: a sign the queue is
 		// too small for the load (Config.RingEntries).
-		d.l.cnt[sCQOverflows]++
+		d.cnt[sCQOverflows]++
 	}
 	if len(d.deferred) > 0 {
 		d.deliverDeferred()
@@ -622,7 +623,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		for i := 0; i < n; i++ {
 			d.dispatch(&d.cqes[i])
 		}
-		d.l.cnt[sCompletions] += uint64(n)
+		d.cnt[sCompletions] += uint64(n)
 		d.bufs.Publish()
 		if n < len(d.cqes) {
 			break
@@ -656,7 +657,7 @@ func (d *uringDriver) dispatch(e *ring.Completion) {
 	case kindWake:
 		d.waker.Woke()
 		if err := d.armWake(); err != nil {
-			l.log.Error("percore: re-arm wake-up read", "loop", l.id, "err", err)
+			d.log.Error("percore: re-arm wake-up read", "loop", d.id, "err", err)
 		}
 		l.runPosted()
 		return
@@ -768,7 +769,7 @@ func (d *uringDriver) listenerReady(i int, e *ring.Completion) {
 			return
 		}
 		ln.awaitConn = false
-		d.l.log.Error("percore: poll listener", "loop", d.l.id, "err", errnoErr("poll", unix.Errno(-e.Res)))
+		d.log.Error("percore: poll listener", "loop", d.id, "err", errnoErr("poll", unix.Errno(-e.Res)))
 		d.l.AfterFunc(acceptBackoffMax, func() { d.nextAccept(i) })
 		return
 	default:
@@ -787,7 +788,7 @@ func (d *uringDriver) nextAccept(i int) {
 
 func (d *uringDriver) rearmAccept(i int) {
 	if err := d.armAccept(i); err != nil {
-		d.l.log.Error("percore: re-arm accept", "loop", d.l.id, "err", err)
+		d.log.Error("percore: re-arm accept", "loop", d.id, "err", err)
 	}
 }
 
@@ -843,7 +844,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 
 // overBudget reports whether c has had its turn's budget of bytes.
 func (d *uringDriver) overBudget(c *Conn) bool {
-	budget := d.l.cfg.TurnBudget
+	budget := d.cfg.TurnBudget
 	if budget == 0 {
 		return false
 	}
@@ -853,7 +854,7 @@ func (d *uringDriver) overBudget(c *Conn) bool {
 
 // stampTurn starts c's count of bytes delivered at a new turn.
 func (d *uringDriver) stampTurn(c *Conn) {
-	if turn := d.l.cnt[sTurns]; c.ur.turnStamp != turn {
+	if turn := d.cnt[sTurns]; c.ur.turnStamp != turn {
 		c.ur.turnStamp = turn
 		c.ur.turnBytes = 0
 	}
@@ -872,7 +873,7 @@ func (d *uringDriver) deliverBuf(c *Conn, id uint16, n int32) {
 // already held.
 func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 	u := &c.ur
-	d.l.cnt[sDeferrals]++
+	d.cnt[sDeferrals]++
 	r := deferredRecv{id: id, n: n}
 	if n > 0 {
 		if d.heldBufs < d.maxHeld() {
@@ -911,7 +912,7 @@ func (d *uringDriver) list(c *Conn) {
 
 // maxHeld is how many provided buffers deferred receives may keep out of
 // the kernel's ring: a quarter of them.
-func (d *uringDriver) maxHeld() int { return d.l.cfg.BufferCount / 4 }
+func (d *uringDriver) maxHeld() int { return d.cfg.BufferCount / 4 }
 
 // deliverDeferred hands over, in order, the receives earlier turns held
 // back, as far as each connection's budget for this turn allows.
@@ -992,18 +993,18 @@ func (d *uringDriver) discardBuffers() bool {
 	if !d.bufsTouched {
 		return true
 	}
-	if len(d.l.free) != len(d.l.conns) || d.heldBufs > 0 || len(d.deferred) > 0 {
+	if d.l.slotsInUse() || d.heldBufs > 0 || len(d.deferred) > 0 {
 		return false
 	}
 	if err := d.bufs.Discard(); err != nil {
-		d.l.log.Warn("percore: give back receive buffer pages", "loop", d.l.id, "err", err)
+		d.log.Warn("percore: give back receive buffer pages", "loop", d.id, "err", err)
 	}
 	d.bufsTouched = false
 	return true
 }
 
 func (d *uringDriver) idle() bool {
-	return d.loopOps == 0 && len(d.l.free) == len(d.l.conns)
+	return d.loopOps == 0 && !d.l.slotsInUse()
 }
 
 func (d *uringDriver) wake() { _ = d.waker.Wake() }
@@ -1023,7 +1024,7 @@ func (d *uringDriver) wakeFrom(src driver) bool {
 	if !d.waker.Claim() {
 		return true // a wake-up is on its way already
 	}
-	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, uint32(d.l.id), 0)) != nil {
+	if s.r.PrepareMsgRing(d.r.Fd(), 0, userData(kindMsgWake, 0, 0), userData(kindMsgSent, uint32(d.id), 0)) != nil {
 		d.waker.Woke()
 		return false
 	}
@@ -1034,17 +1035,7 @@ func (d *uringDriver) wakeFrom(src driver) bool {
 // id: the target's wake-up flag, set for it, is cleared and the target
 // woken through its eventfd; otherwise every later wake-up of it would be
 // swallowed.
-func (d *uringDriver) msgFailed(id uint32) {
-	rt := d.l.rt
-	if rt == nil || int(id) >= len(rt.peers) {
-		return
-	}
-	t := rt.peers[id]
-	if u, ok := t.d.(*uringDriver); ok {
-		u.waker.Woke()
-	}
-	t.wakeIfOpen()
-}
+func (d *uringDriver) msgFailed(id uint32) { d.l.rewake(id) }
 
 func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
 
@@ -1058,10 +1049,10 @@ func (d *uringDriver) waits() uint64 { return d.waitsN }
 // that failed) rather than be written to after their addresses went to
 // another mapping.
 func (d *uringDriver) close() error {
-	busy := !d.idle() || d.l.files.busy > 0
+	busy := !d.idle() || d.l.filesBusy()
 	err := d.r.Close()
 	if busy {
-		d.l.log.Warn("percore: loop exits with operations in the kernel: its receive buffers stay mapped", "loop", d.l.id)
+		d.log.Warn("percore: loop exits with operations in the kernel: its receive buffers stay mapped", "loop", d.id)
 	} else {
 		err = errors.Join(err, d.bufs.Close(), d.pk.close())
 	}

@@ -111,7 +111,7 @@ func (d *uringDriver) sendFile(c *Conn) {
 		return
 	}
 	if sf.pipe == nil {
-		pp, err := d.l.files.pipes.get()
+		pp, err := d.l.pipes().get()
 		if err != nil {
 			d.l.fileSent(c, 0, err)
 			return
@@ -128,7 +128,7 @@ func (d *uringDriver) sendFile(c *Conn) {
 
 func (d *uringDriver) prepSplice(c *Conn, err error) {
 	if err != nil {
-		d.l.files.pipes.release(c.sf)
+		d.l.pipes().release(c.sf)
 		d.l.fileSent(c, 0, err)
 		return
 	}
@@ -151,13 +151,13 @@ func (d *uringDriver) drain(c *Conn) {
 			d.prepSplice(c, d.fr.PreparePollOut(c.fd, userData(kindSplicePoll, c.slot, c.gen)))
 			return
 		case err != nil:
-			l.files.pipes.release(sf)
+			l.pipes().release(sf)
 			l.fileSent(c, 0, errnoErr("splice", err.(unix.Errno)))
 			return
 		}
 		sf.inPipe -= int(n)
 		if sf.inPipe == 0 {
-			l.files.pipes.release(sf)
+			l.pipes().release(sf)
 		}
 		if !l.fileSent(c, int(n), nil) {
 			return
@@ -184,18 +184,18 @@ func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
 	}
 	switch {
 	case kind == kindSplicePoll && res < 0:
-		l.files.pipes.release(sf)
+		l.pipes().release(sf)
 		l.fileSent(c, 0, errnoErr("poll", unix.Errno(-res)))
 	case kind == kindSplicePoll, res > 0:
 		d.drain(c)
 	case res == 0:
-		l.files.pipes.release(sf)
+		l.pipes().release(sf)
 		l.fileSent(c, 0, sf.fileShort())
 	case res == -int32(unix.EINVAL) && sf.sent == 0:
-		l.files.pipes.release(sf)
+		l.pipes().release(sf)
 		l.fileSent(c, 0, errSendUnsupported)
 	default:
-		l.files.pipes.release(sf)
+		l.pipes().release(sf)
 		l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: unix.Errno(-res)})
 	}
 }

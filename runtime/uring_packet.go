@@ -80,14 +80,14 @@ func (d *uringDriver) listenPacket(p *PacketConn) error {
 		if !ok {
 			return errors.New("datagram sockets need a kernel ring")
 		}
-		cfg := d.l.cfg
+		cfg := d.cfg
 		br, err := r.NewBufRing(packetBufGroup, cfg.PacketBufferCount, cfg.PacketBufferSize+packetHeadroom)
 		if err != nil {
 			return fmt.Errorf("datagram buffers: %w", err)
 		}
 		pk.br = br
 	}
-	if err := setPacketOptions(p.fd, d.l.cfg.UDPGRO); err != nil {
+	if err := setPacketOptions(p.fd, d.cfg.UDPGRO); err != nil {
 		return err
 	}
 	p.ur.msg.Namelen = unix.SizeofSockaddrInet6
@@ -170,7 +170,7 @@ func (d *uringDriver) packetTurn() {
 	for i, p := range pk.rearm {
 		pk.rearm[i] = nil
 		if err := d.armPacket(p); err != nil {
-			d.l.log.Error("percore: re-arm datagram receive", "loop", d.l.id, "listener", p.ln.String(), "err", err)
+			d.log.Error("percore: re-arm datagram receive", "loop", d.id, "listener", p.ln.String(), "err", err)
 		}
 	}
 	pk.rearm = pk.rearm[:0]
@@ -179,12 +179,12 @@ func (d *uringDriver) packetTurn() {
 // packetRoom counts the loop's datagrams in flight and pending in GSO
 // batches: the io_uring bound is per loop.
 func (d *uringDriver) packetRoom(p *PacketConn) int {
-	return d.l.cfg.MaxPacketQueue - d.pk.inFlight - d.l.pk.gsoPending
+	return d.cfg.MaxPacketQueue - d.pk.inFlight - d.l.gsoPending()
 }
 
 func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error {
 	pk := &d.pk
-	if pk.inFlight+count > d.l.cfg.MaxPacketQueue {
+	if pk.inFlight+count > d.cfg.MaxPacketQueue {
 		return errPacketQueueFull
 	}
 	var slot uint32
@@ -222,7 +222,7 @@ func (d *uringDriver) packetSent(slot uint32, res int32) {
 	s := pk.sends[slot]
 	pk.inFlight -= s.count
 	d.loopOps--
-	if res < 0 && s.seg > 0 && isGSOError(unix.Errno(-res)) && s.p.fd >= 0 && !d.l.lnClosed {
+	if res < 0 && s.seg > 0 && isGSOError(unix.Errno(-res)) && s.p.fd >= 0 && !d.l.listenersClosed() {
 		// The kernel refused UDP_SEGMENT: the slot's buffer is ours
 		// again, so its datagrams go out one by one (copied into
 		// other slots before this one is freed), and GSO may go off
