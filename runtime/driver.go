@@ -67,7 +67,7 @@ type loopSide interface {
 	stopForced() bool // stopping by Close or a deadline: accept nothing more
 
 	// Connections.
-	conn(slot, gen uint32) *Conn      // the connection in slot, if gen matches
+	conn(slot, gen uint32) *Conn                         // the connection in slot, if gen matches
 	readResult(c *Conn, data []byte, n int, call string) // bytes, the end of the stream (0) or -errno
 	queue(c *Conn, p []byte)                             // append p to c.out
 	sendResult(c *Conn, n int, err error) (more bool)    // the kernel took n bytes of c.out.pending()

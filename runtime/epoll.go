@@ -36,7 +36,7 @@ import (
 // is, between turns, either full and registered for writability, or on the
 // end-of-turn list (the model test checks it: epoll_model_test.go).
 type epollDriver struct {
-	l   loopSide
+	l loopSide
 	driverEnv
 	p   epollPoller
 	sys epollSys

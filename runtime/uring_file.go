@@ -14,14 +14,7 @@ import (
 // own opcode, prepared during the turn and submitted with its one enter.
 // The user data is kindFile (or kindFileSync, for the fdatasync linked to
 // a write) with the operation's slot and generation in the loop's file
-// table. Their kinds sit apart from the connection kinds of uring.go.
-const (
-	kindFile        uint8 = 0x40 + iota // a file operation
-	kindFileSync                        // the fdatasync linked to a write
-	kindSplice                          // a file send's splice of the file into its pipe (sendfile.go)
-	kindSpliceDrain                     // a file send's splice of its pipe into the socket
-	kindSplicePoll                      // a file send waiting for its socket to take more
-)
+// table (uring_userdata.go).
 
 // uringFileOps are the opcodes of the file operations. A kernel without
 // one of them still runs an io_uring loop: its file operations then go to
