@@ -3,8 +3,6 @@
 package runtime
 
 import (
-	"io/fs"
-
 	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
@@ -96,14 +94,10 @@ func (d *epollDriver) sendFilePart(c *Conn) bool {
 	case err == unix.EAGAIN:
 		return false
 	case err == unix.EINTR:
-	case (err == unix.EINVAL || err == unix.ENOSYS) && sf.sent == 0:
-		d.l.fileSent(c, 0, errSendUnsupported)
-	case err == unix.EPIPE || err == unix.ECONNRESET:
-		d.l.fileSent(c, 0, errnoErr("sendfile", err.(unix.Errno)))
 	case err != nil:
-		d.l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err})
+		d.l.fileSent(c, 0, sf.moveError("sendfile", err))
 	case n == 0:
-		d.l.fileSent(c, 0, sf.fileShort())
+		d.l.fileSent(c, 0, sf.moveError("sendfile", nil))
 	default:
 		d.l.fileSent(c, n, nil)
 	}

@@ -210,15 +210,8 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 		k := min(e.n-e.head, packetBatch)
 		for i := range k {
 			q := &e.queue[e.head+i]
-			poller.SetIovec(&pk.siovs[i], q.buf)
-			pk.smsgs[i] = poller.Mmsghdr{Hdr: unix.Msghdr{
-				Name: (*byte)(unsafe.Pointer(&q.sa)), Namelen: q.salen, Iov: &pk.siovs[i], Iovlen: 1,
-			}}
-			if q.seg > 0 {
-				c := putGSOControl(&q.ctrl, q.seg)
-				pk.smsgs[i].Hdr.Control = &c[0]
-				pk.smsgs[i].Hdr.SetControllen(len(c))
-			}
+			pk.smsgs[i].Len = 0
+			setMsghdr(&pk.smsgs[i].Hdr, &pk.siovs[i], q.buf, &q.sa, q.salen, q.seg, &q.ctrl)
 		}
 		d.calls++
 		sent, errno := poller.Sendmmsg(p.fd, pk.smsgs[:k], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -228,7 +221,7 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 			return
 		case errno != 0:
 			q := &e.queue[e.head]
-			if q.seg > 0 && isGSOError(errno) {
+			if gsoRefusal(q.seg, errno) {
 				// The kernel refuses UDP_SEGMENT: the entry's
 				// datagrams go out one by one from its buffer
 				// (and GSO may go off for the socket).
@@ -265,12 +258,10 @@ func (d *epollDriver) sendSplit(p *PacketConn, q *epollDatagram) {
 	for off := 0; off < len(q.buf); {
 		k := 0
 		for ; k < packetBatch && off < len(q.buf); k++ {
-			end := min(off+q.seg, len(q.buf))
-			poller.SetIovec(&pk.siovs[k], q.buf[off:end])
-			pk.smsgs[k] = poller.Mmsghdr{Hdr: unix.Msghdr{
-				Name: (*byte)(unsafe.Pointer(&q.sa)), Namelen: q.salen, Iov: &pk.siovs[k], Iovlen: 1,
-			}}
-			off = end
+			var b []byte
+			b, off = gsoSplit(q.buf, off, q.seg)
+			pk.smsgs[k].Len = 0
+			setMsghdr(&pk.smsgs[k].Hdr, &pk.siovs[k], b, &q.sa, q.salen, 0, nil)
 		}
 		d.calls++
 		sent, errno := poller.Sendmmsg(p.fd, pk.smsgs[:k], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)

@@ -237,6 +237,36 @@ func gsoUnsupported(errno unix.Errno) bool {
 // gsoControlLen is CMSG_SPACE(2): a UDP_SEGMENT control message.
 const gsoControlLen = unix.SizeofCmsghdr + 8
 
+// setMsghdr points msg at one send of b to the address sa (salen bytes of
+// it), through iov; with seg > 0 it carries a UDP_SEGMENT control message
+// for segments of seg bytes, written into ctrl. Both backends build their
+// sendmsg and sendmmsg headers with it; iov, sa and ctrl must stay put
+// until the kernel has read them.
+func setMsghdr(msg *unix.Msghdr, iov *unix.Iovec, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg int, ctrl *[gsoControlLen / 8]uint64) {
+	iov.Base = unsafe.SliceData(b)
+	iov.SetLen(len(b))
+	*msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(sa)), Namelen: salen, Iov: iov, Iovlen: 1}
+	if seg > 0 {
+		c := putGSOControl(ctrl, seg)
+		msg.Control = &c[0]
+		msg.SetControllen(len(c))
+	}
+}
+
+// gsoRefusal reports whether a send of segments of seg bytes failed with
+// errno because the kernel refused UDP_SEGMENT (isGSOError): its
+// datagrams are then sent again one by one (gsoSplit), and the loop
+// counts it (gsoRefused), on both backends.
+func gsoRefusal(seg int, errno unix.Errno) bool { return seg > 0 && isGSOError(errno) }
+
+// gsoSplit returns the datagram of a refused GSO send's buffer b that
+// starts at off (segments of seg bytes, the last maybe shorter) and the
+// offset of the next; next == len(b) after the last.
+func gsoSplit(b []byte, off, seg int) (datagram []byte, next int) {
+	end := min(off+seg, len(b))
+	return b[off:end], end
+}
+
 // putGSOControl writes a UDP_SEGMENT control message for seg into c.
 func putGSOControl(c *[gsoControlLen / 8]uint64, seg int) []byte {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(c)), gsoControlLen)

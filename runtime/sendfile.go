@@ -10,6 +10,7 @@ import (
 	"net"
 
 	"github.com/percore/percore/internal/sys"
+	"golang.org/x/sys/unix"
 )
 
 // Sending a file on a connection. Conn.SendFile moves a range of a File
@@ -147,6 +148,26 @@ func (l *Loop) fileSent(c *Conn, n int, err error) (more bool) {
 // fileShort is the error of a file that ended before the range did.
 func (sf *fileSend) fileShort() error {
 	return &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: io.ErrUnexpectedEOF}
+}
+
+// moveError is the error of a move of the file that took nothing: errno 0
+// is a file shorter than the send; EINVAL or ENOSYS before any byte went
+// is a file or socket the kernel cannot send from or to without a copy
+// (errSendUnsupported: the loop reads and sends instead); EPIPE and
+// ECONNRESET are the socket's; the rest the file's. One mapping for both
+// backends: epoll's sendfile(2) and io_uring's splice of the file into
+// the pipe.
+func (sf *fileSend) moveError(call string, err error) error {
+	errno, _ := err.(unix.Errno)
+	switch {
+	case err == nil:
+		return sf.fileShort()
+	case (errno == unix.EINVAL || errno == unix.ENOSYS) && sf.sent == 0:
+		return errSendUnsupported
+	case errno == unix.EPIPE || errno == unix.ECONNRESET:
+		return errnoErr(call, errno)
+	}
+	return &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err}
 }
 
 // endFileSend ends c's transfer: the writes made meanwhile join the queue,

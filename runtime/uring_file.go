@@ -3,8 +3,6 @@
 package runtime
 
 import (
-	"io/fs"
-
 	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
@@ -181,15 +179,13 @@ func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
 		l.fileSent(c, 0, errnoErr("poll", unix.Errno(-res)))
 	case kind == kindSplicePoll, res > 0:
 		d.drain(c)
-	case res == 0:
-		l.pipes().release(sf)
-		l.fileSent(c, 0, sf.fileShort())
-	case res == -int32(unix.EINVAL) && sf.sent == 0:
-		l.pipes().release(sf)
-		l.fileSent(c, 0, errSendUnsupported)
 	default:
+		var err error // res 0: the file ended early
+		if res < 0 {
+			err = unix.Errno(-res)
+		}
 		l.pipes().release(sf)
-		l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: unix.Errno(-res)})
+		l.fileSent(c, 0, sf.moveError("splice", err))
 	}
 }
 

@@ -198,15 +198,8 @@ func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	s := pk.sends[slot]
 	s.buf = append(s.buf[:0], b...)
 	s.sa = *sa
-	s.iov.Base = unsafe.SliceData(s.buf)
-	s.iov.SetLen(len(s.buf))
-	s.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&s.sa)), Namelen: salen, Iov: &s.iov, Iovlen: 1}
+	setMsghdr(&s.msg, &s.iov, s.buf, &s.sa, salen, seg, &s.ctrl)
 	s.p, s.seg, s.count = p, seg, count
-	if seg > 0 {
-		c := putGSOControl(&s.ctrl, seg)
-		s.msg.Control = &c[0]
-		s.msg.SetControllen(len(c))
-	}
 	if err := d.r.PrepareSendmsg(p.fd, &s.msg, userData(kindPacketSend, slot, 0)); err != nil {
 		pk.free = append(pk.free, slot)
 		return err
@@ -222,16 +215,17 @@ func (d *uringDriver) packetSent(slot uint32, res int32) {
 	s := pk.sends[slot]
 	pk.inFlight -= s.count
 	d.loopOps--
-	if res < 0 && s.seg > 0 && isGSOError(unix.Errno(-res)) && s.p.fd >= 0 && !d.l.listenersClosed() {
+	if res < 0 && gsoRefusal(s.seg, unix.Errno(-res)) && s.p.fd >= 0 && !d.l.listenersClosed() {
 		// The kernel refused UDP_SEGMENT: the slot's buffer is ours
 		// again, so its datagrams go out one by one (copied into
 		// other slots before this one is freed), and GSO may go off
 		// for the socket.
 		d.l.gsoRefused(s.p, unix.Errno(-res))
 		sa := s.sa
-		for off := 0; off < len(s.buf); off += s.seg {
-			end := min(off+s.seg, len(s.buf))
-			if err := d.writeTo(s.p, s.buf[off:end], &sa, s.msg.Namelen, 0, 1); err != nil {
+		for off := 0; off < len(s.buf); {
+			var b []byte
+			b, off = gsoSplit(s.buf, off, s.seg)
+			if err := d.writeTo(s.p, b, &sa, s.msg.Namelen, 0, 1); err != nil {
 				d.l.packetSent(0, 1, err)
 			}
 		}
