@@ -105,7 +105,7 @@ func (l *Loop) acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome {
 		return acceptHeld
 	}
 	l.acceptOK()
-	if info := l.lns[ln].info; !info.Shared || !l.handOver(fd, info) {
+	if info := l.lns[ln].info; !info.Shared || !l.spreadConn(fd, info) {
 		l.accepted(fd, info)
 	}
 	if !l.canAccept() && l.accept.holds&holdCap == 0 {

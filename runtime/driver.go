@@ -54,11 +54,11 @@ type loopSide interface {
 	// The turn.
 	awoke()     // the kernel returned: read the clock (once per poll)
 	runPosted() // the wake-up fired: run what other goroutines posted
-	// holdNotes and releaseNotes bracket a driver pass (epoll's flush):
+	// beginPass and endPass bracket a driver pass (epoll's flush):
 	// the callbacks its reports cause run at its end, once its state is
 	// in order.
-	holdNotes()
-	releaseNotes()
+	beginPass()
+	endPass()
 	AfterFunc(d time.Duration, f func()) *Timer // a driver's own timer (accept back-off)
 
 	// Accepting.
@@ -76,7 +76,7 @@ type loopSide interface {
 	fail(c *Conn, op string, err error)                  // a driver operation on c failed: close it
 	freeSlot(c *Conn)                                    // the kernel holds nothing of c any more
 	slotsInUse() bool                                    // a connection's slot is taken (open, or still in the kernel)
-	getBuf(n int) []byte                                 // a pooled buffer (copies of held receives)
+	getBuf(n int) []byte                                 // a pooled buffer (copies of waiting receives)
 	putBuf(b []byte)
 
 	// Datagrams (packet.go).

@@ -62,8 +62,8 @@ func (s *standInLoop) take() []string {
 
 func (s *standInLoop) awoke()                                 {}
 func (s *standInLoop) runPosted()                             { s.record("runPosted") }
-func (s *standInLoop) holdNotes()                             {}
-func (s *standInLoop) releaseNotes()                          {}
+func (s *standInLoop) beginPass()                             {}
+func (s *standInLoop) endPass()                               {}
 func (s *standInLoop) AfterFunc(time.Duration, func()) *Timer { s.record("AfterFunc"); return nil }
 func (s *standInLoop) accepting() bool                        { return true }
 func (s *standInLoop) stopForced() bool                       { return false }

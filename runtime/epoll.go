@@ -29,7 +29,7 @@ import (
 // that decides, when it ends, whether the connection waits for
 // writability. The state is three facts (epollConn): whether the socket
 // said it is full (full), whether the connection is on the end-of-turn
-// list (batched), and what is registered in the epoll set (events); the
+// list (gathered), and what is registered in the epoll set (events); the
 // interest registered is always computed from the connection's state
 // (interest), never set by hand, so that a pass that changes the state
 // cannot leave a registration behind it. A connection with bytes to send
@@ -46,12 +46,12 @@ type epollDriver struct {
 	// where that index is not a stream listener, or after stopListening).
 	lns   []epollListener
 	calls uint64
-	// batch lists the connections whose writes wait for the end of the
+	// gathered lists the connections whose writes wait for the end of the
 	// turn (writes after the first of a turn: a pipelined client's
 	// replies go out in one write, not one each).
-	batch   []*Conn
-	discard []byte       // what release drains a closed socket into (drainInput)
-	pk      epollPackets // the datagram sockets (epoll_packet.go)
+	gathered []*Conn
+	discard  []byte       // what release reads a closed socket's input into (discardInput)
+	pk       epollPackets // the datagram sockets (epoll_packet.go)
 }
 
 // epollPoller is what the driver needs of its epoll instance: a
@@ -106,7 +106,7 @@ type epollListener struct {
 type epollConn struct {
 	events   uint32 // the interest registered in the epoll set; 0: out of it
 	full     bool   // the socket took less than it was given: wait for writability
-	batched  bool   // on the driver's end-of-turn list
+	gathered bool   // on the driver's end-of-turn list
 	flushing bool   // flush is running: it sets the interest when it ends
 	unread   bool   // the last read filled the buffer: input may wait in the socket
 	wrote    uint64 // the turn of its last write straight to the socket
@@ -241,11 +241,11 @@ func (d *epollDriver) update(c *Conn) {
 	c.ep.events = ev
 }
 
-// writeLater reports whether c's next write waits in its queue: bytes are
+// writeQueues reports whether c's next write waits in its queue: bytes are
 // queued before it, the socket is full, flush is sending, or c has written
 // straight to the socket this turn already (the rest of the turn's writes
 // then go out together, at its end).
-func (d *epollDriver) writeLater(c *Conn) bool {
+func (d *epollDriver) writeQueues(c *Conn) bool {
 	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.cnt[sTurns]
 }
 
@@ -253,9 +253,9 @@ func (d *epollDriver) writeLater(c *Conn) bool {
 // writability flushes it) or flush is running (it sends what is queued
 // before it ends).
 func (d *epollDriver) list(c *Conn) {
-	if !c.ep.full && !c.ep.batched && !c.ep.flushing {
-		c.ep.batched = true
-		d.batch = append(d.batch, c)
+	if !c.ep.full && !c.ep.gathered && !c.ep.flushing {
+		c.ep.gathered = true
+		d.gathered = append(d.gathered, c)
 	}
 }
 
@@ -268,22 +268,22 @@ func (d *epollDriver) fullSocket(c *Conn) {
 
 // flushBatch flushes the connections that wrote more than once this turn
 // (the turn's prepare phase).
-func (d *epollDriver) flushBatch() {
+func (d *epollDriver) flushGathered() {
 	// By index: a callback that runs after one connection's flush can
 	// list another.
-	for i := 0; i < len(d.batch); i++ {
-		c := d.batch[i]
-		d.batch[i] = nil
-		c.ep.batched = false
+	for i := 0; i < len(d.gathered); i++ {
+		c := d.gathered[i]
+		d.gathered[i] = nil
+		c.ep.gathered = false
 		if !c.closed() && !c.ep.full {
 			d.flush(c)
 		}
 	}
-	d.batch = d.batch[:0]
+	d.gathered = d.gathered[:0]
 }
 
 func (d *epollDriver) write(c *Conn, p []byte) {
-	if d.writeLater(c) {
+	if d.writeQueues(c) {
 		d.l.queue(c, p)
 		d.list(c)
 		return
@@ -303,7 +303,7 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 }
 
 func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
-	if d.writeLater(c) || len(bufs) > cap(d.iov) {
+	if d.writeQueues(c) || len(bufs) > cap(d.iov) {
 		for _, b := range bufs {
 			d.l.queue(c, b)
 		}
@@ -362,7 +362,7 @@ func (d *epollDriver) flush(c *Conn) {
 		return
 	}
 	l := d.l
-	l.holdNotes()
+	l.beginPass()
 	c.ep.flushing = true
 	c.ep.full = false
 	for !c.closed() {
@@ -400,7 +400,7 @@ func (d *epollDriver) flush(c *Conn) {
 		}
 		d.update(c)
 	}
-	l.releaseNotes()
+	l.endPass()
 }
 
 func (d *epollDriver) shutdownWrite(c *Conn) {
@@ -410,19 +410,19 @@ func (d *epollDriver) shutdownWrite(c *Conn) {
 	}
 }
 
-// closeDrainMax bounds what release reads and discards of input that
+// closeDiscardMax bounds what release reads and discards of input that
 // waits in a closed connection's socket, discardSize bytes at a time (in
 // a buffer of its own: a handler that closes its connection in OnData
 // still holds the loop's read buffer).
 const (
-	closeDrainMax = 256 << 10
-	discardSize   = 16 << 10
+	closeDiscardMax = 256 << 10
+	discardSize     = 16 << 10
 )
 
 func (d *epollDriver) release(c *Conn) {
 	if c.fd >= 0 {
 		if c.ep.unread {
-			d.drainInput(c)
+			d.discardInput(c)
 		}
 		d.calls++
 		d.sys.close(c.fd) // also leaves the epoll set: nothing else holds the file
@@ -431,17 +431,17 @@ func (d *epollDriver) release(c *Conn) {
 	d.l.freeSlot(c)
 }
 
-// drainInput reads and drops what waits in c's socket (up to
-// closeDrainMax), before release closes it: a socket closed with unread
+// discardInput reads and drops what waits in c's socket (up to
+// closeDiscardMax), before release closes it: a socket closed with unread
 // input resets the connection, and its peer may then lose the answer it
 // was sent. The io_uring loop's multishot receive has taken what arrived
 // by then, so both backends close the same way; input that arrives after
 // the close resets on both (Conn.CloseLinger waits for it).
-func (d *epollDriver) drainInput(c *Conn) {
+func (d *epollDriver) discardInput(c *Conn) {
 	if d.discard == nil {
 		d.discard = make([]byte, discardSize)
 	}
-	for read := 0; read < closeDrainMax; {
+	for read := 0; read < closeDiscardMax; {
 		d.calls++
 		n, errno := d.sys.read(c.fd, d.discard)
 		if errno != 0 || n <= 0 {
@@ -470,8 +470,8 @@ func (d *epollDriver) connect(c *Conn, ds *dialState) error {
 // prepare sends what waits for the end of the turn: the connections'
 // gathered writes and the datagrams queued.
 func (d *epollDriver) prepare() {
-	if len(d.batch) > 0 {
-		d.flushBatch()
+	if len(d.gathered) > 0 {
+		d.flushGathered()
 	}
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets()
@@ -483,7 +483,7 @@ func (d *epollDriver) prepare() {
 // wrote or queued is still listed, so it only looks (timeout 0), and the
 // next turn's prepare sends it.
 func (d *epollDriver) poll(timeout time.Duration) error {
-	if len(d.batch) > 0 || len(d.pk.dirty) > 0 {
+	if len(d.gathered) > 0 || len(d.pk.dirty) > 0 {
 		timeout = 0
 	}
 	d.calls++

@@ -424,7 +424,7 @@ func (f *File) closedErr(op string) error {
 
 // later runs f in a later turn: every result arrives that way, also the
 // errors found before anything reaches the kernel.
-func (l *Loop) later(f func()) { l.AfterFunc(0, f) }
+func (l *Loop) nextTurn(f func()) { l.AfterFunc(0, f) }
 
 // OpenFile opens the named file with the flags of os.OpenFile (os.O_RDONLY,
 // os.O_CREATE|os.O_WRONLY|os.O_APPEND, syscall.O_DIRECT, ...) and perm for
@@ -468,13 +468,13 @@ func (l *Loop) openAt(dir *File, name string, flag int, perm os.FileMode, beneat
 	if dir != nil {
 		op.name = filepath.Join(dir.name, name)
 		if dir.fd < 0 || dir.closing {
-			l.failLater(op, os.ErrClosed)
+			l.failNextTurn(op, os.ErrClosed)
 			return
 		}
 		op.dirfd, op.dir = dir.fd, dir
 	}
 	if strings.IndexByte(name, 0) >= 0 {
-		l.failLater(op, unix.EINVAL)
+		l.failNextTurn(op, unix.EINVAL)
 		return
 	}
 	if beneath {
@@ -487,10 +487,10 @@ func (l *Loop) openAt(dir *File, name string, flag int, perm os.FileMode, beneat
 	l.startOp(op)
 }
 
-// failLater reports err for op, which never reached the kernel, from a
+// failNextTurn reports err for op, which never reached the kernel, from a
 // later turn.
-func (l *Loop) failLater(op *fileOp, err error) {
-	l.later(func() {
+func (l *Loop) failNextTurn(op *fileOp, err error) {
+	l.nextTurn(func() {
 		errno, ok := err.(unix.Errno)
 		if !ok {
 			name := op.name
@@ -511,7 +511,7 @@ func (f *File) check(op string, fail func(error)) bool {
 		return true
 	}
 	err := f.closedErr(op)
-	f.l.later(func() { fail(err) })
+	f.l.nextTurn(func() { fail(err) })
 	return false
 }
 
@@ -654,7 +654,7 @@ func (f *File) Close(done func(error)) {
 	if f.closing || f.fd < 0 {
 		if done != nil {
 			err := f.closedErr("close")
-			f.l.later(func() { done(err) })
+			f.l.nextTurn(func() { done(err) })
 		}
 		return
 	}

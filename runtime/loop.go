@@ -41,7 +41,7 @@ type Loop struct {
 	packets  int
 	lnClosed bool
 	pk       packetState // the datagram sockets' shared state (packet.go)
-	spread   int         // this loop's accepts on shared listeners, for handOver
+	spread   int         // this loop's accepts on shared listeners, for spreadConn
 	log      *slog.Logger
 	clock    func() time.Time // time.Now, or a test's clock
 	rt       *Runtime         // nil in the kernel-free tests
@@ -215,7 +215,7 @@ func (l *Loop) prepare() {
 		l.flushCalls()
 	}
 	if len(l.pk.gso) > 0 {
-		l.flushBatches() // the turn's GSO batches, before the driver sends
+		l.flushGSO() // the turn's GSO batches, before the driver sends
 	}
 	l.d.prepare()
 }
@@ -240,13 +240,13 @@ func (l *Loop) waitTimeout() time.Duration {
 	return timeout
 }
 
-// holdNotes and releaseNotes bracket a driver's pass whose reports to the
+// beginPass and endPass bracket a driver's pass whose reports to the
 // loop cause callbacks (OnDrain, OnClose, a file send's done function):
-// they run at releaseNotes, once the pass has put its own state in order,
+// they run at endPass, once the pass has put its own state in order,
 // as they run once a handler's callback returns.
-func (l *Loop) holdNotes() { l.depth++ }
+func (l *Loop) beginPass() { l.depth++ }
 
-func (l *Loop) releaseNotes() {
+func (l *Loop) endPass() {
 	l.depth--
 	if l.depth == 0 && len(l.notes) > 0 {
 		l.runNotes()

@@ -151,7 +151,7 @@ func (p *PacketConn) batch(b []byte, sa *unix.RawSockaddrInet6, salen uint32, to
 	g := &p.gso
 	if g.seg > 0 && (g.short || len(b) > g.seg || g.n >= gsoMaxSegments || len(g.buf)+len(b) > gsoMaxBytes ||
 		g.salen != salen || g.sa != *sa) {
-		l.flushBatch(p)
+		l.flushGSOBatch(p)
 	}
 	if g.seg == 0 {
 		g.sa, g.salen, g.seg, g.n, g.short = *sa, salen, len(b), 0, false
@@ -170,7 +170,7 @@ func (p *PacketConn) batch(b []byte, sa *unix.RawSockaddrInet6, salen uint32, to
 
 // flushBatch hands p's pending batch to the driver: one datagram as an
 // ordinary one, several as one send with UDP_SEGMENT.
-func (l *Loop) flushBatch(p *PacketConn) {
+func (l *Loop) flushGSOBatch(p *PacketConn) {
 	g := &p.gso
 	if g.seg == 0 {
 		return
@@ -194,13 +194,13 @@ func (l *Loop) flushBatch(p *PacketConn) {
 	}
 }
 
-// flushBatches hands the turn's pending GSO batches to the driver, before
+// flushGSO hands the turn's pending GSO batches to the driver, before
 // the loop polls.
-func (l *Loop) flushBatches() {
+func (l *Loop) flushGSO() {
 	for i, p := range l.pk.gso {
 		l.pk.gso[i] = nil
 		p.gso.dirty = false
-		l.flushBatch(p)
+		l.flushGSOBatch(p)
 	}
 	l.pk.gso = l.pk.gso[:0]
 }

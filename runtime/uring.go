@@ -62,7 +62,7 @@ type uringDriver struct {
 	fr        uringFileRing
 	fileOps   bool
 	splice    bool
-	fileCalls uint64 // system calls of file sends made outside the ring (drains)
+	fileCalls uint64 // system calls of file sends made outside the ring (spliceOut)
 
 	dirty []*Conn // connections with output to submit this turn
 	rearm []*Conn // connections to start receiving again after this batch
@@ -70,14 +70,14 @@ type uringDriver struct {
 	// queue full, to release again next turn, and the spare list.
 	retry, spareRetry []*Conn
 
-	// The connections whose held receives (uringConn.held) the next turn
-	// delivers: held back by the turn budget, and not paused (a paused
+	// The connections whose waiting receives (uringConn.waiting) the next
+	// turn delivers: deferred by the turn budget, and not paused (a paused
 	// connection is listed again when it resumes, so that the loop does
 	// not spin on what it cannot deliver); spare is the list they are
-	// moved to while being handled. heldBufs counts the held receives
+	// moved to while being handled. waitingBufs counts the waiting receives
 	// that still hold a provided buffer.
 	deferred, spare []*Conn
-	heldBufs        int
+	waitingBufs     int
 	// bufsTouched says a receive filled a provided buffer since the
 	// buffers' pages were last given back.
 	bufsTouched bool
@@ -131,28 +131,28 @@ type uringConn struct {
 	// The turn budget: bytes delivered in turn turnStamp.
 	turnStamp uint64
 	turnBytes int
-	// held are the receives that wait for a later turn, from heldHead on,
-	// in the order they arrived: held back by the turn budget or by a
-	// pause. One queue per connection, whatever held them, is what keeps
+	// waiting are the receives that wait for a later turn, from waitHead on,
+	// in the order they arrived: deferred by the turn budget or by a
+	// pause. One queue per connection, whatever deferred them, is what keeps
 	// its bytes in order; once a receive waits here every later one
 	// queues behind it.
-	held     []deferredRecv
-	heldHead int
+	waiting  []deferredRecv
+	waitHead int
 }
 
 // uringFlags are the io_uring driver's flags of a connection.
 type uringFlags uint16
 
 const (
-	ufRecvArmed  uringFlags = 1 << iota // a receive is armed (multishot, or one buffer when throttled)
-	ufRecvEOF                           // the kernel reported the end of the stream (delivery may wait)
-	ufDirty                             // on this turn's send list
-	ufBudgetHeld                        // receiving stopped while its deferred receives wait
-	ufThrottled                         // receiving one buffer at a time after going over budget
-	ufRecvCancel                        // the armed receive's cancel is queued
-	ufSendCancel                        // the send in flight's cancel is queued
-	ufReleasing                         // closed, its cancels or close still to be queued
-	ufListed                            // on the driver's list of connections with held receives to deliver
+	ufRecvArmed   uringFlags = 1 << iota // a receive is armed (multishot, or one buffer when throttled)
+	ufRecvEOF                            // the kernel reported the end of the stream (delivery may wait)
+	ufDirty                              // on this turn's send list
+	ufRecvStopped                        // receiving stopped while its deferred receives wait
+	ufThrottled                          // receiving one buffer at a time after going over budget
+	ufRecvCancel                         // the armed receive's cancel is queued
+	ufSendCancel                         // the send in flight's cancel is queued
+	ufReleasing                          // closed, its cancels or close still to be queued
+	ufListed                             // on the driver's list of connections with waiting receives to deliver
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
@@ -260,7 +260,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		// A closing connection is not re-armed, unless it lingers
 		// (Conn.CloseLinger: it reads to discard).
 		if c.wantsInput() && (c.state&stClosing == 0 || c.state&stLingering != 0) &&
-			c.ur.flags&(ufRecvEOF|ufBudgetHeld|ufRecvArmed) == 0 {
+			c.ur.flags&(ufRecvEOF|ufRecvStopped|ufRecvArmed) == 0 {
 			if err := d.start(c); err != nil {
 				d.l.fail(c, "read", err)
 			}
@@ -277,7 +277,7 @@ func (d *uringDriver) discardBuffers() bool {
 	if !d.bufsTouched {
 		return true
 	}
-	if d.l.slotsInUse() || d.heldBufs > 0 || len(d.deferred) > 0 {
+	if d.l.slotsInUse() || d.waitingBufs > 0 || len(d.deferred) > 0 {
 		return false
 	}
 	if err := d.bufs.Discard(); err != nil {

@@ -19,19 +19,19 @@ import (
 // uringListener is one stream listener of the io_uring driver.
 type uringListener struct {
 	fd int
-	// drain is a duplicate of a stopped listener's descriptor, kept until
+	// backlog is a duplicate of a stopped listener's descriptor, kept until
 	// its accept has completed: then what waits in the backlog is
-	// accepted (see drainListener) and drain closed. -1 when none.
-	drain     int
+	// accepted (see acceptBacklog) and backlog closed. -1 when none.
+	backlog   int
 	acceptOp  uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
 	awaitConn bool  // the descriptor table was full with none waiting: poll first
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
 	for len(d.lns) <= i {
-		d.lns = append(d.lns, uringListener{fd: -1, drain: -1})
+		d.lns = append(d.lns, uringListener{fd: -1, backlog: -1})
 	}
-	d.lns[i] = uringListener{fd: fd, drain: -1}
+	d.lns[i] = uringListener{fd: fd, backlog: -1}
 	return d.armAccept(i)
 }
 
@@ -83,39 +83,39 @@ func (d *uringDriver) stopListening() {
 		ln := &d.lns[i]
 		if ln.fd >= 0 && !d.l.stopForced() {
 			if dup, err := sys.DupCloexec(ln.fd); err == nil {
-				ln.drain = dup
+				ln.backlog = dup
 			}
 		}
 		ln.fd = -1
 		if ln.acceptOp == 0 {
-			d.drainListener(i)
+			d.acceptBacklog(i)
 		}
 	}
 	d.cancelAccept()
 	d.stopPackets()
 }
 
-// drainListener accepts what waits in stopped listener i's backlog, once
+// acceptBacklog accepts what waits in stopped listener i's backlog, once
 // its accept is no longer armed, and closes its duplicate. io_uring arms
 // accepts with an exclusive wait: a connection whose wake-up went to this
 // loop's accept as it was cancelled wakes nobody else, and would wait in
 // the backlog for the next connection to wake another holder of the socket
 // (a process it was handed to, another loop). Accepted here, it is served
 // like any connection a graceful shutdown finds (Loop.acceptResult).
-func (d *uringDriver) drainListener(i int) {
+func (d *uringDriver) acceptBacklog(i int) {
 	ln := &d.lns[i]
-	if ln.drain < 0 {
+	if ln.backlog < 0 {
 		return
 	}
 	for range 1024 {
-		fd, errno := sys.Accept(ln.drain)
+		fd, errno := sys.Accept(ln.backlog)
 		if errno != 0 {
 			break
 		}
 		d.l.acceptResult(fd, 0, i)
 	}
-	sys.Close(ln.drain)
-	ln.drain = -1
+	sys.Close(ln.backlog)
+	ln.backlog = -1
 }
 
 // pauseAccept cancels multishot accepts; a single accept (with a cap) is
@@ -164,7 +164,7 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	}
 	if !more {
 		if ln.fd < 0 {
-			d.drainListener(i)
+			d.acceptBacklog(i)
 		}
 		d.nextAccept(i)
 	}
@@ -180,7 +180,7 @@ func (d *uringDriver) listenerReady(i int, e *ring.Completion) {
 	ln.acceptOp = 0
 	d.loopOps--
 	if ln.fd < 0 {
-		d.drainListener(i)
+		d.acceptBacklog(i)
 	}
 	switch {
 	case e.Res == -int32(unix.ECANCELED):

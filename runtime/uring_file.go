@@ -89,9 +89,9 @@ func (d *uringDriver) fileCompleted(kind uint8, slot, gen uint32, res int32) {
 // sendFile moves the next chunk of c's file: a splice of the file into a
 // pipe of the loop's, on the ring (it may wait for the disk), then the
 // pipe's bytes into the socket with splice(2) made by the loop itself
-// (drain), and a poll on the ring for writability when the socket is full.
+// (spliceOut), and a poll on the ring for writability when the socket is full.
 // io_uring runs every SPLICE on its worker threads (the kernel forces it
-// async): a drain there costs two context switches per chunk, where the
+// async): a splice there costs two context switches per chunk, where the
 // loop's own splice of a full pipe into a non-blocking socket cannot block
 // (docs/decisions/0023-sending-files.md). The ring operations count in
 // c.ur.ops, and release cancels them.
@@ -110,7 +110,7 @@ func (d *uringDriver) sendFile(c *Conn) {
 		sf.pipe = pp
 	}
 	if sf.inPipe > 0 {
-		d.drain(c)
+		d.spliceOut(c)
 		return
 	}
 	n := uint32(min(sf.left, pipeSize))
@@ -127,8 +127,8 @@ func (d *uringDriver) prepSplice(c *Conn, err error) {
 	c.ur.ops++
 }
 
-// drain moves the pipe's bytes into the socket while it takes them.
-func (d *uringDriver) drain(c *Conn) {
+// spliceOut moves the pipe's bytes into the socket while it takes them.
+func (d *uringDriver) spliceOut(c *Conn) {
 	sf := c.sf
 	l := d.l
 	for sf.inPipe > 0 {
@@ -178,7 +178,7 @@ func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
 		l.pipes().release(sf)
 		l.fileSent(c, 0, errnoErr("poll", unix.Errno(-res)))
 	case kind == kindSplicePoll, res > 0:
-		d.drain(c)
+		d.spliceOut(c)
 	default:
 		var err error // res 0: the file ended early
 		if res < 0 {

@@ -142,25 +142,25 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	if len(*got) != 2 {
 		t.Fatalf("%d payloads delivered in the first turn, want 2", len(*got))
 	}
-	if d.heldBufs != 2 || held(c) != 3 || len(d.deferred) != 1 {
-		t.Fatalf("held %d buffers, %d receives (%d connections listed); want 2, 3, 1", d.heldBufs, held(c), len(d.deferred))
+	if d.waitingBufs != 2 || held(c) != 3 || len(d.deferred) != 1 {
+		t.Fatalf("held %d buffers, %d receives (%d connections listed); want 2, 3, 1", d.waitingBufs, held(c), len(d.deferred))
 	}
-	if n := fr.count(kindCancel); n != 1 || c.ur.flags&(ufBudgetHeld|ufThrottled) != ufBudgetHeld|ufThrottled {
+	if n := fr.count(kindCancel); n != 1 || c.ur.flags&(ufRecvStopped|ufThrottled) != ufRecvStopped|ufThrottled {
 		t.Fatalf("%d cancels, flags %#x; want one cancel, budget held and throttled", n, c.ur.flags)
 	}
 	if !slices.Equal(fb.recycled, []uint16{0, 1, 4}) {
 		t.Fatalf("recycled %v, want the two delivered and the copied one", fb.recycled)
 	}
-	if c.ur.held[2].copy == nil {
+	if c.ur.waiting[2].copy == nil {
 		t.Fatal("the receive past the held quarter was not copied out")
 	}
 
 	nextTurn(l, d) // two more, then the budget again
-	if len(*got) != 4 || d.heldBufs != 0 || held(c) != 1 {
-		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.heldBufs, held(c))
+	if len(*got) != 4 || d.waitingBufs != 0 || held(c) != 1 {
+		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.waitingBufs, held(c))
 	}
 	nextTurn(l, d)
-	if len(*got) != 5 || held(c) != 0 || c.ur.flags&ufBudgetHeld != 0 {
+	if len(*got) != 5 || held(c) != 0 || c.ur.flags&ufRecvStopped != 0 {
 		t.Fatalf("third turn: %d delivered, %d deferred, flags %#x", len(*got), held(c), c.ur.flags)
 	}
 	if !slices.Contains(d.rearm, c) {
@@ -208,8 +208,8 @@ func TestClosingAPausedConnectionGivesItsBuffersBack(t *testing.T) {
 	recv(d, fb, c, 3, payload(3))
 	recv(d, fb, c, 5, payload(5))
 	c.Abort()
-	if d.heldBufs != 0 || held(c) != 0 {
-		t.Fatalf("after the close: %d buffers held, %d receives", d.heldBufs, held(c))
+	if d.waitingBufs != 0 || held(c) != 0 {
+		t.Fatalf("after the close: %d buffers held, %d receives", d.waitingBufs, held(c))
 	}
 	if !slices.Equal(fb.recycled, []uint16{3, 5}) {
 		t.Fatalf("recycled %v, want the parked buffers", fb.recycled)
@@ -258,8 +258,8 @@ func TestReceiveAfterAbortIsGivenBack(t *testing.T) {
 	if len(*got) != 0 {
 		t.Fatalf("a closed connection got %q", *got)
 	}
-	if d.heldBufs != 0 || !slices.Equal(fb.recycled, []uint16{6}) {
-		t.Fatalf("after the close: %d buffers held, recycled %v; want 0 and [6]", d.heldBufs, fb.recycled)
+	if d.waitingBufs != 0 || !slices.Equal(fb.recycled, []uint16{6}) {
+		t.Fatalf("after the close: %d buffers held, recycled %v; want 0 and [6]", d.waitingBufs, fb.recycled)
 	}
 	// The kernel finishes what it held: the receive's last completion, the
 	// cancel and the close. Then nothing is left that could be filling a

@@ -14,8 +14,8 @@ import (
 // turns (in order, with the receives parked while reading is paused), and
 // the throttle that keeps one connection from taking every buffer.
 
-// holding reports whether receives of the connection wait in held.
-func (u *uringConn) holding() bool { return u.heldHead < len(u.held) }
+// hasWaiting reports whether receives of the connection wait in waiting.
+func (u *uringConn) hasWaiting() bool { return u.waitHead < len(u.waiting) }
 
 // deferredRecv is a receive completion whose delivery waits for a later
 // turn; its buffer stays out of the kernel's ring until then. n == 0 is the
@@ -41,7 +41,7 @@ func (d *uringDriver) cancelRecv(c *Conn) bool {
 func (d *uringDriver) resumeRead(c *Conn) {
 	// What arrived while c was paused is delivered first, in order, from
 	// the next turn on.
-	if c.ur.holding() {
+	if c.ur.hasWaiting() {
 		d.list(c)
 	}
 	// The receive re-arms once the cancelled one has completed, if it
@@ -69,24 +69,24 @@ func (d *uringDriver) start(c *Conn) error {
 	return nil
 }
 
-// dropHeld gives back what a closed connection's held receives hold.
-func (d *uringDriver) dropHeld(c *Conn) {
+// dropWaiting gives back what a closed connection's waiting receives hold.
+func (d *uringDriver) dropWaiting(c *Conn) {
 	u := &c.ur
-	for i := u.heldHead; i < len(u.held); i++ {
-		d.giveBack(u.held[i])
-		u.held[i] = deferredRecv{}
+	for i := u.waitHead; i < len(u.waiting); i++ {
+		d.giveBack(u.waiting[i])
+		u.waiting[i] = deferredRecv{}
 	}
-	u.held, u.heldHead = nil, 0
+	u.waiting, u.waitHead = nil, 0
 }
 
-// giveBack returns what a held receive holds: its provided buffer, or the
+// giveBack returns what a waiting receive holds: its provided buffer, or the
 // copy of its data.
 func (d *uringDriver) giveBack(r deferredRecv) {
 	switch {
 	case r.copy != nil:
 		d.l.putBuf(r.copy)
 	case r.n > 0:
-		d.heldBufs--
+		d.waitingBufs--
 		d.bufs.Recycle(r.id)
 	}
 }
@@ -114,7 +114,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 			if u.flags&ufThrottled != 0 && int(e.Res) < d.bufs.Size() {
 				u.flags &^= ufThrottled // it drained its socket: multishot again
 			}
-			if u.holding() || c.readPaused() || d.overBudget(c) {
+			if u.hasWaiting() || c.readPaused() || d.overBudget(c) {
 				d.deferRecv(c, id, e.Res)
 			} else {
 				d.deliverBuf(c, id, e.Res)
@@ -125,12 +125,12 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 		// with the kernel), or cancelled to pause or close.
 	case c.closed():
 	default:
-		// The end of the stream (0) or an error: after what is held,
+		// The end of the stream (0) or an error: after what waits,
 		// and not while paused (no OnEOF then either).
 		if e.Res == 0 {
 			u.flags |= ufRecvEOF
 		}
-		if u.holding() || c.readPaused() {
+		if u.hasWaiting() || c.readPaused() {
 			d.deferRecv(c, 0, e.Res)
 		} else {
 			d.l.readResult(c, nil, int(e.Res), "recv")
@@ -168,15 +168,15 @@ func (d *uringDriver) deliverBuf(c *Conn, id uint16, n int32) {
 	d.bufs.Recycle(id)
 }
 
-// deferRecv holds a receive of c back for a later turn, behind those
-// already held.
+// deferRecv makes a receive of c wait for a later turn, behind those
+// already waiting.
 func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 	u := &c.ur
 	d.cnt[sDeferrals]++
 	r := deferredRecv{id: id, n: n}
 	if n > 0 {
-		if d.heldBufs < d.maxHeld() {
-			d.heldBufs++
+		if d.waitingBufs < d.maxWaitingBufs() {
+			d.waitingBufs++
 		} else {
 			// Held data would starve other connections of buffers:
 			// copy it out (into a pooled buffer) and give the
@@ -185,22 +185,22 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
 			d.bufs.Recycle(id)
 		}
 	}
-	first := !u.holding()
-	u.held = append(u.held, r)
+	first := !u.hasWaiting()
+	u.waiting = append(u.waiting, r)
 	if !c.readPaused() {
 		d.list(c)
 	}
-	if first && u.flags&ufBudgetHeld == 0 {
-		// Stop receiving until the held data is delivered, and then
+	if first && u.flags&ufRecvStopped == 0 {
+		// Stop receiving until the waiting data is delivered, and then
 		// receive one buffer at a time: otherwise the kernel keeps
 		// filling provided buffers for this connection, and once it
 		// holds them all, the others get none.
-		u.flags |= ufBudgetHeld | ufThrottled
+		u.flags |= ufRecvStopped | ufThrottled
 		d.cancelRecv(c)
 	}
 }
 
-// list puts c on the list of connections whose held receives the next
+// list puts c on the list of connections whose waiting receives the next
 // turn delivers, once.
 func (d *uringDriver) list(c *Conn) {
 	if c.ur.flags&ufListed == 0 {
@@ -211,7 +211,7 @@ func (d *uringDriver) list(c *Conn) {
 
 // maxHeld is how many provided buffers deferred receives may keep out of
 // the kernel's ring: a quarter of them.
-func (d *uringDriver) maxHeld() int { return d.cfg.BufferCount / 4 }
+func (d *uringDriver) maxWaitingBufs() int { return d.cfg.BufferCount / 4 }
 
 // deliverDeferred hands over, in order, the receives earlier turns held
 // back, as far as each connection's budget for this turn allows.
@@ -221,21 +221,21 @@ func (d *uringDriver) deliverDeferred() {
 	for i, c := range listed {
 		listed[i] = nil
 		c.ur.flags &^= ufListed
-		d.deliverHeld(c)
+		d.deliverWaiting(c)
 	}
 	d.spare = listed[:0]
 }
 
-// deliverHeld delivers c's held receives from the oldest on, until none is
+// deliverWaiting delivers c's waiting receives from the oldest on, until none is
 // left, c is paused (it is listed again when it resumes) or over this
 // turn's budget (listed again for the next turn). A callback may pause,
 // resume or close c in between: each receive is taken off the queue before
 // it is delivered, and the queue is looked at afresh for the next one.
-func (d *uringDriver) deliverHeld(c *Conn) {
+func (d *uringDriver) deliverWaiting(c *Conn) {
 	u := &c.ur
-	for u.holding() {
+	for u.hasWaiting() {
 		if c.closed() {
-			d.dropHeld(c)
+			d.dropWaiting(c)
 			return
 		}
 		if c.readPaused() {
@@ -245,11 +245,11 @@ func (d *uringDriver) deliverHeld(c *Conn) {
 			d.list(c)
 			return
 		}
-		r := u.held[u.heldHead]
-		u.held[u.heldHead] = deferredRecv{}
-		u.heldHead++
-		if u.heldHead == len(u.held) {
-			u.held, u.heldHead = u.held[:0], 0
+		r := u.waiting[u.waitHead]
+		u.waiting[u.waitHead] = deferredRecv{}
+		u.waitHead++
+		if u.waitHead == len(u.waiting) {
+			u.waiting, u.waitHead = u.waiting[:0], 0
 		}
 		switch {
 		case r.copy != nil:
@@ -257,14 +257,14 @@ func (d *uringDriver) deliverHeld(c *Conn) {
 			d.l.readResult(c, r.copy, len(r.copy), "recv")
 			d.l.putBuf(r.copy)
 		case r.n > 0:
-			d.heldBufs--
+			d.waitingBufs--
 			d.deliverBuf(c, r.id, r.n)
 		default:
 			d.l.readResult(c, nil, int(r.n), "recv")
 		}
 	}
-	if u.flags&ufBudgetHeld != 0 {
-		u.flags &^= ufBudgetHeld
+	if u.flags&ufRecvStopped != 0 {
+		u.flags &^= ufRecvStopped
 		d.rearm = append(d.rearm, c)
 	}
 }

@@ -41,7 +41,7 @@ func (d *uringDriver) release(c *Conn) {
 		return
 	}
 	u := &c.ur
-	d.dropHeld(c)
+	d.dropWaiting(c)
 	if !d.cancelRecv(c) ||
 		!d.cancelOnce(c, c.out.inFlight(), ufSendCancel, kindSend) ||
 		!d.cancelOnce(c, c.state&stConnecting != 0, 0, kindConnect) ||

@@ -30,7 +30,7 @@ const (
 // The file kinds (uring_file.go) carry the slot and generation of the
 // operation in the loop's file table, or of the connection whose file send
 // they move (sendfile.go); the loop itself runs the send's second splice,
-// of the pipe into the socket, without the ring (uringDriver.drain).
+// of the pipe into the socket, without the ring (uringDriver.spliceOut).
 const (
 	kindFile       uint8 = 0x40 + iota // a file operation
 	kindFileSync                       // the fdatasync linked to a write
