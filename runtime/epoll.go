@@ -266,7 +266,7 @@ func (d *epollDriver) fullSocket(c *Conn) {
 	d.update(c)
 }
 
-// flushBatch flushes the connections that wrote more than once this turn
+// flushGathered flushes the connections that wrote more than once this turn
 // (the turn's prepare phase).
 func (d *epollDriver) flushGathered() {
 	// By index: a callback that runs after one connection's flush can

@@ -168,7 +168,7 @@ func (p *PacketConn) batch(b []byte, sa *unix.RawSockaddrInet6, salen uint32, to
 	return nil
 }
 
-// flushBatch hands p's pending batch to the driver: one datagram as an
+// flushGSOBatch hands p's pending batch to the driver: one datagram as an
 // ordinary one, several as one send with UDP_SEGMENT.
 func (l *Loop) flushGSOBatch(p *PacketConn) {
 	g := &p.gso

@@ -16,8 +16,13 @@ import (
 // Sending a file on a connection. Conn.SendFile moves a range of a File
 // to the socket without copying it through Go memory where the kernel
 // allows: on io_uring, a splice of the file's pages into a pipe of the
-// loop's (pipePool) and a splice from the pipe into the socket, both ring
-// operations; on epoll, sendfile(2) on the non-blocking socket. Where the
+// loop's (pipePool), a ring operation, and then a splice from the pipe
+// into the socket that the loop runs itself, non-blocking, on its own
+// thread (uringDriver.spliceOut: the ring would run it in an async
+// worker, two context switches per chunk), with a ring poll for
+// writability when the socket is full; on epoll, sendfile(2) on the
+// non-blocking socket. One mapping of a move's errors serves both
+// (fileSend.moveError). Where the
 // kernel refuses (a file system without splice, a kernel without the
 // SPLICE opcode) it falls back to reading the file into the loop's
 // buffers (File.ReadAt) and sending them as Write does. The choice is
