@@ -131,26 +131,26 @@ func runFileOp(op *fileOp) {
 	var n int
 	var err error
 	op.syncRes = 0
-	switch op.kind {
-	case fOpen:
-		name := string(op.path[:len(op.path)-1])
-		if op.beneath {
-			n, err = sys.Openat2Retry(op.dirfd, name, &op.how)
+	switch w := op.work.(type) {
+	case *openOp:
+		name := string(w.path[:len(w.path)-1])
+		if w.beneath {
+			n, err = sys.Openat2Retry(w.dirfd, name, &w.how)
 		} else {
-			n, err = sys.Openat(op.dirfd, name, op.flag, op.perm)
+			n, err = sys.Openat(w.dirfd, name, w.flag, w.perm)
 		}
-	case fRead:
-		n, err = sys.Pread(fd, op.buf[op.done:op.want], op.off+int64(op.done))
-	case fReadv:
-		n, err = sys.Preadv(fd, op.bufs, op.off)
-	case fWrite, fWriteSync:
-		p := op.buf[op.done:op.want]
-		if op.off < 0 {
+	case *readOp:
+		n, err = sys.Pread(fd, w.buf[w.moved:w.want], w.off+int64(w.moved))
+	case *readvOp:
+		n, err = sys.Preadv(fd, w.bufs, w.off)
+	case *writeOp:
+		p := w.buf[w.moved:w.want]
+		if w.off < 0 {
 			n, err = sys.Write(fd, p)
 		} else {
-			n, err = sys.Pwrite(fd, p, op.off+int64(op.done))
+			n, err = sys.Pwrite(fd, p, w.off+int64(w.moved))
 		}
-		if op.kind == fWriteSync {
+		if w.sync {
 			// As the ring's linked sync: cancelled unless the write
 			// wrote all it was given.
 			switch {
@@ -160,13 +160,13 @@ func runFileOp(op *fileOp) {
 				op.syncRes = result(0, sys.Fsync(fd, true))
 			}
 		}
-	case fSync:
-		err = sys.Fsync(fd, op.dsync)
-	case fAlloc:
-		err = sys.Fallocate(fd, op.mode, op.off, op.size)
-	case fStat:
-		err = sys.Statx(fd, &op.st)
-	case fClose:
+	case *syncOp:
+		err = sys.Fsync(fd, w.data)
+	case *allocOp:
+		err = sys.Fallocate(fd, w.mode, w.off, w.size)
+	case *statOp:
+		err = sys.Statx(fd, &w.st)
+	case *closeOp:
 		err = sys.Close(fd) // never retried: the descriptor is gone either way
 	}
 	op.res = result(n, err)

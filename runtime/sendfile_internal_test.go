@@ -77,7 +77,7 @@ func TestFileCloseWaitsForAnAbortedSplice(t *testing.T) {
 	closes := func() int {
 		n := 0
 		for _, op := range l.files.workers.queue {
-			if op.kind == fClose {
+			if _, ok := op.work.(*closeOp); ok {
 				n++
 			}
 		}

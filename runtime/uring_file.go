@@ -30,51 +30,43 @@ func (d *uringDriver) fileStart(op *fileOp) error {
 	}
 	ud := userData(kindFile, op.slot, op.gen)
 	fd := op.fd
-	switch op.kind {
-	case fOpen:
-		if op.beneath {
-			return d.fr.PrepareOpenat2(op.dirfd, &op.path[0], &op.how, ud)
+	switch w := op.work.(type) {
+	case *openOp:
+		if w.beneath {
+			return d.fr.PrepareOpenat2(w.dirfd, &w.path[0], &w.how, ud)
 		}
-		return d.fr.PrepareOpenat(op.dirfd, &op.path[0], op.flag, op.perm, ud)
-	case fRead:
-		return d.r.PrepareRead(fd, op.buf[op.done:op.want], uint64(op.off)+uint64(op.done), ud)
-	case fReadv:
-		return d.fr.PrepareReadv(fd, op.iov, uint64(op.off), ud)
-	case fWrite:
-		return d.fr.PrepareWrite(fd, op.buf[op.done:op.want], writeOffset(op), ud)
-	case fWriteSync:
+		return d.fr.PrepareOpenat(w.dirfd, &w.path[0], w.flag, w.perm, ud)
+	case *readOp:
+		return d.r.PrepareRead(fd, w.buf[w.moved:w.want], uint64(w.off)+uint64(w.moved), ud)
+	case *readvOp:
+		return d.fr.PrepareReadv(fd, w.iov, uint64(w.off), ud)
+	case *writeOp:
+		if !w.sync {
+			return d.fr.PrepareWrite(fd, w.buf[w.moved:w.want], w.offset(), ud)
+		}
 		// One submission, so that the link holds.
 		if err := d.fr.Reserve(2); err != nil {
 			return err
 		}
-		if err := d.fr.PrepareWrite(fd, op.buf[op.done:op.want], writeOffset(op), ud); err != nil {
+		if err := d.fr.PrepareWrite(fd, w.buf[w.moved:w.want], w.offset(), ud); err != nil {
 			return err
 		}
 		d.fr.Link()
 		return d.fr.PrepareFsync(fd, ring.FsyncDataSync, userData(kindFileSync, op.slot, op.gen))
-	case fSync:
+	case *syncOp:
 		var flags uint32
-		if op.dsync {
+		if w.data {
 			flags = ring.FsyncDataSync
 		}
 		return d.fr.PrepareFsync(fd, flags, ud)
-	case fAlloc:
-		return d.fr.PrepareFallocate(fd, op.mode, uint64(op.off), uint64(op.size), ud)
-	case fStat:
-		return d.fr.PrepareStatx(fd, &op.path[0], unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &op.st, ud)
-	case fClose:
+	case *allocOp:
+		return d.fr.PrepareFallocate(fd, w.mode, uint64(w.off), uint64(w.size), ud)
+	case *statOp:
+		return d.fr.PrepareStatx(fd, &w.path[0], unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &w.st, ud)
+	case *closeOp:
 		return d.r.PrepareClose(fd, ud)
 	}
 	return unix.EINVAL
-}
-
-// writeOffset is where op writes next: the file's end for an append (the
-// ring's -1, the current position, which O_APPEND puts at the end).
-func writeOffset(op *fileOp) uint64 {
-	if op.off < 0 {
-		return ^uint64(0)
-	}
-	return uint64(op.off) + uint64(op.done)
 }
 
 // fileCompleted dispatches a file operation's completion.
