@@ -38,11 +38,12 @@ import (
 // stand-in loop can drive a driver in tests (driver_test.go). The loop
 // holds a driver (the interface after loopSide).
 //
-// The turn's phases are the loop's (Loop.turn): prepare (cross-loop
-// calls, the GSO batches, then driver.prepare), the wait and the dispatch
-// (driver.poll), and after (the clock, the timers). A driver runs no phase
-// of its own: the GSO batches, for one, are flushed in prepare only, on
-// both backends.
+// The turn's phases are the loop's (Loop.turn), and it calls the driver
+// for each: prepare (cross-loop calls, the GSO batches, then
+// driver.prepare), enter (driver.enter: the kernel's wait), the clock,
+// dispatch (driver.dispatch: what the kernel reported, to the loop), and
+// after (the clock again, the timers). A driver runs no phase of its own:
+// the GSO batches, for one, are flushed in prepare only, on both backends.
 //
 // None of the loop's methods run a handler's OnClose or OnDrain inside a
 // handler's own callback: the loop queues them as notes that run when the
@@ -52,7 +53,6 @@ import (
 // Each method is documented where the loop defines it.
 type loopSide interface {
 	// The turn.
-	awoke()     // the kernel returned: read the clock (once per poll)
 	runPosted() // the wake-up fired: run what other goroutines posted
 	// beginPass and endPass bracket a driver pass (epoll's flush):
 	// the callbacks its reports cause run at its end, once its state is
@@ -164,10 +164,10 @@ func (l *Loop) rewake(id uint32) {
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
 //	fileStart                  hand a file operation to the kernel (or the file workers)
 //	sendFile                   move the next part of a connection's file send (Conn.sf)
-//	prepare, poll              the turn's phases that are the driver's: hand over; wait and dispatch
+//	prepare, enter, dispatch   the turn's phases that are the driver's: hand over; wait; report
 //	submit                     hand over without waiting (prepare, and io_uring's enter)
 //	discardBuffers, idle       memory and exit checks
-//	wake, wakeFrom             from any goroutine, or from another loop: interrupt poll
+//	wake, wakeFrom             from any goroutine, or from another loop: interrupt enter
 //	syscalls, waits            counters of the driver's system calls
 //	close                      the loop is exiting
 type driver interface {
@@ -247,12 +247,16 @@ type driver interface {
 	// callbacks (a failed write closes its connection; a drained queue
 	// runs OnDrain), which may schedule timers and write again.
 	prepare()
-	// poll waits up to timeout (negative: no limit) for events, calls
-	// loop.awoke, and dispatches the events. The loop computes timeout
-	// after prepare, so poll runs nothing of the handlers' before its
-	// wait; when prepare's callbacks listed more work (writes, sends), it
-	// only looks, and the next prepare hands that work over.
-	poll(timeout time.Duration) error
+	// enter waits up to timeout (negative: no limit) for events. The
+	// loop computes timeout after prepare, so nothing of the handlers'
+	// runs between that and the wait; when prepare's callbacks listed
+	// more work (writes, sends), it only looks, and the next prepare
+	// hands that work over. An error is the backend's (the loop stops).
+	enter(timeout time.Duration) error
+	// dispatch hands the loop what the last enter found (and, on
+	// io_uring, the receives earlier turns deferred), through loopSide.
+	// The loop reads its clock between the two.
+	dispatch()
 	// submit hands everything prepared to the kernel without waiting.
 	submit()
 	// discardBuffers gives back the pages of the receive buffers if no
@@ -263,9 +267,9 @@ type driver interface {
 	// idle reports whether the kernel holds nothing of this loop any more
 	// (after stopListening and every release), so the loop may exit.
 	idle() bool
-	// wake interrupts poll from another goroutine. Safe for concurrent use.
+	// wake interrupts enter from another goroutine. Safe for concurrent use.
 	wake()
-	// wakeFrom interrupts poll on behalf of another loop, on that loop's
+	// wakeFrom interrupts enter on behalf of another loop, on that loop's
 	// thread (src is its driver), when it can do so without the eventfd:
 	// io_uring loops message each other's rings. It reports false when
 	// the caller must wake the loop through its eventfd instead

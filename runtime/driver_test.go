@@ -60,7 +60,6 @@ func (s *standInLoop) take() []string {
 	return c
 }
 
-func (s *standInLoop) awoke()                                 {}
 func (s *standInLoop) runPosted()                             { s.record("runPosted") }
 func (s *standInLoop) beginPass()                             {}
 func (s *standInLoop) endPass()                               {}
@@ -139,6 +138,15 @@ func (s *standInLoop) rewake(id uint32)                   { s.record("rewake %d"
 
 var _ loopSide = (*standInLoop)(nil)
 
+// turn runs a driver's part of a loop turn: its wait, then its dispatch.
+func turn(d driver, timeout time.Duration) error {
+	if err := d.enter(timeout); err != nil {
+		return err
+	}
+	d.dispatch()
+	return nil
+}
+
 func wantCalls(t *testing.T, step string, got []string, want ...string) {
 	t.Helper()
 	if !slices.Equal(got, want) {
@@ -175,13 +183,13 @@ func TestUringDriverOnAStandInLoop(t *testing.T) {
 	if fr.count(kindSend) != 1 || string(c.out.pending()) != "abcde" {
 		t.Fatalf("prepare: %d sends, pending %q; want 1 of \"abcde\"", fr.count(kindSend), c.out.pending())
 	}
-	d.dispatch(&ring.Completion{UserData: userData(kindSend, c.slot, c.gen), Res: 3})
+	d.complete(&ring.Completion{UserData: userData(kindSend, c.slot, c.gen), Res: 3})
 	// The rest goes out at once from the completion.
 	wantCalls(t, "a short send", s.take(), "sendResult 0 3 <nil>")
 	if fr.count(kindSend) != 2 {
 		t.Fatalf("%d sends after a short one, want the rest sent (2)", fr.count(kindSend))
 	}
-	d.dispatch(&ring.Completion{UserData: userData(kindSend, c.slot, c.gen), Res: 2})
+	d.complete(&ring.Completion{UserData: userData(kindSend, c.slot, c.gen), Res: 2})
 	wantCalls(t, "the rest sent", s.take(), "sendResult 0 2 <nil>")
 
 	// The release cancels the receive and closes; the slot is freed with
@@ -197,7 +205,7 @@ func TestUringDriverOnAStandInLoop(t *testing.T) {
 		{UserData: userData(kindRecv, c.slot, c.gen), Res: -int32(unix.ECANCELED)},
 		{UserData: userData(kindClose, c.slot, c.gen)},
 	} {
-		d.dispatch(&e)
+		d.complete(&e)
 	}
 	wantCalls(t, "the last completions", s.take(), "freeSlot 0")
 	if s.freed[c] != 1 || !d.idle() {
@@ -277,7 +285,7 @@ func TestEpollDriverOnAStandInLoop(t *testing.T) {
 
 	p.input[fakeFd] = []byte("hello")
 	p.events = []poller.Event{poller.NewEvent(poller.In, connTag(c))}
-	if err := d.poll(0); err != nil {
+	if err := turn(d, 0); err != nil {
 		t.Fatal(err)
 	}
 	wantCalls(t, "a readable connection", s.take(), `readResult 0 "hello"`)
@@ -299,7 +307,7 @@ func TestEpollDriverOnAStandInLoop(t *testing.T) {
 	}
 	p.take = 0
 	p.events = []poller.Event{poller.NewEvent(poller.Out, connTag(c))}
-	if err := d.poll(0); err != nil {
+	if err := turn(d, 0); err != nil {
 		t.Fatal(err)
 	}
 	wantCalls(t, "writable", s.take(), "sendResult 0 1 <nil>")

@@ -50,8 +50,9 @@ type epollDriver struct {
 	// turn (writes after the first of a turn: a pipelined client's
 	// replies go out in one write, not one each).
 	gathered []*Conn
-	discard  []byte       // what release reads a closed socket's input into (discardInput)
-	pk       epollPackets // the datagram sockets (epoll_packet.go)
+	evs      []poller.Event // what the turn's wait reported, for its dispatch
+	discard  []byte         // what release reads a closed socket's input into (discardInput)
+	pk       epollPackets   // the datagram sockets (epoll_packet.go)
 }
 
 // epollPoller is what the driver needs of its epoll instance: a
@@ -478,11 +479,11 @@ func (d *epollDriver) prepare() {
 	}
 }
 
-// poll waits for readiness and dispatches it. It runs nothing of the
-// handlers' before the wait: what a callback in the turn's prepare phase
-// wrote or queued is still listed, so it only looks (timeout 0), and the
-// next turn's prepare sends it.
-func (d *epollDriver) poll(timeout time.Duration) error {
+// enter waits for readiness. It runs nothing of the handlers' before the
+// wait: what a callback in the turn's prepare phase wrote or queued is
+// still listed, so it only looks (timeout 0), and the next turn's prepare
+// sends it.
+func (d *epollDriver) enter(timeout time.Duration) error {
 	if len(d.gathered) > 0 || len(d.pk.dirty) > 0 {
 		timeout = 0
 	}
@@ -491,8 +492,15 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
+	d.evs = evs
+	return nil
+}
+
+// dispatch hands the loop the events the wait reported.
+func (d *epollDriver) dispatch() {
+	evs := d.evs
+	d.evs = nil
 	l := d.l
-	l.awoke()
 	d.cnt[sCompletions] += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
@@ -519,7 +527,6 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets() // the replies to this turn's datagrams, in batches
 	}
-	return nil
 }
 
 func (d *epollDriver) ready(c *Conn, events uint32) {

@@ -43,7 +43,7 @@ func InjectRecvWithoutBuffer(c *Conn) bool {
 	}
 	const cqeFlagMore = 1 << 1 // IORING_CQE_F_MORE, and no IORING_CQE_F_BUFFER
 	e := ring.Completion{UserData: userData(kindRecv, c.slot, c.gen), Res: 7, Flags: cqeFlagMore}
-	d.dispatch(&e)
+	d.complete(&e)
 	return true
 }
 

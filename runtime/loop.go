@@ -197,9 +197,11 @@ func (l *Loop) turn() error {
 	l.prepare()
 	timeout := l.waitTimeout()
 	l.publish()
-	if err := l.d.poll(timeout); err != nil {
+	if err := l.d.enter(timeout); err != nil {
 		return err
 	}
+	l.now = l.clock() // the kernel returned: the turn's clock
+	l.d.dispatch()
 	now := l.clock()
 	l.lag.Record(int64(now.Sub(l.now)))
 	l.now = now
@@ -277,10 +279,6 @@ func (l *Loop) yield() {
 	goruntime.Gosched()
 	l.lastYield = l.clock()
 }
-
-// awoke is called by drivers when the kernel returns, before they dispatch
-// what it reported: it reads the loop's clock for the turn.
-func (l *Loop) awoke() { l.now = l.clock() }
 
 // The callbacks. Every call into user code goes through one of these, so
 // that a panic is contained, and so that the OnClose and OnDrain calls a

@@ -44,7 +44,8 @@ func (d *fakeDriver) shutdownWrite(*Conn)             { d.log("shutdownWrite") }
 func (d *fakeDriver) release(c *Conn)                 { c.fd = -1; d.l.freeSlot(c) }
 func (d *fakeDriver) connect(*Conn, *dialState) error { return nil }
 func (d *fakeDriver) prepare()                        {}
-func (d *fakeDriver) poll(time.Duration) error        { return nil }
+func (d *fakeDriver) enter(time.Duration) error       { return nil }
+func (d *fakeDriver) dispatch()                       {}
 func (d *fakeDriver) submit()                         {}
 func (d *fakeDriver) discardBuffers() bool            { return true }
 func (d *fakeDriver) idle() bool                      { return true }

@@ -212,10 +212,10 @@ func (d *uringDriver) submit() {
 // poll's enter submits them.
 func (d *uringDriver) prepare() { d.sendDirty() }
 
-// poll submits what is prepared and waits, unless completions are ready
+// enter submits what is prepared and waits, unless completions are ready
 // already, receives were deferred, or prepare's callbacks listed more sends
 // (the next prepare prepares them): then it enters without waiting.
-func (d *uringDriver) poll(timeout time.Duration) error {
+func (d *uringDriver) enter(timeout time.Duration) error {
 	var err error
 	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
 		timeout = retryWait
@@ -229,7 +229,13 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	if err != nil && !errors.Is(err, ring.ErrBusy) {
 		return err
 	}
-	d.l.awoke()
+	return nil
+}
+
+// dispatch hands the loop what the kernel reported: the receives earlier
+// turns deferred first, then every completion ready, by the kind in its
+// user data (complete, uring_dispatch.go); then it re-arms what ran out.
+func (d *uringDriver) dispatch() {
 	if d.r.Overflowed() {
 		// The kernel holds completions the queue had no room for
 		// (IORING_FEAT_NODROP keeps them); reaping below makes room and
@@ -243,7 +249,7 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 	for {
 		n := d.r.Reap(d.cqes)
 		for i := 0; i < n; i++ {
-			d.dispatch(&d.cqes[i])
+			d.complete(&d.cqes[i])
 		}
 		d.cnt[sCompletions] += uint64(n)
 		d.bufs.Publish()
@@ -267,7 +273,6 @@ func (d *uringDriver) poll(timeout time.Duration) error {
 		}
 	}
 	d.rearm = d.rearm[:0]
-	return nil
 }
 
 // discardBuffers drops the pages of the provided buffers once no

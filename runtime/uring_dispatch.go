@@ -10,7 +10,8 @@ import (
 // The io_uring driver's dispatch: each completion to its operation's
 // handler, by the kind in its user data.
 
-func (d *uringDriver) dispatch(e *ring.Completion) {
+// complete hands one completion to the handler of its kind.
+func (d *uringDriver) complete(e *ring.Completion) {
 	kind := uint8(e.UserData >> 56)
 	slot := uint32(e.UserData)
 	gen := uint32(e.UserData>>32) & genMask

@@ -121,7 +121,7 @@ func recv(d *uringDriver, fb *fakeBufs, c *Conn, id uint16, payload string) {
 	const bufferFlag, moreFlag = 1, 2
 	e := ring.Completion{UserData: userData(kindRecv, c.slot, c.gen), Res: int32(len(payload)),
 		Flags: uint32(id)<<16 | bufferFlag | moreFlag}
-	d.dispatch(&e)
+	d.complete(&e)
 }
 
 // nextTurn starts a loop turn and delivers what earlier turns deferred.
@@ -269,7 +269,7 @@ func TestReceiveAfterAbortIsGivenBack(t *testing.T) {
 		if kind == kindRecv {
 			e.Res = -int32(unix.ECANCELED)
 		}
-		d.dispatch(&e)
+		d.complete(&e)
 	}
 	if !d.discardBuffers() {
 		t.Fatal("the buffers' pages cannot be given back")
@@ -324,16 +324,16 @@ func TestReleaseRetriesAFullQueue(t *testing.T) {
 				return true
 			}
 			c.Abort()
-			for turn := 0; failures > 0; turn++ {
+			for n := 0; failures > 0; n++ {
 				if c.fd < 0 || SlotFreed(c) || len(d.retry) != 1 {
 					t.Fatalf("turn %d, %d failures left: fd %d, slot freed %v, %d to retry; want the descriptor and slot kept, c listed",
-						turn, failures, c.fd, SlotFreed(c), len(d.retry))
+						n, failures, c.fd, SlotFreed(c), len(d.retry))
 				}
-				if err := d.poll(0); err != nil {
+				if err := turn(d, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := d.poll(0); err != nil { // the turn after the last refusal
+			if err := turn(d, 0); err != nil { // the turn after the last refusal
 				t.Fatal(err)
 			}
 			if c.fd >= 0 || len(d.retry) != 0 || fr.count(kindClose) != 1 {
@@ -350,7 +350,7 @@ func TestReleaseRetriesAFullQueue(t *testing.T) {
 				if k == kindRecv {
 					e.Res = -int32(unix.ECANCELED)
 				}
-				d.dispatch(&e)
+				d.complete(&e)
 			}
 			if !SlotFreed(c) || !d.idle() {
 				t.Fatalf("slot freed %v, driver idle %v; want both", SlotFreed(c), d.idle())
