@@ -160,8 +160,7 @@ func TestUringDriverOnAStandInLoop(t *testing.T) {
 	for range 4 {
 		fb.mem = append(fb.mem, make([]byte, 16))
 	}
-	d := &uringDriver{l: s, driverEnv: s.env(), r: fr, bufs: fb, waker: sys.NewWaker(sys.Eventfd(-1)),
-		cqes: make([]ring.Completion, 8)}
+	d := newUringDriverOn(s, s.env(), fr, fb, sys.NewWaker(sys.Eventfd(-1)), 8)
 	c := s.open(0, fakeFd)
 	if err := d.start(c); err != nil || fr.count(kindRecv) != 1 {
 		t.Fatalf("start: %v, %d receives armed", err, fr.count(kindRecv))
@@ -277,7 +276,7 @@ func (p *standInPoller) close(fd int) error                          { p.closed 
 func TestEpollDriverOnAStandInLoop(t *testing.T) {
 	s := newStandInLoop(Config{BufferSize: 64})
 	p := newStandInPoller()
-	d := &epollDriver{l: s, driverEnv: s.env(), p: p, sys: p, buf: make([]byte, 64), iov: make([]unix.Iovec, 0, 8)}
+	d := newEpollDriverOn(s, s.env(), p, p)
 	c := s.open(0, fakeFd)
 	if err := d.start(c); err != nil || p.interest[fakeFd] != poller.In|poller.RDHup {
 		t.Fatalf("start: %v, interest %#x", err, p.interest[fakeFd])

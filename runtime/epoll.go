@@ -121,7 +121,15 @@ func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &epollDriver{l: l, driverEnv: l.env(), p: p, sys: kernelSys{}, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
+	return newEpollDriverOn(l, l.env(), p, kernelSys{}), nil
+}
+
+// newEpollDriverOn returns an epoll driver for the loop side l over its
+// seams: the epoll set p and the system calls s. newEpollDriver gives it
+// the kernel's; the tests give it stand-ins (driver_test.go, the model
+// test), so that every driver is built the same way.
+func newEpollDriverOn(l loopSide, env driverEnv, p epollPoller, s epollSys) *epollDriver {
+	return &epollDriver{l: l, driverEnv: env, p: p, sys: s, buf: make([]byte, env.cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}
 }
 
 func connTag(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }

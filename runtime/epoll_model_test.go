@@ -159,7 +159,7 @@ func newEpollModel(t *testing.T, seed uint64) *epollModel {
 	cfg := Config{WriteTimeout: -1, Linger: -1, LingerInput: -1, MaxOutbound: 48 << 10, BufferSize: 4 << 10}
 	l, _, clock := newTestLoop(t, cfg, epollModelHandler{m})
 	m.l, m.clock = l, clock
-	m.d = &epollDriver{l: l, driverEnv: l.env(), p: m, sys: m, buf: make([]byte, l.cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}
+	m.d = newEpollDriverOn(l, l.env(), m, m)
 	l.d = m.d
 	for i := range 3 {
 		fd := fakeFd + 10 + i

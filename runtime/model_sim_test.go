@@ -194,8 +194,8 @@ func (k *simKernel) newLoop(id int, cfg Config, h Handler) (*Loop, *simRing, *ur
 	r := k.newRing(cfg.BufferCount, cfg.BufferSize)
 	l := newLoop(cfg, id, 0, h, k.clock)
 	l.now = k.now
-	d := &uringDriver{l: l, driverEnv: l.env(), r: r, bufs: r.bufs, waker: sys.NewWaker(r.wake),
-		cqes: make([]ring.Completion, 8), wakeBuf: make([]byte, 8), msgRing: true}
+	d := newUringDriverOn(l, l.env(), r, r.bufs, sys.NewWaker(r.wake), 8)
+	d.msgRing = true
 	l.d = d
 	r.l = l
 	if err := d.armWake(); err != nil {

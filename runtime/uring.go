@@ -183,20 +183,30 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		r.Close()
 		return nil, err
 	}
-	d := &uringDriver{
-		l: l, driverEnv: l.env(), r: r, br: br, bufs: br, waker: sys.NewWaker(ev),
-		cqes:    make([]ring.Completion, 512),
-		wakeBuf: make([]byte, 8),
-		// Config.eventfdWake (a benchmark's, export_test.go) compares
-		// the eventfd with MSG_RING (docs/performance.md).
-		msgRing: support.Has(ring.OpMsgRing) && !cfg.eventfdWake,
-	}
+	d := newUringDriverOn(l, l.env(), r, br, sys.NewWaker(ev), 512)
+	d.br = br
+	// Config.eventfdWake (a benchmark's, export_test.go) compares the
+	// eventfd with MSG_RING (docs/performance.md).
+	d.msgRing = support.Has(ring.OpMsgRing) && !cfg.eventfdWake
 	d.probeFiles(support)
 	if err := d.armWake(); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// newUringDriverOn returns an io_uring driver for the loop side l over its
+// seams: the ring r, its provided buffers bufs and the wake-up w, reaping
+// up to batch completions at a time. newUringDriver gives it the kernel's;
+// the tests give it stand-ins (driver_test.go, the model tests), so that
+// every driver is built the same way.
+func newUringDriverOn(l loopSide, env driverEnv, r uringRing, bufs recvBuffers, w *sys.Waker, batch int) *uringDriver {
+	return &uringDriver{
+		l: l, driverEnv: env, r: r, bufs: bufs, waker: w,
+		cqes:    make([]ring.Completion, batch),
+		wakeBuf: make([]byte, 8),
+	}
 }
 
 // submit prepares this turn's sends and hands them to the kernel. An

@@ -105,7 +105,7 @@ func uringTestLoop(t *testing.T) (*Loop, *uringDriver, *fakeRing, *fakeBufs, *Co
 	for range 8 {
 		fb.mem = append(fb.mem, make([]byte, 16))
 	}
-	d := &uringDriver{l: l, driverEnv: l.env(), r: fr, bufs: fb, waker: sys.NewWaker(sys.Eventfd(-1)), cqes: make([]ring.Completion, 8)}
+	d := newUringDriverOn(l, l.env(), fr, fb, sys.NewWaker(sys.Eventfd(-1)), 8)
 	l.d = d
 	l.acceptResult(fakeFd, 0, 0)
 	c := l.conns[0]
