@@ -71,7 +71,7 @@ const (
 	stConnecting                            // a dial is in progress
 	stPaused                                // reading paused for outbound backpressure
 	stOverCap                               // the queue reached the cap and has not drained since
-	stReadHeld                              // reading paused by the handler (PauseRead)
+	stPauseRead                             // reading paused by the handler (PauseRead)
 	stSpoke                                 // the peer has sent something (a graceful shutdown waits for a new connection's first request)
 	stGraceArmed                            // a graceful shutdown's timer waits for its first request
 	stLinger                                // CloseLinger asked: once the queue is sent, shut writing and discard input
@@ -91,12 +91,12 @@ func (c *Conn) writable() bool {
 // connection's input is taken and dropped, so that its peer sees a clean
 // end rather than a reset.)
 func (c *Conn) wantsInput() bool {
-	return c.state&(stClosed|stEOF|stPaused|stReadHeld) == 0
+	return c.state&(stClosed|stEOF|stPaused|stPauseRead) == 0
 }
 
 // readPaused reports whether reading is paused, for backpressure or by the
 // handler.
-func (c *Conn) readPaused() bool { return c.state&(stPaused|stReadHeld) != 0 }
+func (c *Conn) readPaused() bool { return c.state&(stPaused|stPauseRead) != 0 }
 
 // outQueue is a connection's outbound bytes: those the kernel is taking
 // (sending, from sent on) and those written after them (next). Bytes never
@@ -500,11 +500,11 @@ func (c *Conn) EndRequest() {
 // proxy pausing a client while its upstream is slow). It composes with the
 // outbound cap: c reads again only when neither holds it.
 func (c *Conn) PauseRead() {
-	if c.state&(stReadHeld|stLinger) != 0 || c.closed() {
+	if c.state&(stPauseRead|stLinger) != 0 || c.closed() {
 		return // a lingering close reads until it ends (CloseLinger)
 	}
 	was := c.readPaused()
-	c.state |= stReadHeld
+	c.state |= stPauseRead
 	if !was {
 		c.loop.d.pauseRead(c)
 	}
@@ -512,10 +512,10 @@ func (c *Conn) PauseRead() {
 
 // ResumeRead undoes PauseRead.
 func (c *Conn) ResumeRead() {
-	if c.state&stReadHeld == 0 {
+	if c.state&stPauseRead == 0 {
 		return
 	}
-	c.state &^= stReadHeld
+	c.state &^= stPauseRead
 	if !c.readPaused() && !c.closed() {
 		c.loop.d.resumeRead(c)
 	}

@@ -222,7 +222,7 @@ func (m *epollModel) randomStep() {
 	case r < 86:
 		m.last = "pause or resume"
 		m.l.safely("model", func() {
-			if mc.c.state&stReadHeld != 0 {
+			if mc.c.state&stPauseRead != 0 {
 				mc.c.ResumeRead()
 			} else {
 				mc.c.PauseRead()
@@ -343,7 +343,7 @@ func (m *epollModel) act(mc *epollModelConn, depth int) {
 				return
 			}
 		default:
-			if c.state&stReadHeld != 0 {
+			if c.state&stPauseRead != 0 {
 				c.ResumeRead()
 			} else {
 				c.PauseRead()

@@ -205,8 +205,8 @@ func (l *Loop) lingerStart(c *Conn) {
 		return
 	}
 	c.state |= stLingering
-	if c.state&stReadHeld != 0 {
-		c.state &^= stReadHeld
+	if c.state&stPauseRead != 0 {
+		c.state &^= stPauseRead
 		if !c.readPaused() {
 			l.d.resumeRead(c)
 		}
