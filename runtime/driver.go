@@ -153,10 +153,12 @@ func (l *Loop) rewake(id uint32) {
 //	listen, stopListening      start accepting on one of the loop's stream listeners; stop
 //	                           accepting and receiving on all of them (before the loop closes them)
 //	listenPacket               start receiving datagrams on one of the loop's UDP sockets
-//	writeTo                    a packet handler sent a datagram: send or queue it (packet.go)
+//	writeTo, packetRoom        a packet handler sent a datagram: send or queue it; how many more
+//	                           may queue (packet.go)
 //	pauseAccept, resumeAccept  called when the reasons to hold accepting become non-empty, and empty again
 //	start                      a connection opened (accepted, or dialed and connected): receive
-//	pauseRead, resumeRead      Conn.state's stPaused was just set or cleared
+//	pauseRead, resumeRead      reading just became paused (Conn.readPaused: the outbound cap's
+//	                           stPaused or the handler's stPauseRead), and no longer is
 //	write, writev              a handler wrote: send (epoll, at once) or queue in Conn.out
 //	committed                  a handler built bytes in place in Conn.out (Reserve, Commit)
 //	shutdownWrite              shut the write side (the queue is empty)
@@ -205,7 +207,7 @@ type driver interface {
 	resumeAccept()
 	// start begins receiving on a connection that just opened.
 	start(c *Conn) error
-	// pauseRead stops receiving on c (outbound backpressure): after it
+	// pauseRead stops receiving on c (the outbound cap, or PauseRead): after it
 	// the loop delivers nothing more until resumeRead.
 	pauseRead(c *Conn)
 	resumeRead(c *Conn)
