@@ -180,15 +180,17 @@ func (l *Loop) run() {
 // turn is one loop turn, in its phases, the same on both backends:
 //
 //	prepare   hand over what the last turn's callbacks made: cross-loop
-//	          calls, datagram batches, the driver's gathered writes.
-//	          Callbacks can run here (a drained queue's OnDrain, a file
-//	          send's done function, a failed call's done function), and
-//	          they may schedule timers, call other loops, write.
-//	wait      how long to wait is computed after prepare, and nothing a
-//	          handler sees runs between that and the kernel's wait: the
-//	          driver's poll waits first (only looking when prepare's
-//	          callbacks listed more work, which the next prepare sends)
-//	dispatch  the driver hands over what the kernel reported (in poll)
+//	          calls, the GSO batches, the driver's prepare (its gathered
+//	          writes, its sends). Callbacks can run here (a drained
+//	          queue's OnDrain, a file send's done function, a failed
+//	          call's done function), and they may schedule timers, call
+//	          other loops, write.
+//	enter     how long to wait is computed after prepare, and nothing a
+//	          handler sees runs between that and the kernel's wait
+//	          (driver.enter; it only looks when prepare's callbacks listed
+//	          more work, which the next prepare sends). Then the clock.
+//	dispatch  the driver hands over what the kernel reported
+//	          (driver.dispatch)
 //	after     the clock, then the expired timers
 //
 // So a timer due now, or a call made, by a callback of the turn's own

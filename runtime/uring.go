@@ -210,7 +210,7 @@ func newUringDriverOn(l loopSide, env driverEnv, r uringRing, bufs recvBuffers, 
 }
 
 // submit prepares this turn's sends and hands them to the kernel. An
-// error is left for the next poll, which enters again and reports it.
+// error is left for the next enter, which reports it.
 func (d *uringDriver) submit() {
 	d.sendDirty()
 	if d.r.Pending() > 0 {
@@ -219,7 +219,7 @@ func (d *uringDriver) submit() {
 }
 
 // prepare prepares the sends of the connections that wrote this turn;
-// poll's enter submits them.
+// the turn's enter submits them.
 func (d *uringDriver) prepare() { d.sendDirty() }
 
 // enter submits what is prepared and waits, unless completions are ready
