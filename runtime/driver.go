@@ -169,7 +169,7 @@ func (l *Loop) rewake(id uint32) {
 //	prepare, enter, dispatch   the turn's phases that are the driver's: hand over; wait; report
 //	submit                     hand over without waiting (prepare, and io_uring's enter)
 //	discardBuffers, idle       memory and exit checks
-//	wake, wakeFrom             from any goroutine, or from another loop: interrupt enter
+//	wake, wakeAnyway, wakeFrom from any goroutine, or from another loop: interrupt enter
 //	syscalls, waits            counters of the driver's system calls
 //	close                      the loop is exiting
 type driver interface {
@@ -271,6 +271,11 @@ type driver interface {
 	idle() bool
 	// wake interrupts enter from another goroutine. Safe for concurrent use.
 	wake()
+	// wakeAnyway is wake through the eventfd even when the wake-up flag
+	// says a wake-up is on its way: one that was claimed for a MSG_RING
+	// may never come (its sender exited, or the message failed). Called
+	// under the loop's lock (Loop.wakeAfterExit).
+	wakeAnyway()
 	// wakeFrom interrupts enter on behalf of another loop, on that loop's
 	// thread (src is its driver), when it can do so without the eventfd:
 	// io_uring loops message each other's rings. It reports false when

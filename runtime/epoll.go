@@ -632,6 +632,10 @@ func (d *epollDriver) wake() {
 	}
 }
 
+// wakeAnyway is wake: the epoll loop's flag is set only by the eventfd
+// write it stands for.
+func (d *epollDriver) wakeAnyway() { d.wake() }
+
 // wakeFrom leaves waking this loop to the eventfd (Loop.wakeIfOpen).
 func (d *epollDriver) wakeFrom(driver) bool { return false }
 

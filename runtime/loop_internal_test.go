@@ -50,6 +50,7 @@ func (d *fakeDriver) submit()                         {}
 func (d *fakeDriver) discardBuffers() bool            { return true }
 func (d *fakeDriver) idle() bool                      { return true }
 func (d *fakeDriver) wake()                           {}
+func (d *fakeDriver) wakeAnyway()                     {}
 func (d *fakeDriver) wakeFrom(driver) bool            { return true }
 func (d *fakeDriver) syscalls() uint64                { return 0 }
 func (d *fakeDriver) waits() uint64                   { return 0 }

@@ -12,6 +12,13 @@ func (d *uringDriver) armWake() error {
 
 func (d *uringDriver) wake() { _ = d.waker.Wake() }
 
+// wakeAnyway signals the eventfd with the flag set: a wake-up is on its
+// way now, whatever was claimed before.
+func (d *uringDriver) wakeAnyway() {
+	d.waker.Claim()
+	_ = d.waker.Signal()
+}
+
 // wakeFrom wakes this loop on behalf of another loop's thread through the
 // caller's own ring (a MSG_RING submitted with its next enter, no system
 // call of its own) when both loops run io_uring; otherwise, or when the
