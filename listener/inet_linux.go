@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -104,7 +105,7 @@ func Group(network, address string, cpus []int, cfg Config) ([]*Listener, error)
 		if i == 0 {
 			// The rest bind exactly what the first one got: same family,
 			// address and (resolved) port.
-			b.family, b.dual, b.sa, b.addr = sockaddrFamily(l.sa), false, l.sa, l.addr
+			b.family, b.dual, b.sa, b.addr = sys.Family(l.sa), false, l.sa, l.addr
 		}
 	}
 	return ls, nil
@@ -240,7 +241,7 @@ func (b *inetBind) setup(fd, family int, sa unix.Sockaddr) (*Listener, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("getsockname", err)
 	}
-	l.sa, l.addr = bound, sockaddrToAddr(bound, b.stream)
+	l.sa, l.addr = bound, sys.Addr(bound, !b.stream)
 	l.fd.Store(int64(fd))
 	return l, nil
 }
@@ -316,47 +317,4 @@ func zoneIndex(zone string) (uint32, error) {
 		return 0, fmt.Errorf("ipv6 zone %q: %w", zone, err)
 	}
 	return uint32(ifi.Index), nil
-}
-
-// zoneName is the inverse of zoneIndex: the interface name when there is
-// one, else the number.
-func zoneName(id uint32) string {
-	if id == 0 {
-		return ""
-	}
-	if ifi, err := net.InterfaceByIndex(int(id)); err == nil {
-		return ifi.Name
-	}
-	return strconv.FormatUint(uint64(id), 10)
-}
-
-func sockaddrFamily(sa unix.Sockaddr) int {
-	switch sa.(type) {
-	case *unix.SockaddrInet4:
-		return unix.AF_INET
-	case *unix.SockaddrInet6:
-		return unix.AF_INET6
-	}
-	return unix.AF_UNIX
-}
-
-// sockaddrToAddr converts a bound address to the net.Addr of its kind.
-func sockaddrToAddr(sa unix.Sockaddr, stream bool) net.Addr {
-	var ip net.IP
-	var port int
-	var zone string
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		ip, port = net.IP(append([]byte(nil), sa.Addr[:]...)), sa.Port
-	case *unix.SockaddrInet6:
-		ip, port, zone = net.IP(append([]byte(nil), sa.Addr[:]...)), sa.Port, zoneName(sa.ZoneId)
-	case *unix.SockaddrUnix:
-		return &net.UnixAddr{Name: sa.Name, Net: "unix"}
-	default:
-		return nil
-	}
-	if stream {
-		return &net.TCPAddr{IP: ip, Port: port, Zone: zone}
-	}
-	return &net.UDPAddr{IP: ip, Port: port, Zone: zone}
 }

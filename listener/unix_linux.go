@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -68,7 +69,7 @@ func listenUnix(path string, cfg Config) (*Listener, error) {
 	if err != nil {
 		return undo(os.NewSyscallError("getsockname", err))
 	}
-	l := &Listener{network: "unix", stream: true, sa: bound, addr: sockaddrToAddr(bound, true)}
+	l := &Listener{network: "unix", stream: true, sa: bound, addr: sys.Addr(bound, false)}
 	if onDisk {
 		l.unlink = path
 	}

@@ -3,15 +3,14 @@
 package poller
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,14 +45,20 @@ func NewEvent(events uint32, data uint64) Event {
 	return e
 }
 
-// Poller is one epoll instance with its wake-up eventfd.
+// Poller is one epoll instance with its wake-up (an eventfd under the
+// coalescing flag of internal/sys.Waker, the same primitive the io_uring
+// loops use).
 type Poller struct {
 	epfd   int
 	wakefd int
+	ev     sys.Eventfd
+	wake   *sys.Waker
 	events []unix.EpollEvent
-	// woken coalesces wake-ups: only the first Wake after the owner's
-	// last Drain writes the eventfd.
-	woken  atomic.Bool
+	// ts is epoll_pwait2's timeout, kept here so that a wait allocates
+	// nothing; pwait1 says the kernel lacks epoll_pwait2 (before 5.11,
+	// or refused by a seccomp filter): waits round up to milliseconds.
+	ts     unix.Timespec
+	pwait1 bool
 	waits  uint64
 	closed bool
 }
@@ -71,13 +76,13 @@ func Open(batch int) (*Poller, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
 	}
-	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	ev, err := sys.OpenEventfd(true)
 	if err != nil {
 		unix.Close(epfd)
-		return nil, os.NewSyscallError("eventfd", err)
+		return nil, err
 	}
-	p := &Poller{epfd: epfd, wakefd: wakefd, events: make([]unix.EpollEvent, batch)}
-	if err := p.Add(wakefd, In, WakeData); err != nil {
+	p := &Poller{epfd: epfd, wakefd: ev.Fd(), ev: ev, wake: sys.NewWaker(ev), events: make([]unix.EpollEvent, batch)}
+	if err := p.Add(p.wakefd, In, WakeData); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -114,20 +119,42 @@ func (p *Poller) Delete(fd int) error {
 // Wait waits up to timeout for events (a negative timeout waits without
 // limit, zero only looks) and returns them in the poller's own buffer, valid
 // until the next Wait. A wait cut short by a signal returns no events and no
-// error.
+// error. The timeout is kept to the nanosecond with epoll_pwait2 (Linux
+// 5.11); where the kernel lacks it, epoll_pwait rounds it up to the next
+// millisecond, so that a timer is never woken for early.
 func (p *Poller) Wait(timeout time.Duration) ([]Event, error) {
-	msec := -1
-	if timeout >= 0 {
-		msec = int((timeout + time.Millisecond - 1) / time.Millisecond)
-	}
 	p.waits++
 	var n uintptr
 	var errno syscall.Errno
 	evp := unsafe.Pointer(&p.events[0])
-	if msec == 0 {
-		n, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(evp), uintptr(len(p.events)), 0, 0, 0)
-	} else {
-		n, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(evp), uintptr(len(p.events)), uintptr(msec), 0, 0)
+	nev := uintptr(len(p.events))
+	if !p.pwait1 {
+		var tsp unsafe.Pointer // nil: no limit
+		if timeout >= 0 {
+			p.ts = unix.NsecToTimespec(int64(timeout))
+			tsp = unsafe.Pointer(&p.ts)
+		}
+		if timeout == 0 {
+			n, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.epfd), uintptr(evp), nev, uintptr(tsp), 0, 0)
+		} else {
+			n, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT2, uintptr(p.epfd), uintptr(evp), nev, uintptr(tsp), 0, 0)
+		}
+		if errno == unix.ENOSYS || errno == unix.EPERM {
+			// epoll_pwait2 fails with neither otherwise: the kernel
+			// lacks it, or a seccomp filter refuses it.
+			p.pwait1 = true
+		}
+	}
+	if p.pwait1 {
+		msec := -1
+		if timeout >= 0 {
+			msec = int((timeout + time.Millisecond - 1) / time.Millisecond)
+		}
+		if msec == 0 {
+			n, _, errno = unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(evp), nev, 0, 0, 0)
+		} else {
+			n, _, errno = unix.Syscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(evp), nev, uintptr(msec), 0, 0)
+		}
 	}
 	if errno != 0 {
 		if errno == unix.EINTR {
@@ -144,24 +171,13 @@ func (p *Poller) Waits() uint64 { return p.waits }
 // Wake makes the owner's current or next Wait return with a WakeData event.
 // It is safe for concurrent use; wake-ups coalesce until the owner calls
 // Drain.
-func (p *Poller) Wake() error {
-	if p.woken.Swap(true) {
-		return nil
-	}
-	var one [8]byte
-	binary.NativeEndian.PutUint64(one[:], 1)
-	if _, err := unix.Write(p.wakefd, one[:]); err != nil && !errors.Is(err, unix.EAGAIN) {
-		return os.NewSyscallError("write", err)
-	}
-	return nil
-}
+func (p *Poller) Wake() error { return p.wake.Wake() }
 
 // Drain consumes the wake-up after a WakeData event, re-enabling Wake. Call
 // it before running the work that the wake-up announced.
 func (p *Poller) Drain() {
-	var buf [8]byte
-	_, _ = unix.Read(p.wakefd, buf[:])
-	p.woken.Store(false)
+	p.ev.Read()
+	p.wake.Woke()
 }
 
 // Close closes the epoll instance and the eventfd. It is idempotent.
@@ -170,7 +186,7 @@ func (p *Poller) Close() error {
 		return nil
 	}
 	p.closed = true
-	err1 := unix.Close(p.wakefd)
+	err1 := p.wake.Close()
 	err2 := unix.Close(p.epfd)
 	if err := errors.Join(err1, err2); err != nil {
 		return fmt.Errorf("poller: close: %w", err)

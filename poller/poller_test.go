@@ -375,3 +375,31 @@ func TestClose(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestWaitFallsBackToPwait: a poller on a kernel without epoll_pwait2
+// (pwait1, as its first ENOSYS or EPERM sets) still looks, waits with a
+// limit and wakes.
+func TestWaitFallsBackToPwait(t *testing.T) {
+	for _, pwait1 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pwait1=%v", pwait1), func(t *testing.T) {
+			p := mustOpen(t, 4)
+			p.pwait1 = pwait1
+			for _, timeout := range []time.Duration{0, time.Microsecond, time.Millisecond} {
+				if evs, err := p.Wait(timeout); err != nil || len(evs) != 0 {
+					t.Fatalf("Wait(%v) with nothing ready = %v, %v", timeout, copyEvents(evs), err)
+				}
+			}
+			if err := p.Wake(); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := p.Wait(waitLimit)
+			if err != nil || len(evs) != 1 || evs[0].Data() != WakeData {
+				t.Fatalf("Wait after Wake = %v, %v; want the wake-up", copyEvents(evs), err)
+			}
+			p.Drain()
+			if pwait1 && !p.pwait1 {
+				t.Error("the fallback to epoll_pwait was undone")
+			}
+		})
+	}
+}

@@ -5,6 +5,8 @@ package poller
 import (
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -48,14 +50,9 @@ func SetIovec(v *unix.Iovec, p []byte) {
 }
 
 // Accept accepts a connection on the listening socket fd; the new
-// descriptor is non-blocking and close-on-exec.
-func Accept(fd int) (int, unix.Errno) {
-	r, _, errno := unix.RawSyscall6(unix.SYS_ACCEPT4, uintptr(fd), 0, 0, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0, 0)
-	if errno != 0 {
-		return -1, errno
-	}
-	return int(r), 0
-}
+// descriptor is non-blocking and close-on-exec (internal/sys.Accept, which
+// the io_uring loop uses too).
+func Accept(fd int) (int, unix.Errno) { return sys.Accept(fd) }
 
 // Connect starts a connect of the non-blocking socket fd to the raw socket
 // address sa of n bytes; unix.EINPROGRESS means it goes on.

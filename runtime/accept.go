@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -100,11 +101,11 @@ func (l *Loop) acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome {
 		return l.acceptFailed(errnoErr("accept", errno), l.listenerFd(ln))
 	}
 	if l.forced || ln < 0 || ln >= len(l.lns) || l.lns[ln].info.Datagram() {
-		_ = unix.Close(fd) // accepted as the loop was stopped
+		_ = sys.Close(fd) // accepted as the loop was stopped
 		return acceptHeld
 	}
 	l.acceptOK()
-	if info := l.lns[ln].info; !info.Shared || !l.handOver(fd, info) {
+	if info := l.lns[ln].info; !info.Shared || !l.spreadConn(fd, info) {
 		l.accepted(fd, info)
 	}
 	if !l.canAccept() && l.accept.holds&holdCap == 0 {
@@ -203,9 +204,7 @@ func isResourceError(err error) bool {
 // socket lnfd's backlog. When it cannot tell, it says yes: backing off is
 // the safe answer.
 func backlogWaiting(lnfd int) bool {
-	fds := [1]unix.PollFd{{Fd: int32(lnfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds[:], 0)
-	return err != nil || n > 0
+	return sys.Readable(lnfd)
 }
 
 // isTransientAcceptError reports errors that concern one connection (it

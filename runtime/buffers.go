@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/unix"
+	"github.com/percore/percore/internal/sys"
 )
 
 // bufPool is a loop's outbound buffers (and the copies of deferred
@@ -99,12 +99,12 @@ func (p *bufPool) alloc(n int) []byte {
 	if n < mmapMin {
 		return make([]byte, 0, n)
 	}
-	ptr, err := unix.MmapPtr(-1, 0, nil, uintptr(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	mem, err := sys.Map(n)
 	if err != nil {
 		// Out of mappings or address space: the heap may still have room.
 		return make([]byte, 0, n)
 	}
-	base := (*byte)(ptr)
+	base := unsafe.SliceData(mem)
 	if p.mapped == nil {
 		p.mapped = make(map[*byte]int)
 	}
@@ -123,7 +123,7 @@ func (p *bufPool) release(b []byte) {
 	}
 	delete(p.mapped, base)
 	p.mappedBytes -= n
-	_ = unix.MunmapPtr(unsafe.Pointer(base), uintptr(n))
+	_ = sys.Unmap(unsafe.Slice(base, n))
 }
 
 // releaseAll gives back every pooled buffer; the loop calls it as it exits.

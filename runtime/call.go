@@ -512,16 +512,14 @@ func (l *Loop) wakeIfOpen() {
 }
 
 // wakeAfterExit wakes l through its eventfd for a peer that has exited,
-// with l's wake-up flag cleared first: a MSG_RING the peer prepared and
-// never submitted, or whose failure it never reaped, may have set it with
-// no wake-up on its way. At worst l wakes once more than it needed to.
+// whatever l's wake-up flag says (driver.wakeAnyway): a MSG_RING the peer
+// prepared and never submitted, or whose failure it never reaped, may have
+// set it with no wake-up on its way. At worst l wakes once more than it
+// needed to.
 func (l *Loop) wakeAfterExit() {
 	l.postMu.Lock()
 	if !l.postClosed {
-		if u, ok := l.d.(*uringDriver); ok {
-			u.woken.Store(false)
-		}
-		l.d.wake()
+		l.d.wakeAnyway()
 	}
 	l.postMu.Unlock()
 }

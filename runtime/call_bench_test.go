@@ -24,8 +24,7 @@ func BenchmarkCrossLoopCall(b *testing.B) {
 	for _, m := range modes {
 		backend := m.backend
 		b.Run(m.name+"/round-trip", func(b *testing.B) {
-			b.Cleanup(percore.SetEventfdWake(m.eventfd))
-			rt := crossLoops(b, backend)
+			rt := crossLoops(b, backend, m.eventfd)
 			a, z := rt.Loops()[0], rt.Loops()[1]
 			done := make(chan struct{}, 1)
 			var chain func(left int)
@@ -48,8 +47,7 @@ func BenchmarkCrossLoopCall(b *testing.B) {
 			b.ReportMetric(float64(time.Since(t0).Nanoseconds())/float64(b.N*per), "ns/call")
 		})
 		b.Run(m.name+"/batch", func(b *testing.B) {
-			b.Cleanup(percore.SetEventfdWake(m.eventfd))
-			rt := crossLoops(b, backend)
+			rt := crossLoops(b, backend, m.eventfd)
 			a, z := rt.Loops()[0], rt.Loops()[1]
 			done := make(chan struct{}, 1)
 			left := 0
@@ -77,10 +75,10 @@ func BenchmarkCrossLoopCall(b *testing.B) {
 	}
 }
 
-func crossLoops(b *testing.B, backend percore.Backend) *percore.Runtime {
+func crossLoops(b *testing.B, backend percore.Backend, eventfd bool) *percore.Runtime {
 	cores := allCores(b)
 	if len(cores) < 2 {
 		b.Skip("needs two CPUs in the affinity mask: Config.Cores takes a CPU once")
 	}
-	return start(b, percore.Config{Backend: backend, Cores: []int{cores[0], cores[len(cores)-1]}}, nil)
+	return start(b, percore.EventfdWake(percore.Config{Backend: backend, Cores: []int{cores[0], cores[len(cores)-1]}}, eventfd), nil)
 }

@@ -322,6 +322,11 @@ type Config struct {
 	// shutdown, accept-error episodes), never per-request logs. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+
+	// eventfdWake makes io_uring loops wake each other through their
+	// eventfds, never MSG_RING: a benchmark's comparison
+	// (export_test.go), read once when the driver is set up.
+	eventfdWake bool
 }
 
 // OutboundPolicy is what a loop does with a connection whose queued

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -72,7 +73,7 @@ const (
 	stConnecting                            // a dial is in progress
 	stPaused                                // reading paused for outbound backpressure
 	stOverCap                               // the queue reached the cap and has not drained since
-	stReadHeld                              // reading paused by the handler (PauseRead)
+	stPauseRead                             // reading paused by the handler (PauseRead)
 	stSpoke                                 // the peer has sent something (a graceful shutdown waits for a new connection's first request)
 	stGraceArmed                            // a graceful shutdown's timer waits for its first request
 	stLinger                                // CloseLinger asked: once the queue is sent, shut writing and discard input
@@ -92,12 +93,12 @@ func (c *Conn) writable() bool {
 // connection's input is taken and dropped, so that its peer sees a clean
 // end rather than a reset.)
 func (c *Conn) wantsInput() bool {
-	return c.state&(stClosed|stEOF|stPaused|stReadHeld) == 0
+	return c.state&(stClosed|stEOF|stPaused|stPauseRead) == 0
 }
 
 // readPaused reports whether reading is paused, for backpressure or by the
 // handler.
-func (c *Conn) readPaused() bool { return c.state&(stPaused|stReadHeld) != 0 }
+func (c *Conn) readPaused() bool { return c.state&(stPaused|stPauseRead) != 0 }
 
 // outQueue is a connection's outbound bytes: those the kernel is taking
 // (sending, from sent on) and those written after them (next). Bytes never
@@ -403,8 +404,8 @@ func (c *Conn) Listener() *Listener { return c.ln }
 // nil: call it in OnOpen to have it in OnClose.
 func (c *Conn) LocalAddr() net.Addr {
 	if c.laddr == nil && c.fd >= 0 {
-		if sa, err := unix.Getsockname(c.fd); err == nil {
-			c.laddr = sockaddrToTCP(sa)
+		if a, err := sys.LocalAddr(c.fd, false); err == nil {
+			c.laddr = a
 		}
 	}
 	return c.laddr
@@ -416,8 +417,8 @@ func (c *Conn) LocalAddr() net.Addr {
 // can also make the kernel forget it sooner).
 func (c *Conn) RemoteAddr() net.Addr {
 	if c.raddr == nil && c.fd >= 0 {
-		if sa, err := unix.Getpeername(c.fd); err == nil {
-			c.raddr = sockaddrToTCP(sa)
+		if a, err := sys.PeerAddr(c.fd); err == nil {
+			c.raddr = a
 		}
 	}
 	return c.raddr
@@ -514,11 +515,11 @@ func (c *Conn) EndRequest() {
 // proxy pausing a client while its upstream is slow). It composes with the
 // outbound cap: c reads again only when neither holds it.
 func (c *Conn) PauseRead() {
-	if c.state&(stReadHeld|stLinger) != 0 || c.closed() {
+	if c.state&(stPauseRead|stLinger) != 0 || c.closed() {
 		return // a lingering close reads until it ends (CloseLinger)
 	}
 	was := c.readPaused()
-	c.state |= stReadHeld
+	c.state |= stPauseRead
 	if !was {
 		c.loop.d.pauseRead(c)
 	}
@@ -526,10 +527,10 @@ func (c *Conn) PauseRead() {
 
 // ResumeRead undoes PauseRead.
 func (c *Conn) ResumeRead() {
-	if c.state&stReadHeld == 0 {
+	if c.state&stPauseRead == 0 {
 		return
 	}
-	c.state &^= stReadHeld
+	c.state &^= stPauseRead
 	if !c.readPaused() && !c.closed() {
 		c.loop.d.resumeRead(c)
 	}
@@ -609,24 +610,6 @@ func (c *Conn) ReadPaused() bool { return c.readPaused() }
 // descriptor is open (only errors pay for it).
 func (c *Conn) opError(op string, err error) error {
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
-}
-
-func sockaddrToTCP(sa unix.Sockaddr) net.Addr {
-	switch sa := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
-	case *unix.SockaddrUnix:
-		return &net.UnixAddr{Name: sa.Name, Net: "unix"}
-	case *unix.SockaddrInet6:
-		a := &net.TCPAddr{IP: append(net.IP(nil), sa.Addr[:]...), Port: sa.Port}
-		if sa.ZoneId != 0 {
-			if ifi, err := net.InterfaceByIndex(int(sa.ZoneId)); err == nil {
-				a.Zone = ifi.Name
-			}
-		}
-		return a
-	}
-	return nil
 }
 
 func errnoErr(call string, errno unix.Errno) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -57,27 +58,16 @@ func (l *Loop) DialAddrPort(ap netip.AddrPort, h Handler, done func(*Conn, error
 		return &net.OpError{Op: "dial", Net: "tcp", Err: net.ErrClosed}
 	}
 	d := &dialState{done: done}
-	family := unix.AF_INET
-	addr := ap.Addr().Unmap()
-	if addr.Is4() {
-		sa := (*unix.RawSockaddrInet4)(unsafe.Pointer(&d.sa))
-		sa.Family = unix.AF_INET
-		sa.Addr = addr.As4()
-		putPort(&sa.Port, ap.Port())
-		d.salen = unix.SizeofSockaddrInet4
-	} else {
-		family = unix.AF_INET6
-		sa := (*unix.RawSockaddrInet6)(unsafe.Pointer(&d.sa))
-		sa.Family = unix.AF_INET6
-		sa.Addr = ap.Addr().As16()
-		putPort(&sa.Port, ap.Port())
-		d.salen = unix.SizeofSockaddrInet6
+	family := sys.InetFamily(ap)
+	salen, err := sys.PutInet((*unix.RawSockaddrInet6)(unsafe.Pointer(&d.sa)), family, ap)
+	if err != nil {
+		return &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: err}
 	}
-	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	d.salen = salen
+	fd, err := sys.StreamSocket(family)
 	if err != nil {
 		return &net.OpError{Op: "dial", Net: "tcp", Addr: net.TCPAddrFromAddrPort(ap), Err: os.NewSyscallError("socket", err)}
 	}
-	_ = unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
 	l.startDial(fd, h, d, net.TCPAddrFromAddrPort(ap))
 	return nil
 }
@@ -93,22 +83,12 @@ func (l *Loop) dialUnix(path string, h Handler, done func(*Conn, error)) error {
 		return &net.OpError{Op: "dial", Net: "unix", Addr: addr, Err: net.ErrClosed}
 	}
 	d := &dialState{done: done}
-	sa := (*unix.RawSockaddrUnix)(unsafe.Pointer(&d.sa))
-	onDisk := path != "" && path[0] != '@'
-	if path == "" || len(path)+boolToInt(onDisk) > len(sa.Path) {
-		return &net.OpError{Op: "dial", Net: "unix", Addr: addr, Err: fmt.Errorf("a unix socket address holds %d bytes: %w", len(sa.Path), unix.EINVAL)}
+	salen, err := sys.PutUnix(&d.sa, path)
+	if err != nil {
+		return &net.OpError{Op: "dial", Net: "unix", Addr: addr, Err: err}
 	}
-	sa.Family = unix.AF_UNIX
-	for i := range len(path) {
-		sa.Path[i] = int8(path[i])
-	}
-	d.salen = uint32(unsafe.Offsetof(sa.Path)) + uint32(len(path))
-	if onDisk {
-		d.salen++ // the terminating NUL
-	} else {
-		sa.Path[0] = 0 // the abstract namespace
-	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	d.salen = salen
+	fd, err := sys.StreamSocket(unix.AF_UNIX)
 	if err != nil {
 		return &net.OpError{Op: "dial", Net: "unix", Addr: addr, Err: os.NewSyscallError("socket", err)}
 	}
@@ -126,13 +106,6 @@ func (l *Loop) startDial(fd int, h Handler, d *dialState, raddr net.Addr) {
 	if err := l.d.connect(c, d); err != nil {
 		l.closeConn(c, c.opError("dial", err))
 	}
-}
-
-func boolToInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // connected is called by drivers when a connect finished; err is nil on
@@ -158,10 +131,4 @@ func (l *Loop) connected(c *Conn, err error) {
 		l.safely("dial done function", func() { d.done(c, nil) })
 	}
 	l.sweepLate(c)
-}
-
-func putPort(p *uint16, port uint16) {
-	b := (*[2]byte)(unsafe.Pointer(p))
-	b[0] = byte(port >> 8)
-	b[1] = byte(port)
 }

@@ -3,6 +3,8 @@
 package runtime
 
 import (
+	"log/slog"
+	"net/netip"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -29,15 +31,134 @@ import (
 // holds nothing of the connection any more: at once on epoll, when its last
 // operation completes on io_uring.
 //
+// The boundary is two types. A driver holds a loopSide (the loop's side
+// of the contract: the only loop methods it may call, below) and a
+// driverEnv (what it may read: the configuration, the counters, the
+// logger), never *Loop, so that the compiler holds this contract and a
+// stand-in loop can drive a driver in tests (driver_test.go). The loop
+// holds a driver (the interface after loopSide).
+//
+// The turn's phases are the loop's (Loop.turn), and it calls the driver
+// for each: prepare (cross-loop calls, the GSO batches, then
+// driver.prepare), enter (driver.enter: the kernel's wait), the clock,
+// dispatch (driver.dispatch: what the kernel reported, to the loop), and
+// after (the clock again, the timers). A driver runs no phase of its own:
+// the GSO batches, for one, are flushed in prepare only, on both backends.
+//
+// None of the loop's methods run a handler's OnClose or OnDrain inside a
+// handler's own callback: the loop queues them as notes that run when the
+// callback returns (Loop.notify), on both backends.
+
+// loopSide is what a driver may call on its loop; *Loop implements it.
+// Each method is documented where the loop defines it.
+type loopSide interface {
+	// The turn.
+	runPosted() // the wake-up fired: run what other goroutines posted
+	// beginPass and endPass bracket a driver pass (epoll's flush):
+	// the callbacks its reports cause run at its end, once its state is
+	// in order.
+	beginPass()
+	endPass()
+	AfterFunc(d time.Duration, f func()) *Timer // a driver's own timer (accept back-off)
+
+	// Accepting.
+	accepting() bool // the loop takes connections now (cap, back-off, stop)
+	acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome
+	stopForced() bool // stopping by Close or a deadline: accept nothing more
+
+	// Connections.
+	conn(slot, gen uint32) *Conn                         // the connection in slot, if gen matches
+	readResult(c *Conn, data []byte, n int, call string) // bytes, the end of the stream (0) or -errno
+	queue(c *Conn, p []byte)                             // append p to c.out
+	sendResult(c *Conn, n int, err error) (more bool)    // the kernel took n bytes of c.out.pending()
+	wroteDirect(n int)                                   // n bytes went out without the queue (epoll)
+	connected(c *Conn, err error)                        // a connect finished
+	fail(c *Conn, op string, err error)                  // a driver operation on c failed: close it
+	freeSlot(c *Conn)                                    // the kernel holds nothing of c any more
+	slotsInUse() bool                                    // a connection's slot is taken (open, or still in the kernel)
+	getBuf(n int) []byte                                 // a pooled buffer (copies of waiting receives)
+	putBuf(b []byte)
+
+	// Datagrams (packet.go).
+	packetIn(p *PacketConn, data []byte, size int, truncated bool, from netip.AddrPort, control []byte)
+	packetRecvFailed()
+	packetSent(n, count int, err error)
+	gsoRefused(p *PacketConn, errno unix.Errno) // a UDP_SEGMENT send refused (GSO off for p if the socket's fault)
+	gsoPending() int                            // datagrams in this turn's GSO batches (they count against MaxPacketQueue)
+	listenersClosed() bool
+
+	// Files (file.go, sendfile.go).
+	fileOpAt(slot, gen uint32) *fileOp
+	fileResult(op *fileOp, res int32, sync bool) // an operation, or the sync linked to it, completed
+	offload(op *fileOp)                          // run op on the file workers instead
+	inlineDone(op *fileOp)                       // op completed on the loop's thread: report it next turn
+	filesBusy() bool                             // file operations are in flight
+	fileSent(c *Conn, n int, err error) (more bool)
+	deadFileSendDone(c *Conn) // the last kernel operation of an aborted file send completed
+	pipes() *pipePool
+
+	// Other loops.
+	rewake(id uint32) // a wake-up of loop id sent through this loop's ring failed: wake it through its eventfd
+}
+
+// driverEnv is what a driver may read of its loop: set once, before the
+// loop's first turn.
+type driverEnv struct {
+	cfg *Config
+	cnt *[numStats]uint64 // the loop's counters (sTurns is the turn number)
+	log *slog.Logger
+	id  int // the loop's index, for logs
+}
+
+// The loop's side that has no other home: small views of its state.
+
+var _ loopSide = (*Loop)(nil)
+
+// env is what l's driver may read.
+func (l *Loop) env() driverEnv { return driverEnv{cfg: &l.cfg, cnt: &l.cnt, log: l.log, id: l.id} }
+
+// stopForced reports a stop by Close or a deadline: nothing more is served.
+func (l *Loop) stopForced() bool { return l.forced }
+
+// queue appends p to c's outbound queue.
+func (l *Loop) queue(c *Conn, p []byte) { c.out.add(l, p) }
+
+// slotsInUse reports whether any connection slot is taken: a connection is
+// open, or a closed one's operations are still in the kernel.
+func (l *Loop) slotsInUse() bool { return len(l.free) != len(l.conns) }
+
+// gsoPending is how many datagrams this turn's GSO batches hold.
+func (l *Loop) gsoPending() int { return l.pk.gsoPending }
+
+// listenersClosed reports that closeListener stopped every listener.
+func (l *Loop) listenersClosed() bool { return l.lnClosed }
+
+// filesBusy reports file operations in flight.
+func (l *Loop) filesBusy() bool { return l.files.busy > 0 }
+
+// pipes are the loop's pipes for file sends (sendfile.go).
+func (l *Loop) pipes() *pipePool { return &l.files.pipes }
+
+// rewake wakes loop id through its eventfd, its wake-up flag cleared
+// first: a MSG_RING this loop sent to wake it failed, and the flag, set
+// for that wake-up, would otherwise swallow every later one.
+func (l *Loop) rewake(id uint32) {
+	if rt := l.rt; rt != nil && int(id) < len(rt.peers) {
+		rt.peers[id].wakeAfterExit()
+	}
+}
+
 // Loop to driver (the methods below):
 //
 //	listen, stopListening      start accepting on one of the loop's stream listeners; stop
 //	                           accepting and receiving on all of them (before the loop closes them)
 //	listenPacket               start receiving datagrams on one of the loop's UDP sockets
-//	writeTo                    a packet handler sent a datagram: send or queue it (packet.go)
-//	pauseAccept, resumeAccept  called when Loop.acceptHolds becomes non-zero, and zero again
+//	writeTo, packetRoom        a packet handler sent a datagram: send or queue it; how many more
+//	                           may queue (packet.go)
+//	pauseAccept, resumeAccept  called when the reasons to hold accepting become non-empty, and empty again
 //	start                      a connection opened (accepted, or dialed and connected): receive
-//	pauseRead, resumeRead      Conn.state's stPaused was just set or cleared
+//	pauseRead, resumeRead      reading just became paused (Conn.readPaused: the outbound cap's
+//	                           stPaused or the handler's stPauseRead), and no longer is
 //	write, writev              a handler wrote: send (epoll, at once) or queue in Conn.out
 //	committed                  a handler built bytes in place in Conn.out (Reserve, Commit)
 //	shutdownWrite              shut the write side (the queue is empty)
@@ -45,38 +166,12 @@ import (
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
 //	fileStart                  hand a file operation to the kernel (or the file workers)
 //	sendFile                   move the next part of a connection's file send (Conn.sf)
-//	prepare, poll              a turn (Loop.turn): hand over what the turn made; wait and dispatch
+//	prepare, enter, dispatch   the turn's phases that are the driver's: hand over; wait; report
 //	submit                     hand over without waiting (prepare, and io_uring's enter)
 //	discardBuffers, idle       memory and exit checks
-//	wake, wakeFrom             from any goroutine, or from another loop: interrupt poll
+//	wake, wakeAnyway, wakeFrom from any goroutine, or from another loop: interrupt enter
+//	syscalls, waits            counters of the driver's system calls
 //	close                      the loop is exiting
-//
-// Driver to loop (each documented where it is defined):
-//
-//	Loop.awoke                         the kernel returned: read the clock (once per poll)
-//	Loop.acceptResult                  an accept on listener i completed, or failed
-//	Loop.packetIn                      a receive on a UDP socket: one datagram, or several
-//	                                   coalesced (UDP_GRO), which packetIn splits (packet.go)
-//	Loop.packetSent                    sends of datagrams completed or failed
-//	Loop.gsoRefused                    the kernel refused a UDP_SEGMENT send (GSO off for that socket
-//	                                   if the error is the socket's, not the destination's)
-//	Loop.received, Loop.peerEOF        bytes arrived, the peer ended its stream
-//	Loop.readFailed                    a receive failed (not EAGAIN)
-//	Loop.sendResult                    the kernel took n bytes of Conn.out.pending(), or failed
-//	Loop.connected                     a connect finished
-//	Loop.fileResult                    a file operation (or the sync linked to it) completed
-//	Loop.offload                       run a file operation on the file workers instead
-//	Loop.fileSent                      the kernel took n bytes of a file send, or it failed
-//	Loop.deadFileSendDone              the last kernel operation of an aborted file send completed
-//	Loop.runPosted                     the wake-up fired: run what other goroutines posted
-//	Loop.fail                          a driver operation on c failed: close it
-//	Loop.freeSlot                      the kernel holds nothing of c any more
-//	Loop.holdNotes, releaseNotes       bracket a driver pass (epoll's flush): the callbacks its
-//	                                   reports cause run at its end, once its state is in order
-//
-// None of these run a handler's OnClose or OnDrain inside a handler's own
-// callback: the loop queues them as notes that run when the callback
-// returns (Loop.notify), on both backends.
 type driver interface {
 	// listen starts accepting on the listening socket fd, the loop's
 	// listener i (Loop.lns[i]); acceptResult reports i back.
@@ -112,7 +207,7 @@ type driver interface {
 	resumeAccept()
 	// start begins receiving on a connection that just opened.
 	start(c *Conn) error
-	// pauseRead stops receiving on c (outbound backpressure): after it
+	// pauseRead stops receiving on c (the outbound cap, or PauseRead): after it
 	// the loop delivers nothing more until resumeRead.
 	pauseRead(c *Conn)
 	resumeRead(c *Conn)
@@ -154,12 +249,16 @@ type driver interface {
 	// callbacks (a failed write closes its connection; a drained queue
 	// runs OnDrain), which may schedule timers and write again.
 	prepare()
-	// poll waits up to timeout (negative: no limit) for events, calls
-	// loop.awoke, and dispatches the events. The loop computes timeout
-	// after prepare, so poll runs nothing of the handlers' before its
-	// wait; when prepare's callbacks listed more work (writes, sends), it
-	// only looks, and the next prepare hands that work over.
-	poll(timeout time.Duration) error
+	// enter waits up to timeout (negative: no limit) for events. The
+	// loop computes timeout after prepare, so nothing of the handlers'
+	// runs between that and the wait; when prepare's callbacks listed
+	// more work (writes, sends), it only looks, and the next prepare
+	// hands that work over. An error is the backend's (the loop stops).
+	enter(timeout time.Duration) error
+	// dispatch hands the loop what the last enter found (and, on
+	// io_uring, the receives earlier turns deferred), through loopSide.
+	// The loop reads its clock between the two.
+	dispatch()
 	// submit hands everything prepared to the kernel without waiting.
 	submit()
 	// discardBuffers gives back the pages of the receive buffers if no
@@ -170,9 +269,14 @@ type driver interface {
 	// idle reports whether the kernel holds nothing of this loop any more
 	// (after stopListening and every release), so the loop may exit.
 	idle() bool
-	// wake interrupts poll from another goroutine. Safe for concurrent use.
+	// wake interrupts enter from another goroutine. Safe for concurrent use.
 	wake()
-	// wakeFrom interrupts poll on behalf of another loop, on that loop's
+	// wakeAnyway is wake through the eventfd even when the wake-up flag
+	// says a wake-up is on its way: one that was claimed for a MSG_RING
+	// may never come (its sender exited, or the message failed). Called
+	// under the loop's lock (Loop.wakeAfterExit).
+	wakeAnyway()
+	// wakeFrom interrupts enter on behalf of another loop, on that loop's
 	// thread (src is its driver), when it can do so without the eventfd:
 	// io_uring loops message each other's rings. It reports false when
 	// the caller must wake the loop through its eventfd instead

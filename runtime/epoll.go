@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/poller"
 	"golang.org/x/sys/unix"
 )
@@ -28,14 +29,15 @@ import (
 // that decides, when it ends, whether the connection waits for
 // writability. The state is three facts (epollConn): whether the socket
 // said it is full (full), whether the connection is on the end-of-turn
-// list (batched), and what is registered in the epoll set (events); the
+// list (gathered), and what is registered in the epoll set (events); the
 // interest registered is always computed from the connection's state
 // (interest), never set by hand, so that a pass that changes the state
 // cannot leave a registration behind it. A connection with bytes to send
 // is, between turns, either full and registered for writability, or on the
 // end-of-turn list (the model test checks it: epoll_model_test.go).
 type epollDriver struct {
-	l   *Loop
+	l loopSide
+	driverEnv
 	p   epollPoller
 	sys epollSys
 	buf []byte
@@ -44,12 +46,13 @@ type epollDriver struct {
 	// where that index is not a stream listener, or after stopListening).
 	lns   []epollListener
 	calls uint64
-	// batch lists the connections whose writes wait for the end of the
+	// gathered lists the connections whose writes wait for the end of the
 	// turn (writes after the first of a turn: a pipelined client's
 	// replies go out in one write, not one each).
-	batch   []*Conn
-	discard []byte       // what release drains a closed socket into (drainInput)
-	pk      epollPackets // the datagram sockets (epoll_packet.go)
+	gathered []*Conn
+	evs      []poller.Event // what the turn's wait reported, for its dispatch
+	discard  []byte         // what release reads a closed socket's input into (discardInput)
+	pk       epollPackets   // the datagram sockets (epoll_packet.go)
 }
 
 // epollPoller is what the driver needs of its epoll instance: a
@@ -86,13 +89,13 @@ func (kernelSys) read(fd int, p []byte) (int, unix.Errno)           { return pol
 func (kernelSys) write(fd int, p []byte) (int, unix.Errno)          { return poller.Write(fd, p) }
 func (kernelSys) writev(fd int, iov []unix.Iovec) (int, unix.Errno) { return poller.Writev(fd, iov) }
 func (kernelSys) sendfile(out, in int, off *int64, n int) (int, error) {
-	return unix.Sendfile(out, in, off, n)
+	return sys.Sendfile(out, in, off, n)
 }
 func (kernelSys) preadNowait(fd int, p []byte, off int64) (int, error) {
-	return unix.Preadv2(fd, [][]byte{p}, off, unix.RWF_NOWAIT)
+	return sys.PreadNowait(fd, p, off)
 }
-func (kernelSys) shutdownWrite(fd int) error { return unix.Shutdown(fd, unix.SHUT_WR) }
-func (kernelSys) close(fd int) error         { return unix.Close(fd) }
+func (kernelSys) shutdownWrite(fd int) error { return sys.ShutdownWrite(fd) }
+func (kernelSys) close(fd int) error         { return sys.Close(fd) }
 
 // epollListener is one stream listener of the epoll driver.
 type epollListener struct {
@@ -104,7 +107,7 @@ type epollListener struct {
 type epollConn struct {
 	events   uint32 // the interest registered in the epoll set; 0: out of it
 	full     bool   // the socket took less than it was given: wait for writability
-	batched  bool   // on the driver's end-of-turn list
+	gathered bool   // on the driver's end-of-turn list
 	flushing bool   // flush is running: it sets the interest when it ends
 	unread   bool   // the last read filled the buffer: input may wait in the socket
 	wrote    uint64 // the turn of its last write straight to the socket
@@ -118,7 +121,15 @@ func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &epollDriver{l: l, p: p, sys: kernelSys{}, buf: make([]byte, cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}, nil
+	return newEpollDriverOn(l, l.env(), p, kernelSys{}), nil
+}
+
+// newEpollDriverOn returns an epoll driver for the loop side l over its
+// seams: the epoll set p and the system calls s. newEpollDriver gives it
+// the kernel's; the tests give it stand-ins (driver_test.go, the model
+// test), so that every driver is built the same way.
+func newEpollDriverOn(l loopSide, env driverEnv, p epollPoller, s epollSys) *epollDriver {
+	return &epollDriver{l: l, driverEnv: env, p: p, sys: s, buf: make([]byte, env.cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}
 }
 
 func connTag(c *Conn) uint64 { return uint64(c.gen)<<32 | uint64(c.slot) }
@@ -144,7 +155,7 @@ func (d *epollDriver) register() {
 		}
 		d.calls++
 		if err := d.p.Add(ln.fd, poller.In, epollListenerTag|uint64(i)); err != nil {
-			d.l.log.Error("percore: resume accepting", "loop", d.l.id, "err", err)
+			d.log.Error("percore: resume accepting", "loop", d.id, "err", err)
 			continue
 		}
 		ln.registered = true
@@ -239,21 +250,21 @@ func (d *epollDriver) update(c *Conn) {
 	c.ep.events = ev
 }
 
-// writeLater reports whether c's next write waits in its queue: bytes are
+// writeQueues reports whether c's next write waits in its queue: bytes are
 // queued before it, the socket is full, flush is sending, or c has written
 // straight to the socket this turn already (the rest of the turn's writes
 // then go out together, at its end).
-func (d *epollDriver) writeLater(c *Conn) bool {
-	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.l.cnt[sTurns]
+func (d *epollDriver) writeQueues(c *Conn) bool {
+	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.cnt[sTurns]
 }
 
 // list puts c on the end-of-turn list, unless the socket is full (its
 // writability flushes it) or flush is running (it sends what is queued
 // before it ends).
 func (d *epollDriver) list(c *Conn) {
-	if !c.ep.full && !c.ep.batched && !c.ep.flushing {
-		c.ep.batched = true
-		d.batch = append(d.batch, c)
+	if !c.ep.full && !c.ep.gathered && !c.ep.flushing {
+		c.ep.gathered = true
+		d.gathered = append(d.gathered, c)
 	}
 }
 
@@ -264,29 +275,29 @@ func (d *epollDriver) fullSocket(c *Conn) {
 	d.update(c)
 }
 
-// flushBatch flushes the connections that wrote more than once this turn
+// flushGathered flushes the connections that wrote more than once this turn
 // (the turn's prepare phase).
-func (d *epollDriver) flushBatch() {
+func (d *epollDriver) flushGathered() {
 	// By index: a callback that runs after one connection's flush can
 	// list another.
-	for i := 0; i < len(d.batch); i++ {
-		c := d.batch[i]
-		d.batch[i] = nil
-		c.ep.batched = false
+	for i := 0; i < len(d.gathered); i++ {
+		c := d.gathered[i]
+		d.gathered[i] = nil
+		c.ep.gathered = false
 		if !c.closed() && !c.ep.full {
 			d.flush(c)
 		}
 	}
-	d.batch = d.batch[:0]
+	d.gathered = d.gathered[:0]
 }
 
 func (d *epollDriver) write(c *Conn, p []byte) {
-	if d.writeLater(c) {
-		c.out.add(d.l, p)
+	if d.writeQueues(c) {
+		d.l.queue(c, p)
 		d.list(c)
 		return
 	}
-	c.ep.wrote = d.l.cnt[sTurns]
+	c.ep.wrote = d.cnt[sTurns]
 	d.calls++
 	n, errno := d.sys.write(c.fd, p)
 	if errno != 0 && errno != unix.EAGAIN {
@@ -295,20 +306,20 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 	}
 	d.l.wroteDirect(n)
 	if n < len(p) {
-		c.out.add(d.l, p[n:])
+		d.l.queue(c, p[n:])
 		d.fullSocket(c)
 	}
 }
 
 func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
-	if d.writeLater(c) || len(bufs) > cap(d.iov) {
+	if d.writeQueues(c) || len(bufs) > cap(d.iov) {
 		for _, b := range bufs {
-			c.out.add(d.l, b)
+			d.l.queue(c, b)
 		}
 		d.list(c)
 		return
 	}
-	c.ep.wrote = d.l.cnt[sTurns]
+	c.ep.wrote = d.cnt[sTurns]
 	iov := d.iov[:0]
 	for _, b := range bufs {
 		if len(b) > 0 {
@@ -333,7 +344,7 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 			n -= len(b)
 			continue
 		}
-		c.out.add(d.l, b[n:])
+		d.l.queue(c, b[n:])
 		n = 0
 	}
 	if c.out.buffered() > 0 {
@@ -360,7 +371,7 @@ func (d *epollDriver) flush(c *Conn) {
 		return
 	}
 	l := d.l
-	l.holdNotes()
+	l.beginPass()
 	c.ep.flushing = true
 	c.ep.full = false
 	for !c.closed() {
@@ -398,7 +409,7 @@ func (d *epollDriver) flush(c *Conn) {
 		}
 		d.update(c)
 	}
-	l.releaseNotes()
+	l.endPass()
 }
 
 func (d *epollDriver) shutdownWrite(c *Conn) {
@@ -408,19 +419,19 @@ func (d *epollDriver) shutdownWrite(c *Conn) {
 	}
 }
 
-// closeDrainMax bounds what release reads and discards of input that
+// closeDiscardMax bounds what release reads and discards of input that
 // waits in a closed connection's socket, discardSize bytes at a time (in
 // a buffer of its own: a handler that closes its connection in OnData
 // still holds the loop's read buffer).
 const (
-	closeDrainMax = 256 << 10
-	discardSize   = 16 << 10
+	closeDiscardMax = 256 << 10
+	discardSize     = 16 << 10
 )
 
 func (d *epollDriver) release(c *Conn) {
 	if c.fd >= 0 {
 		if c.ep.unread {
-			d.drainInput(c)
+			d.discardInput(c)
 		}
 		d.calls++
 		d.sys.close(c.fd) // also leaves the epoll set: nothing else holds the file
@@ -429,17 +440,17 @@ func (d *epollDriver) release(c *Conn) {
 	d.l.freeSlot(c)
 }
 
-// drainInput reads and drops what waits in c's socket (up to
-// closeDrainMax), before release closes it: a socket closed with unread
+// discardInput reads and drops what waits in c's socket (up to
+// closeDiscardMax), before release closes it: a socket closed with unread
 // input resets the connection, and its peer may then lose the answer it
 // was sent. The io_uring loop's multishot receive has taken what arrived
 // by then, so both backends close the same way; input that arrives after
 // the close resets on both (Conn.CloseLinger waits for it).
-func (d *epollDriver) drainInput(c *Conn) {
+func (d *epollDriver) discardInput(c *Conn) {
 	if d.discard == nil {
 		d.discard = make([]byte, discardSize)
 	}
-	for read := 0; read < closeDrainMax; {
+	for read := 0; read < closeDiscardMax; {
 		d.calls++
 		n, errno := d.sys.read(c.fd, d.discard)
 		if errno != 0 || n <= 0 {
@@ -468,20 +479,20 @@ func (d *epollDriver) connect(c *Conn, ds *dialState) error {
 // prepare sends what waits for the end of the turn: the connections'
 // gathered writes and the datagrams queued.
 func (d *epollDriver) prepare() {
-	if len(d.batch) > 0 {
-		d.flushBatch()
+	if len(d.gathered) > 0 {
+		d.flushGathered()
 	}
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets()
 	}
 }
 
-// poll waits for readiness and dispatches it. It runs nothing of the
-// handlers' before the wait: what a callback in the turn's prepare phase
-// wrote or queued is still listed, so it only looks (timeout 0), and the
-// next turn's prepare sends it.
-func (d *epollDriver) poll(timeout time.Duration) error {
-	if len(d.batch) > 0 || len(d.pk.dirty) > 0 {
+// enter waits for readiness. It runs nothing of the handlers' before the
+// wait: what a callback in the turn's prepare phase wrote or queued is
+// still listed, so it only looks (timeout 0), and the next turn's prepare
+// sends it.
+func (d *epollDriver) enter(timeout time.Duration) error {
+	if len(d.gathered) > 0 || len(d.pk.dirty) > 0 {
 		timeout = 0
 	}
 	d.calls++
@@ -489,9 +500,16 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
+	d.evs = evs
+	return nil
+}
+
+// dispatch hands the loop the events the wait reported.
+func (d *epollDriver) dispatch() {
+	evs := d.evs
+	d.evs = nil
 	l := d.l
-	l.awoke()
-	l.cnt[sCompletions] += uint64(len(evs))
+	d.cnt[sCompletions] += uint64(len(evs))
 	for i := range evs {
 		ev := &evs[i]
 		switch data := ev.Data(); {
@@ -511,24 +529,19 @@ func (d *epollDriver) poll(timeout time.Duration) error {
 			d.ready(c, ev.Events())
 		}
 	}
-	if len(l.pk.gso) > 0 {
-		l.flushBatches() // this turn's GSO batches join the queues
-	}
+	// This turn's GSO batches join the queues in the next turn's prepare
+	// (Loop.prepare), on both backends; what the dispatch queued without
+	// GSO goes out now.
 	if len(d.pk.dirty) > 0 {
 		d.flushPackets() // the replies to this turn's datagrams, in batches
 	}
-	return nil
 }
 
 func (d *epollDriver) ready(c *Conn, events uint32) {
 	l := d.l
 	if c.state&stConnecting != 0 {
 		d.calls++
-		soerr, err := unix.GetsockoptInt(c.fd, unix.SOL_SOCKET, unix.SO_ERROR)
-		if err == nil && soerr != 0 {
-			err = unix.Errno(soerr)
-		}
-		if err != nil {
+		if err := sys.ConnectError(c.fd); err != nil {
 			l.connected(c, os.NewSyscallError("connect", err))
 			return
 		}
@@ -615,9 +628,13 @@ func (d *epollDriver) idle() bool { return true }
 
 func (d *epollDriver) wake() {
 	if err := d.p.Wake(); err != nil && !errors.Is(err, unix.EBADF) {
-		d.l.log.Error("percore: wake loop", "loop", d.l.id, "err", err)
+		d.log.Error("percore: wake loop", "loop", d.id, "err", err)
 	}
 }
+
+// wakeAnyway is wake: the epoll loop's flag is set only by the eventfd
+// write it stands for.
+func (d *epollDriver) wakeAnyway() { d.wake() }
 
 // wakeFrom leaves waking this loop to the eventfd (Loop.wakeIfOpen).
 func (d *epollDriver) wakeFrom(driver) bool { return false }

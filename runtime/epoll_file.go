@@ -3,8 +3,7 @@
 package runtime
 
 import (
-	"io/fs"
-
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,28 +36,31 @@ const resolveCached = 0x20
 func (d *epollDriver) inline(op *fileOp) bool {
 	var n int
 	var err error
-	switch op.kind {
-	case fRead:
+	switch w := op.work.(type) {
+	case *readOp:
 		d.calls++
-		n, err = d.sys.preadNowait(op.fd, op.buf[op.done:op.want], op.off+int64(op.done))
-	case fWrite:
+		n, err = d.sys.preadNowait(op.fd, w.buf[w.moved:w.want], w.off+int64(w.moved))
+	case *writeOp:
+		if w.sync {
+			return false // the sync blocks: a worker runs both
+		}
 		off := int64(-1)
-		if op.off >= 0 {
-			off = op.off + int64(op.done)
+		if w.off >= 0 {
+			off = w.off + int64(w.moved)
 		}
 		d.calls++
-		n, err = unix.Pwritev2(op.fd, [][]byte{op.buf[op.done:op.want]}, off, unix.RWF_NOWAIT)
-	case fOpen:
-		if op.flag&(unix.O_CREAT|unix.O_TRUNC) != 0 {
+		n, err = sys.PwriteNowait(op.fd, w.buf[w.moved:w.want], off)
+	case *openOp:
+		if w.flag&(unix.O_CREAT|unix.O_TRUNC) != 0 {
 			return false // may write metadata: not cached-only
 		}
-		how := op.how
-		if !op.beneath {
-			how = unix.OpenHow{Flags: uint64(op.flag)} // no O_CREAT: openat2 wants no mode
+		how := w.how
+		if !w.beneath {
+			how = unix.OpenHow{Flags: uint64(w.flag)} // no O_CREAT: openat2 wants no mode
 		}
 		how.Resolve |= resolveCached
 		d.calls++
-		n, err = unix.Openat2(op.dirfd, string(op.path[:len(op.path)-1]), &how)
+		n, err = sys.Openat2(w.dirfd, string(w.path[:len(w.path)-1]), &how)
 	default:
 		return false
 	}
@@ -95,14 +97,10 @@ func (d *epollDriver) sendFilePart(c *Conn) bool {
 	case err == unix.EAGAIN:
 		return false
 	case err == unix.EINTR:
-	case (err == unix.EINVAL || err == unix.ENOSYS) && sf.sent == 0:
-		d.l.fileSent(c, 0, errSendUnsupported)
-	case err == unix.EPIPE || err == unix.ECONNRESET:
-		d.l.fileSent(c, 0, errnoErr("sendfile", err.(unix.Errno)))
 	case err != nil:
-		d.l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err})
+		d.l.fileSent(c, 0, sf.moveError("sendfile", err))
 	case n == 0:
-		d.l.fileSent(c, 0, sf.fileShort())
+		d.l.fileSent(c, 0, sf.moveError("sendfile", nil))
 	default:
 		d.l.fileSent(c, n, nil)
 	}

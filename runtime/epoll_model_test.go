@@ -159,7 +159,7 @@ func newEpollModel(t *testing.T, seed uint64) *epollModel {
 	cfg := Config{WriteTimeout: -1, Linger: -1, LingerInput: -1, MaxOutbound: 48 << 10, BufferSize: 4 << 10}
 	l, _, clock := newTestLoop(t, cfg, epollModelHandler{m})
 	m.l, m.clock = l, clock
-	m.d = &epollDriver{l: l, p: m, sys: m, buf: make([]byte, l.cfg.BufferSize), iov: make([]unix.Iovec, 0, 64)}
+	m.d = newEpollDriverOn(l, l.env(), m, m)
 	l.d = m.d
 	for i := range 3 {
 		fd := fakeFd + 10 + i
@@ -222,7 +222,7 @@ func (m *epollModel) randomStep() {
 	case r < 86:
 		m.last = "pause or resume"
 		m.l.safely("model", func() {
-			if mc.c.state&stReadHeld != 0 {
+			if mc.c.state&stPauseRead != 0 {
 				mc.c.ResumeRead()
 			} else {
 				mc.c.PauseRead()
@@ -343,7 +343,7 @@ func (m *epollModel) act(mc *epollModelConn, depth int) {
 				return
 			}
 		default:
-			if c.state&stReadHeld != 0 {
+			if c.state&stPauseRead != 0 {
 				c.ResumeRead()
 			} else {
 				c.PauseRead()
@@ -418,7 +418,7 @@ func (m *epollModel) drain() {
 			var b bytes.Buffer
 			for _, mc := range m.open() {
 				fmt.Fprintf(&b, " [fd %d: %d of %d bytes read, %d queued, file %v, full %v, batched %v, events %#x]",
-					mc.fd, mc.sock.read, len(mc.want), mc.c.Buffered(), mc.c.sf != nil, mc.c.ep.full, mc.c.ep.batched, m.interest[mc.fd])
+					mc.fd, mc.sock.read, len(mc.want), mc.c.Buffered(), mc.c.sf != nil, mc.c.ep.full, mc.c.ep.gathered, m.interest[mc.fd])
 				fmt.Fprintf(&b, " state %#x", mc.c.state)
 			}
 			m.fail("%d connections never finished:%s", len(m.open()), b.String())
@@ -481,7 +481,7 @@ func (m *epollModel) check() {
 			m.fail("fd %d: the driver thinks %#x is registered, the epoll set has %#x (in it: %v)", mc.fd, c.ep.events, reg, inSet)
 		}
 		hasOut := c.out.buffered() > 0 || d.fileReady(c)
-		if hasOut && !c.ep.batched && !(c.ep.full && reg&poller.Out != 0) {
+		if hasOut && !c.ep.gathered && !(c.ep.full && reg&poller.Out != 0) {
 			m.fail("fd %d: %d bytes queued (file send ready %v), neither on the end-of-turn list nor waiting for writability",
 				mc.fd, c.out.buffered(), d.fileReady(c))
 		}
@@ -538,8 +538,8 @@ func (m *epollModel) Wait(timeout time.Duration) ([]poller.Event, error) {
 			m.fail("the loop waits %v with a timer due in %v", timeout, due)
 		}
 	}
-	if len(m.d.batch) > 0 && timeout != 0 {
-		m.fail("the loop waits %v with %d connections' writes listed", timeout, len(m.d.batch))
+	if len(m.d.gathered) > 0 && timeout != 0 {
+		m.fail("the loop waits %v with %d connections' writes listed", timeout, len(m.d.gathered))
 	}
 	var evs []poller.Event
 	if m.woken {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/poller"
 	"golang.org/x/sys/unix"
 )
@@ -62,8 +63,8 @@ type epollPackets struct {
 func (d *epollDriver) listenPacket(p *PacketConn) error {
 	pk := &d.pk
 	if pk.mem == nil {
-		size := d.l.cfg.PacketBufferSize
-		mem, err := unix.Mmap(-1, 0, packetBatch*size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANONYMOUS|unix.MAP_PRIVATE)
+		size := d.cfg.PacketBufferSize
+		mem, err := sys.Map(packetBatch * size)
 		if err != nil {
 			return os.NewSyscallError("mmap", err)
 		}
@@ -83,7 +84,7 @@ func (d *epollDriver) listenPacket(p *PacketConn) error {
 			h.Control = &pk.ctrl[i*packetControlLen]
 		}
 	}
-	if err := setPacketOptions(p.fd, d.l.cfg.UDPGRO); err != nil {
+	if err := setPacketOptions(p.fd, d.cfg.UDPGRO); err != nil {
 		return err
 	}
 	for len(pk.socks) <= p.idx {
@@ -139,7 +140,7 @@ func (d *epollDriver) receivePackets(p *PacketConn) {
 		buf := pk.mem[i*pk.size : (i+1)*pk.size]
 		name := unsafe.Slice((*byte)(unsafe.Pointer(&pk.names[i])), unix.SizeofSockaddrInet6)
 		ctrl := pk.ctrl[i*packetControlLen : i*packetControlLen+min(int(m.Hdr.Controllen), packetControlLen)]
-		d.l.packetIn(p, buf[:min(size, pk.size)], size, m.Hdr.Flags&unix.MSG_TRUNC != 0, addrPortFrom(name), ctrl)
+		d.l.packetIn(p, buf[:min(size, pk.size)], size, m.Hdr.Flags&unix.MSG_TRUNC != 0, sys.AddrPortFrom(name), ctrl)
 		if p.fd < 0 {
 			return // the handler's loop began to stop
 		}
@@ -151,7 +152,7 @@ func (d *epollDriver) packetRoom(p *PacketConn) int {
 	if e.head == e.n {
 		e.queued = 0
 	}
-	return d.l.cfg.MaxPacketQueue - e.queued - p.gso.n
+	return d.cfg.MaxPacketQueue - e.queued - p.gso.n
 }
 
 func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error {
@@ -159,7 +160,7 @@ func (d *epollDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	if e.head == e.n {
 		e.head, e.n, e.queued = 0, 0, 0
 	}
-	if e.queued+count > d.l.cfg.MaxPacketQueue {
+	if e.queued+count > d.cfg.MaxPacketQueue {
 		return errPacketQueueFull
 	}
 	if e.n == len(e.queue) {
@@ -209,15 +210,8 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 		k := min(e.n-e.head, packetBatch)
 		for i := range k {
 			q := &e.queue[e.head+i]
-			poller.SetIovec(&pk.siovs[i], q.buf)
-			pk.smsgs[i] = poller.Mmsghdr{Hdr: unix.Msghdr{
-				Name: (*byte)(unsafe.Pointer(&q.sa)), Namelen: q.salen, Iov: &pk.siovs[i], Iovlen: 1,
-			}}
-			if q.seg > 0 {
-				c := putGSOControl(&q.ctrl, q.seg)
-				pk.smsgs[i].Hdr.Control = &c[0]
-				pk.smsgs[i].Hdr.SetControllen(len(c))
-			}
+			pk.smsgs[i].Len = 0
+			setMsghdr(&pk.smsgs[i].Hdr, &pk.siovs[i], q.buf, &q.sa, q.salen, q.seg, &q.ctrl)
 		}
 		d.calls++
 		sent, errno := poller.Sendmmsg(p.fd, pk.smsgs[:k], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -227,7 +221,7 @@ func (d *epollDriver) sendPackets(p *PacketConn) {
 			return
 		case errno != 0:
 			q := &e.queue[e.head]
-			if q.seg > 0 && isGSOError(errno) {
+			if gsoRefusal(q.seg, errno) {
 				// The kernel refuses UDP_SEGMENT: the entry's
 				// datagrams go out one by one from its buffer
 				// (and GSO may go off for the socket).
@@ -264,12 +258,10 @@ func (d *epollDriver) sendSplit(p *PacketConn, q *epollDatagram) {
 	for off := 0; off < len(q.buf); {
 		k := 0
 		for ; k < packetBatch && off < len(q.buf); k++ {
-			end := min(off+q.seg, len(q.buf))
-			poller.SetIovec(&pk.siovs[k], q.buf[off:end])
-			pk.smsgs[k] = poller.Mmsghdr{Hdr: unix.Msghdr{
-				Name: (*byte)(unsafe.Pointer(&q.sa)), Namelen: q.salen, Iov: &pk.siovs[k], Iovlen: 1,
-			}}
-			off = end
+			var b []byte
+			b, off = gsoSplit(q.buf, off, q.seg)
+			pk.smsgs[k].Len = 0
+			setMsghdr(&pk.smsgs[k].Hdr, &pk.siovs[k], b, &q.sa, q.salen, 0, nil)
 		}
 		d.calls++
 		sent, errno := poller.Sendmmsg(p.fd, pk.smsgs[:k], unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL)
@@ -305,7 +297,7 @@ func (d *epollDriver) packetPollOut(p *PacketConn, on bool) {
 	}
 	d.calls++
 	if err := d.p.Modify(p.fd, ev, epollPacketTag|uint64(p.idx)); err != nil {
-		d.l.log.Error("percore: datagram socket interest", "loop", d.l.id, "listener", p.ln.String(), "err", err)
+		d.log.Error("percore: datagram socket interest", "loop", d.id, "listener", p.ln.String(), "err", err)
 	}
 }
 
@@ -330,7 +322,7 @@ func (d *epollDriver) stopPackets() {
 // release unmaps the receive buffers.
 func (pk *epollPackets) release() {
 	if pk.mem != nil {
-		_ = unix.Munmap(pk.mem)
+		_ = sys.Unmap(pk.mem)
 		pk.mem = nil
 	}
 }

@@ -6,35 +6,12 @@ import (
 	"github.com/percore/percore/ring"
 )
 
-// SetOpenRing replaces how loops open their io_uring, for the fallback
-// tests, and returns a function that restores it.
-func SetOpenRing(f func(ring.Config) (*ring.Ring, error)) (restore func()) {
-	old := openRing
-	openRing = f
-	return func() { openRing = old }
-}
-
 // SetStopWarnEvery changes how often Close warns about a loop that does not
 // stop, and returns a function that restores it.
 func SetStopWarnEvery(d time.Duration) (restore func()) {
 	old := stopWarnEvery
 	stopWarnEvery = d
 	return func() { stopWarnEvery = old }
-}
-
-// SetPrepareFault makes io_uring loops fail to queue a connection's cancels
-// ("cancel") and closes ("close") while f returns true, as a submission
-// queue the kernel takes nothing from would; it returns a function that
-// removes the fault.
-func SetPrepareFault(f func(op string) bool) (restore func()) {
-	g := func(kind uint8) bool {
-		if kind == kindClose {
-			return f("close")
-		}
-		return f("cancel")
-	}
-	prepareFault.Store(&g)
-	return func() { prepareFault.Store(nil) }
 }
 
 // Dialing returns the loop's connection whose connect is in flight, or nil.
@@ -66,7 +43,7 @@ func InjectRecvWithoutBuffer(c *Conn) bool {
 	}
 	const cqeFlagMore = 1 << 1 // IORING_CQE_F_MORE, and no IORING_CQE_F_BUFFER
 	e := ring.Completion{UserData: userData(kindRecv, c.slot, c.gen), Res: 7, Flags: cqeFlagMore}
-	d.dispatch(&e)
+	d.complete(&e)
 	return true
 }
 
@@ -77,17 +54,22 @@ func StopLoop(l *Loop) { l.forceStop(ErrShutdown) }
 // LoopExited reports whether l has exited its cross-loop calls for good.
 func LoopExited(l *Loop) bool { return l.calls.exited.Load() }
 
-// SetEventfdWake makes io_uring loops wake each other through the eventfd
-// instead of MSG_RING while on is true, and returns a function that
-// restores the default.
-func SetEventfdWake(on bool) (restore func()) {
-	eventfdWakeOnly.Store(on)
-	return func() { eventfdWakeOnly.Store(false) }
+// EventfdWake returns cfg with io_uring loops set to wake each other
+// through their eventfds instead of MSG_RING when on, to compare the two.
+func EventfdWake(cfg Config, on bool) Config {
+	cfg.eventfdWake = on
+	return cfg
 }
 
-// SetSendFallback makes every Conn.SendFile read and send instead of
-// splicing or calling sendfile, and returns a function that restores it.
-func SetSendFallback(on bool) (restore func()) {
-	old := forceSendFallback.Swap(on)
-	return func() { forceSendFallback.Store(old) }
+// SetSendFallback makes every Conn.SendFile on rt's loops read and send
+// instead of splicing or calling sendfile. It returns once every loop has
+// taken it.
+func SetSendFallback(rt *Runtime, on bool) {
+	for _, l := range rt.Loops() {
+		done := make(chan struct{})
+		if err := l.Post(func() { l.sendFallback = on; close(done) }); err != nil {
+			panic(err)
+		}
+		<-done
+	}
 }

@@ -400,32 +400,6 @@ func TestBurstMemoryGoesBack(t *testing.T) {
 	})
 }
 
-// TestReleaseRetriesAFullQueue: a connection whose cancels or close cannot
-// be queued is released in a later turn; it neither stays armed for good
-// (Close would wait for ever) nor loses its descriptor early.
-func TestReleaseRetriesAFullQueue(t *testing.T) {
-	pctest.NeedURing(t)
-	var failures atomic.Int64
-	failures.Store(6)
-	restore := percore.SetPrepareFault(func(string) bool { return failures.Add(-1) >= 0 })
-	t.Cleanup(restore)
-	h := &closeErrs{errs: pctest.NewInbox[error](), onData: func(c *percore.Conn, _ []byte) { c.Abort() }}
-	rt := start(t, percore.Config{Backend: percore.IOURing}, h)
-	c := dial(t, rt)
-	c.Write([]byte("x"))
-	h.errs.Next(t, "close")
-	awaitEOF(t, []net.Conn{c})
-	pctest.WaitFor(t, "the slot given back", func() bool { return rt.Stats().Open == 0 })
-	if failures.Load() >= 0 {
-		t.Fatalf("the fault was not reached (%d failures left)", failures.Load())
-	}
-	closed := make(chan error, 1)
-	go func() { closed <- rt.Close() }()
-	if err := pctest.Recv(t, closed, "end of Close"); err != nil {
-		t.Errorf("Close: %v", err)
-	}
-}
-
 // TestDialStateOutlivesAClose: a dial closed before its connect completes
 // keeps its socket address referenced until the kernel is done with it.
 func TestDialStateOutlivesAClose(t *testing.T) {

@@ -4,13 +4,13 @@ package runtime
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -65,72 +65,6 @@ func (f *File) Fd() int { return f.fd }
 // Loop returns the loop that owns f.
 func (f *File) Loop() *Loop { return f.l }
 
-// fileKind is what a file operation does.
-type fileKind uint8
-
-const (
-	fOpen fileKind = iota + 1
-	fRead
-	fReadv
-	fWrite
-	fWriteSync // a write linked to an fdatasync
-	fSync
-	fAlloc
-	fStat
-	fClose
-)
-
-var fileOpNames = [...]string{
-	fOpen: "open", fRead: "read", fReadv: "read", fWrite: "write", fWriteSync: "write",
-	fSync: "sync", fAlloc: "fallocate", fStat: "stat", fClose: "close",
-}
-
-// fileOp is one file operation in flight: its arguments, the memory the
-// kernel reads or fills (referenced here until its completion), and its
-// callback. Its slot in the loop's table and generation make the io_uring
-// user data; on epoll a worker owns it between the hand-off and the
-// completion it posts back.
-type fileOp struct {
-	kind fileKind
-	f    *File // nil for an open
-	dir  *File // an open's directory (OpenFileAt, OpenFileBeneath), or nil
-	fd   int   // f's descriptor, copied when the operation starts
-	slot uint32
-	gen  uint32
-
-	// open
-	dirfd   int
-	path    []byte // NUL-terminated
-	name    string
-	flag    int
-	perm    uint32
-	beneath bool
-	how     unix.OpenHow
-
-	buf   []byte // the read target (a loop buffer) or the write source (a copy)
-	iov   []unix.Iovec
-	bufs  [][]byte // ReadvAt's buffers, referenced until the completion
-	off   int64    // -1 appends
-	want  int      // bytes asked
-	done  int      // bytes moved so far
-	dsync bool     // fSync: fdatasync, not fsync
-	mode  uint32
-	size  int64
-	st    unix.Statx_t
-
-	// results of the kernel's (or worker's) last run: res for the
-	// operation, syncRes for the fdatasync linked to a write; pending
-	// counts the completions still due.
-	res, syncRes int32
-	pending      int
-
-	onOpen func(*File, error)
-	onData func([]byte, error)
-	onN    func(int, error)
-	onStat func(fs.FileInfo, error)
-	onErr  func(error)
-}
-
 // fileTable is a loop's file operations in flight and its open files. Both
 // are slabs with free lists, so that no operation costs more with more
 // files open.
@@ -150,10 +84,11 @@ type fileTable struct {
 	// reads and writes, RESOLVE_CACHED opens), run next turn.
 	inline, inlineRun []*fileOp
 	pipes             pipePool // io_uring's, for file sends
+	pools             filePools
 }
 
-// newOp takes a slot for an operation of kind on f.
-func (l *Loop) newOp(kind fileKind, f *File) *fileOp {
+// newOp takes a slot for the operation w on f (nil for an open).
+func (l *Loop) newOp(w fileWork, f *File) *fileOp {
 	t := &l.files
 	var op *fileOp
 	if n := len(t.spare); n > 0 {
@@ -162,7 +97,7 @@ func (l *Loop) newOp(kind fileKind, f *File) *fileOp {
 	} else {
 		op = new(fileOp)
 	}
-	op.kind, op.f = kind, f
+	op.work, op.f = w, f
 	if n := len(t.free); n > 0 {
 		op.slot = t.free[n-1]
 		t.free = t.free[:n-1]
@@ -187,14 +122,12 @@ func (l *Loop) fileOpAt(slot, gen uint32) *fileOp {
 	return t.ops[slot]
 }
 
-// freeOp gives op's slot back, and op itself for reuse.
+// freeOp gives op's slot back, and op and its work for reuse.
 func (l *Loop) freeOp(op *fileOp) {
 	t := &l.files
 	t.ops[op.slot] = nil
 	t.free = append(t.free, op.slot)
-	if op.buf != nil {
-		l.putBuf(op.buf)
-	}
+	op.work.release(l)
 	*op = fileOp{}
 	if len(t.spare) < 64 {
 		t.spare = append(t.spare, op)
@@ -203,10 +136,7 @@ func (l *Loop) freeOp(op *fileOp) {
 
 // startOp hands op to the driver, counting it in flight on its file.
 func (l *Loop) startOp(op *fileOp) {
-	op.pending = 1
-	if op.kind == fWriteSync {
-		op.pending = 2
-	}
+	op.pending = op.work.completions()
 	l.files.busy++
 	if op.f != nil {
 		op.f.inflight++
@@ -263,38 +193,9 @@ func (l *Loop) fileDone(op *fileOp) {
 	if dir != nil {
 		dir.inflight--
 	}
-	res := op.res
-	switch op.kind {
-	case fRead, fReadv:
-		if res > 0 {
-			op.done += int(res)
-			l.cnt[sFileBytesRead] += uint64(res)
-			if op.done < op.want && op.kind == fRead {
-				l.startOp(op) // the rest, from where it stopped
-				return
-			}
-		}
-	case fWrite, fWriteSync:
-		if res > 0 {
-			op.done += int(res)
-			l.cnt[sFileBytesWritten] += uint64(res)
-			if op.done < op.want {
-				l.startOp(op)
-				return
-			}
-		}
-		if op.kind == fWriteSync && res >= 0 && op.syncRes >= 0 {
-			l.cnt[sFileSyncs]++
-		}
-	case fSync:
-		if res >= 0 {
-			l.cnt[sFileSyncs]++
-		}
-	case fClose:
-		// The descriptor is gone whatever the result (close(2) frees
-		// it also when it reports an error).
-		f.fd = -1
-		l.dropFile(f)
+	if op.work.progress(l, op) {
+		l.startOp(op) // the rest, from where it stopped
+		return
 	}
 	l.finish(op)
 	for _, g := range [...]*File{f, dir} {
@@ -306,72 +207,23 @@ func (l *Loop) fileDone(op *fileOp) {
 
 // pathErr is the error of op for a negative result.
 func (op *fileOp) pathErr(res int32) error {
-	name := op.name
-	if op.f != nil {
+	var name string
+	switch w := op.work.(type) {
+	case *openOp:
+		name = w.name
+	default:
 		name = op.f.name
 	}
-	return &fs.PathError{Op: fileOpNames[op.kind], Path: name, Err: unix.Errno(-res)}
+	return &fs.PathError{Op: op.work.opName(), Path: name, Err: unix.Errno(-res)}
 }
 
 // finish runs op's callback with its result and frees it.
 func (l *Loop) finish(op *fileOp) {
-	res := op.res
 	var err error
-	if res < 0 {
-		err = op.pathErr(res)
+	if op.res < 0 {
+		err = op.pathErr(op.res)
 	}
-	switch op.kind {
-	case fOpen:
-		var f *File
-		if err == nil {
-			f = l.addFile(int(res), op.name, op.flag&unix.O_DIRECT != 0)
-		}
-		cb := op.onOpen
-		l.freeOp(op)
-		l.safely("file open callback", func() { cb(f, err) })
-	case fRead:
-		if err == nil && op.done < op.want {
-			err = io.EOF
-		}
-		if op.done > 0 && err != nil && res < 0 {
-			err = op.pathErr(res)
-		}
-		cb, data := op.onData, op.buf[:op.done]
-		l.safely("file read callback", func() { cb(data, err) })
-		l.freeOp(op)
-	case fReadv:
-		n := op.done
-		if err == nil && n < op.want {
-			err = io.EOF
-		}
-		cb := op.onN
-		l.freeOp(op)
-		l.safely("file read callback", func() { cb(n, err) })
-	case fWrite, fWriteSync:
-		if err == nil && op.kind == fWriteSync && op.syncRes < 0 {
-			err = &fs.PathError{Op: "sync", Path: op.f.name, Err: unix.Errno(-op.syncRes)}
-		}
-		if err == nil && op.done < op.want {
-			err = &fs.PathError{Op: "write", Path: op.f.name, Err: io.ErrShortWrite}
-		}
-		n, cb := op.done, op.onN
-		l.freeOp(op)
-		l.safely("file write callback", func() { cb(n, err) })
-	case fStat:
-		var fi fs.FileInfo
-		if err == nil {
-			fi = newFileStat(filepath.Base(op.f.name), &op.st)
-		}
-		cb := op.onStat
-		l.freeOp(op)
-		l.safely("file stat callback", func() { cb(fi, err) })
-	case fSync, fAlloc, fClose:
-		cb := op.onErr
-		l.freeOp(op)
-		if cb != nil {
-			l.safely("file callback", func() { cb(err) })
-		}
-	}
+	op.work.finish(l, op, err)
 }
 
 // addFile records a newly opened file in the loop's table.
@@ -405,7 +257,7 @@ func (l *Loop) closeFiles() {
 	t := &l.files
 	for _, f := range t.open {
 		if f != nil && f.fd >= 0 {
-			unix.Close(f.fd)
+			sys.Close(f.fd)
 			f.fd = -1
 			l.dropFile(f)
 		}
@@ -423,7 +275,7 @@ func (f *File) closedErr(op string) error {
 
 // later runs f in a later turn: every result arrives that way, also the
 // errors found before anything reaches the kernel.
-func (l *Loop) later(f func()) { l.AfterFunc(0, f) }
+func (l *Loop) nextTurn(f func()) { l.AfterFunc(0, f) }
 
 // OpenFile opens the named file with the flags of os.OpenFile (os.O_RDONLY,
 // os.O_CREATE|os.O_WRONLY|os.O_APPEND, syscall.O_DIRECT, ...) and perm for
@@ -439,7 +291,7 @@ func (l *Loop) OpenFile(name string, flag int, perm os.FileMode, done func(*File
 // descriptor opened before the loop ran, such as a server's root
 // directory opened at start. It must be called on the loop's thread.
 func (l *Loop) NewFile(fd int, name string) *File {
-	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	flags, err := sys.StatusFlags(fd)
 	return l.addFile(fd, name, err == nil && flags&unix.O_DIRECT != 0)
 }
 
@@ -461,39 +313,40 @@ func (l *Loop) OpenFileBeneath(dir *File, name string, flag int, perm os.FileMod
 }
 
 func (l *Loop) openAt(dir *File, name string, flag int, perm os.FileMode, beneath bool, done func(*File, error)) {
-	op := l.newOp(fOpen, nil)
-	op.name, op.flag, op.perm, op.onOpen, op.beneath = name, flag|unix.O_CLOEXEC, uint32(perm.Perm()), done, beneath
-	op.dirfd = unix.AT_FDCWD
+	w := l.files.pools.open.get()
+	w.name, w.flag, w.perm, w.done, w.beneath = name, flag|unix.O_CLOEXEC, uint32(perm.Perm()), done, beneath
+	w.dirfd = unix.AT_FDCWD
+	op := l.newOp(w, nil)
 	if dir != nil {
-		op.name = filepath.Join(dir.name, name)
+		w.name = filepath.Join(dir.name, name)
 		if dir.fd < 0 || dir.closing {
-			l.failLater(op, os.ErrClosed)
+			l.failOpen(op, os.ErrClosed)
 			return
 		}
-		op.dirfd, op.dir = dir.fd, dir
+		w.dirfd, op.dir = dir.fd, dir
 	}
 	if strings.IndexByte(name, 0) >= 0 {
-		l.failLater(op, unix.EINVAL)
+		l.failOpen(op, unix.EINVAL)
 		return
 	}
 	if beneath {
-		op.how = unix.OpenHow{Flags: uint64(op.flag), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
-		if op.flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
-			op.how.Mode = uint64(op.perm) // openat2 refuses a mode otherwise
+		w.how = unix.OpenHow{Flags: uint64(w.flag), Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS}
+		if w.flag&(unix.O_CREAT|unix.O_TMPFILE) != 0 {
+			w.how.Mode = uint64(w.perm) // openat2 refuses a mode otherwise
 		}
 	}
-	op.path = append(append(op.path[:0], name...), 0)
+	w.path = append(append(w.path[:0], name...), 0)
 	l.startOp(op)
 }
 
-// failLater reports err for op, which never reached the kernel, from a
-// later turn.
-func (l *Loop) failLater(op *fileOp, err error) {
-	l.later(func() {
+// failOpen reports err for the open op, which never reached the kernel,
+// from a later turn.
+func (l *Loop) failOpen(op *fileOp, err error) {
+	l.nextTurn(func() {
 		errno, ok := err.(unix.Errno)
 		if !ok {
-			name := op.name
-			cb := op.onOpen
+			w := op.work.(*openOp)
+			name, cb := w.name, w.done
 			l.freeOp(op)
 			cb(nil, &fs.PathError{Op: "open", Path: name, Err: err})
 			return
@@ -510,7 +363,7 @@ func (f *File) check(op string, fail func(error)) bool {
 		return true
 	}
 	err := f.closedErr(op)
-	f.l.later(func() { fail(err) })
+	f.l.nextTurn(func() { fail(err) })
 	return false
 }
 
@@ -521,10 +374,10 @@ func (f *File) ReadAt(off int64, n int, done func(data []byte, err error)) {
 	if !f.check("read", func(err error) { done(nil, err) }) {
 		return
 	}
-	op := f.l.newOp(fRead, f)
-	op.off, op.want, op.onData = off, n, done
-	op.buf = f.l.fileBuf(n, f.direct)
-	f.l.startOp(op)
+	w := f.l.files.pools.read.get()
+	w.off, w.want, w.done = off, n, done
+	w.buf = f.l.fileBuf(n, f.direct)
+	f.l.startOp(f.l.newOp(w, f))
 }
 
 // fileBuf returns a loop buffer of n bytes for a read; for O_DIRECT files
@@ -544,19 +397,19 @@ func (f *File) ReadvAt(off int64, bufs [][]byte, done func(n int, err error)) {
 	if !f.check("read", func(err error) { done(0, err) }) {
 		return
 	}
-	op := f.l.newOp(fReadv, f)
-	op.off, op.onN, op.bufs = off, done, bufs
-	op.iov = op.iov[:0]
+	w := f.l.files.pools.readv.get()
+	w.off, w.done, w.bufs = off, done, bufs
+	w.iov = w.iov[:0]
 	for _, b := range bufs {
 		if len(b) > 0 {
 			var v unix.Iovec
 			v.Base = &b[0]
 			v.SetLen(len(b))
-			op.iov = append(op.iov, v)
-			op.want += len(b)
+			w.iov = append(w.iov, v)
+			w.want += len(b)
 		}
 	}
-	f.l.startOp(op)
+	f.l.startOp(f.l.newOp(w, f))
 }
 
 // WriteAt writes p at offset off and calls done with the number of bytes
@@ -566,17 +419,17 @@ func (f *File) ReadvAt(off int64, bufs [][]byte, done func(n int, err error)) {
 // size limit) goes on with the rest, and reports how much was written
 // with the error that stopped it.
 func (f *File) WriteAt(p []byte, off int64, done func(n int, err error)) {
-	f.write(fWrite, off, done, p)
+	f.write(false, off, done, p)
 }
 
 // WritevAt writes the buffers at offset off, as one write: it gathers
 // them into one buffer of the loop's (one copy, one system call).
 func (f *File) WritevAt(bufs [][]byte, off int64, done func(n int, err error)) {
-	f.write(fWrite, off, done, bufs...)
+	f.write(false, off, done, bufs...)
 }
 
 // Append writes p at the end of a file opened with os.O_APPEND.
-func (f *File) Append(p []byte, done func(n int, err error)) { f.write(fWrite, -1, done, p) }
+func (f *File) Append(p []byte, done func(n int, err error)) { f.write(false, -1, done, p) }
 
 // WriteAtSync writes p at offset off and makes it durable with fdatasync
 // before done runs: on io_uring the write and the sync are one linked
@@ -584,10 +437,10 @@ func (f *File) Append(p []byte, done func(n int, err error)) { f.write(fWrite, -
 // the write has completed in full; on epoll one worker runs both. A write
 // that fails cancels the sync; done's error then names the write.
 func (f *File) WriteAtSync(p []byte, off int64, done func(n int, err error)) {
-	f.write(fWriteSync, off, done, p)
+	f.write(true, off, done, p)
 }
 
-func (f *File) write(kind fileKind, off int64, done func(int, error), bufs ...[]byte) {
+func (f *File) write(sync bool, off int64, done func(int, error), bufs ...[]byte) {
 	if !f.check("write", func(err error) { done(0, err) }) {
 		return
 	}
@@ -595,13 +448,13 @@ func (f *File) write(kind fileKind, off int64, done func(int, error), bufs ...[]
 	for _, b := range bufs {
 		n += len(b)
 	}
-	op := f.l.newOp(kind, f)
-	op.off, op.want, op.onN = off, n, done
-	op.buf = f.l.fileBuf(n, f.direct)[:0]
+	w := f.l.files.pools.write.get()
+	w.off, w.want, w.done, w.sync = off, n, done, sync
+	w.buf = f.l.fileBuf(n, f.direct)[:0]
 	for _, b := range bufs {
-		op.buf = append(op.buf, b...)
+		w.buf = append(w.buf, b...)
 	}
-	f.l.startOp(op)
+	f.l.startOp(f.l.newOp(w, f))
 }
 
 // Sync commits the file's data and metadata to stable storage (fsync) and
@@ -616,9 +469,9 @@ func (f *File) sync(data bool, done func(error)) {
 	if !f.check("sync", done) {
 		return
 	}
-	op := f.l.newOp(fSync, f)
-	op.dsync, op.onErr = data, done
-	f.l.startOp(op)
+	w := f.l.files.pools.sync.get()
+	w.data, w.done = data, done
+	f.l.startOp(f.l.newOp(w, f))
 }
 
 // Allocate preallocates n bytes at offset off (fallocate(2) with mode: 0
@@ -627,9 +480,9 @@ func (f *File) Allocate(mode uint32, off, n int64, done func(error)) {
 	if !f.check("fallocate", done) {
 		return
 	}
-	op := f.l.newOp(fAlloc, f)
-	op.mode, op.off, op.size, op.onErr = mode, off, n, done
-	f.l.startOp(op)
+	w := f.l.files.pools.alloc.get()
+	w.mode, w.off, w.size, w.done = mode, off, n, done
+	f.l.startOp(f.l.newOp(w, f))
 }
 
 // Stat calls done with the file's information (statx(2) of the
@@ -638,10 +491,10 @@ func (f *File) Stat(done func(fs.FileInfo, error)) {
 	if !f.check("stat", func(err error) { done(nil, err) }) {
 		return
 	}
-	op := f.l.newOp(fStat, f)
-	op.onStat = done
-	op.path = append(op.path[:0], 0)
-	f.l.startOp(op)
+	w := f.l.files.pools.stat.get()
+	w.done = done
+	w.path = append(w.path[:0], 0)
+	f.l.startOp(f.l.newOp(w, f))
 }
 
 // Close closes the file and then calls done (which may be nil). New
@@ -653,7 +506,7 @@ func (f *File) Close(done func(error)) {
 	if f.closing || f.fd < 0 {
 		if done != nil {
 			err := f.closedErr("close")
-			f.l.later(func() { done(err) })
+			f.l.nextTurn(func() { done(err) })
 		}
 		return
 	}
@@ -666,9 +519,9 @@ func (f *File) Close(done func(error)) {
 // closeFile hands the close of f's descriptor to the kernel, once nothing
 // else of f is in flight.
 func (l *Loop) closeFile(f *File) {
-	op := l.newOp(fClose, f)
-	op.onErr, f.closeCB = f.closeCB, nil
-	l.startOp(op)
+	w := l.files.pools.close.get()
+	w.done, f.closeCB = f.closeCB, nil
+	l.startOp(l.newOp(w, f))
 }
 
 // fileStat is fs.FileInfo from statx.

@@ -5,6 +5,7 @@ package runtime
 import (
 	"sync"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -130,62 +131,45 @@ func runFileOp(op *fileOp) {
 	var n int
 	var err error
 	op.syncRes = 0
-	switch op.kind {
-	case fOpen:
-		name := string(op.path[:len(op.path)-1])
-		if op.beneath {
-			n, err = retry(func() (int, error) { return unix.Openat2(op.dirfd, name, &op.how) })
+	switch w := op.work.(type) {
+	case *openOp:
+		name := string(w.path[:len(w.path)-1])
+		if w.beneath {
+			n, err = sys.Openat2Retry(w.dirfd, name, &w.how)
 		} else {
-			n, err = retry(func() (int, error) { return unix.Openat(op.dirfd, name, op.flag, op.perm) })
+			n, err = sys.Openat(w.dirfd, name, w.flag, w.perm)
 		}
-	case fRead:
-		n, err = retry(func() (int, error) { return unix.Pread(fd, op.buf[op.done:op.want], op.off+int64(op.done)) })
-	case fReadv:
-		n, err = retry(func() (int, error) { return unix.Preadv(fd, op.bufs, op.off) })
-	case fWrite, fWriteSync:
-		p := op.buf[op.done:op.want]
-		if op.off < 0 {
-			n, err = retry(func() (int, error) { return unix.Write(fd, p) })
+	case *readOp:
+		n, err = sys.Pread(fd, w.buf[w.moved:w.want], w.off+int64(w.moved))
+	case *readvOp:
+		n, err = sys.Preadv(fd, w.bufs, w.off)
+	case *writeOp:
+		p := w.buf[w.moved:w.want]
+		if w.off < 0 {
+			n, err = sys.Write(fd, p)
 		} else {
-			n, err = retry(func() (int, error) { return unix.Pwrite(fd, p, op.off+int64(op.done)) })
+			n, err = sys.Pwrite(fd, p, w.off+int64(w.moved))
 		}
-		if op.kind == fWriteSync {
+		if w.sync {
 			// As the ring's linked sync: cancelled unless the write
 			// wrote all it was given.
 			switch {
 			case err != nil || n < len(p):
 				op.syncRes = -int32(unix.ECANCELED)
 			default:
-				_, serr := retry(func() (int, error) { return 0, unix.Fdatasync(fd) })
-				op.syncRes = result(0, serr)
+				op.syncRes = result(0, sys.Fsync(fd, true))
 			}
 		}
-	case fSync:
-		if op.dsync {
-			_, err = retry(func() (int, error) { return 0, unix.Fdatasync(fd) })
-		} else {
-			_, err = retry(func() (int, error) { return 0, unix.Fsync(fd) })
-		}
-	case fAlloc:
-		_, err = retry(func() (int, error) { return 0, unix.Fallocate(fd, op.mode, op.off, op.size) })
-	case fStat:
-		_, err = retry(func() (int, error) {
-			return 0, unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &op.st)
-		})
-	case fClose:
-		err = unix.Close(fd) // never retried: the descriptor is gone either way
+	case *syncOp:
+		err = sys.Fsync(fd, w.data)
+	case *allocOp:
+		err = sys.Fallocate(fd, w.mode, w.off, w.size)
+	case *statOp:
+		err = sys.Statx(fd, &w.st)
+	case *closeOp:
+		err = sys.Close(fd) // never retried: the descriptor is gone either way
 	}
 	op.res = result(n, err)
-}
-
-// retry runs a system call again while it fails with EINTR.
-func retry(f func() (int, error)) (int, error) {
-	for {
-		n, err := f()
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
 }
 
 // result is a system call's outcome as an io_uring result: n, or the

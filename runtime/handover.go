@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/listener"
-	"golang.org/x/sys/unix"
 )
 
 // Sockets handed in from outside, and handed on: systemd's socket
@@ -86,13 +86,13 @@ func ListenFiles() ([]*os.File, error) {
 	files := make([]*os.File, 0, n)
 	for i := range n {
 		fd := listenFdsStart + i
-		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != nil {
+		if err := sys.IsOpen(fd); err != nil {
 			for _, f := range files {
 				f.Close()
 			}
 			return nil, fmt.Errorf("percore: %s=%d but descriptor %d is not open: %w", envListenFds, n, fd, err)
 		}
-		unix.CloseOnExec(fd)
+		sys.SetCloseOnExec(fd)
 		name := "LISTEN_FD_" + strconv.Itoa(fd)
 		if i < len(names) && names[i] != "" {
 			name = names[i]
@@ -151,7 +151,7 @@ func (rt *Runtime) ListenerFiles() ([]*os.File, error) {
 		if fd < 0 {
 			return fmt.Errorf("listener %s: %w", info, net.ErrClosed)
 		}
-		d, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+		d, err := sys.DupCloexec(fd)
 		if err != nil {
 			return fmt.Errorf("listener %s: %w", info, os.NewSyscallError("fcntl", err))
 		}

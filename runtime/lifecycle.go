@@ -6,6 +6,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,16 +76,16 @@ func (l *Loop) accepted(fd int, ln *Listener) {
 	l.sweepLate(c)
 }
 
-// handOver spreads the connections of a shared listener (a Unix or an
+// spreadConn spreads the connections of a shared listener (a Unix or an
 // inherited socket, which every loop accepts from) over the loops: the
 // loop whose accept wakes first would otherwise take a whole burst (a
-// multishot accept, or epoll's accept loop, drains the backlog: measured
+// multishot accept, or epoll's accept loop, empties the backlog: measured
 // in docs/decisions/0020). Connection i of this loop's accepts goes to
 // loop i mod n, posted to it; it reports false when the connection stays
 // here (its turn, a runtime still starting, a connection cap, which a
 // loop enforces only on what it accepts itself, or a target that
 // stopped).
-func (l *Loop) handOver(fd int, info *Listener) bool {
+func (l *Loop) spreadConn(fd int, info *Listener) bool {
 	rt := l.rt
 	if rt == nil || l.stopping || l.cfg.MaxConns > 0 || !rt.started.Load() || len(rt.loops) < 2 {
 		return false
@@ -101,24 +102,24 @@ func (l *Loop) handOver(fd int, info *Listener) bool {
 	return true
 }
 
-// adopt opens a connection loop from accepted and handed over. A loop
-// that is already on its way out (the hand-over was posted just before it
+// adopt opens a connection loop from accepted and passed on (spreadConn). A loop
+// that is already on its way out (the connection was posted just before it
 // closed its door) gives the connection back to from rather than reset
 // it; only when from has stopped too is it closed.
 func (l *Loop) adopt(fd int, info *Listener, from *Loop) {
 	if l.forced {
 		if from == l || from.post(func() { from.adoptBack(fd, info) }, true) != nil {
-			_ = unix.Close(fd)
+			_ = sys.Close(fd)
 		}
 		return
 	}
 	l.accepted(fd, info)
 }
 
-// adoptBack opens a connection this loop handed over and got back.
+// adoptBack opens a connection this loop passed on and got back.
 func (l *Loop) adoptBack(fd int, info *Listener) {
 	if l.forced {
-		_ = unix.Close(fd)
+		_ = sys.Close(fd)
 		return
 	}
 	l.accepted(fd, info)
@@ -204,8 +205,8 @@ func (l *Loop) lingerStart(c *Conn) {
 		return
 	}
 	c.state |= stLingering
-	if c.state&stReadHeld != 0 {
-		c.state &^= stReadHeld
+	if c.state&stPauseRead != 0 {
+		c.state &^= stPauseRead
 		if !c.readPaused() {
 			l.d.resumeRead(c)
 		}
@@ -441,7 +442,7 @@ func (l *Loop) sweep(c *Conn) {
 }
 
 // sweepLate sweeps a connection that opened after the shutdown's sweep
-// passed: accepted from a completion already on its way, handed over by
+// passed: accepted from a completion already on its way, passed on by
 // another loop just before its own shutdown, or dialed and connecting
 // then. Without it such a connection, if it never sends, holds the
 // shutdown until its deadline.

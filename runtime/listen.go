@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/listener"
 	"golang.org/x/sys/unix"
 )
@@ -149,14 +150,11 @@ func inheritedSpec(f *os.File, index int) (*listenSpec, error) {
 
 // inheritedFd is inheritedSpec on the descriptor, which stays the file's.
 func inheritedFd(fd, index int) (*listenSpec, error) {
-	domain, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	si, err := sys.InspectSocket(fd)
 	if err != nil {
-		return nil, fmt.Errorf("not a socket: %w", os.NewSyscallError("getsockopt", err))
+		return nil, fmt.Errorf("not a socket: %w", err)
 	}
-	sotype, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err != nil {
-		return nil, os.NewSyscallError("getsockopt", err)
-	}
+	domain, sotype := si.Domain, si.Type
 	info := &Listener{Index: index, Inherited: true, Shared: true}
 	switch {
 	case sotype == unix.SOCK_STREAM && (domain == unix.AF_INET || domain == unix.AF_INET6):
@@ -170,35 +168,19 @@ func inheritedFd(fd, index int) (*listenSpec, error) {
 			domain, sotype, errors.ErrUnsupported)
 	}
 	if sotype == unix.SOCK_STREAM {
-		if on, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN); err != nil || on == 0 {
+		if !si.Listening {
 			return nil, errors.New("stream socket is not listening (listen(2) was not called)")
 		}
 	}
-	sa, err := unix.Getsockname(fd)
+	info.Addr, err = sys.LocalAddr(fd, info.Network == "udp")
 	if err != nil {
 		return nil, os.NewSyscallError("getsockname", err)
 	}
-	info.Addr = sockaddrToNet(sa, info.Network)
-	dup, err := dupSocket(fd)
+	dup, err := sys.DupNonblock(fd)
 	if err != nil {
 		return nil, err
 	}
 	return &listenSpec{info: info, shared: dup}, nil
-}
-
-// dupSocket returns a close-on-exec, non-blocking duplicate of fd. (The
-// file description is shared: O_NONBLOCK is set on it for every holder,
-// which a parent that passed it on no longer serves from.)
-func dupSocket(fd int) (int, error) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return -1, os.NewSyscallError("fcntl", err)
-	}
-	if err := unix.SetNonblock(dup, true); err != nil {
-		unix.Close(dup)
-		return -1, os.NewSyscallError("fcntl", err)
-	}
-	return dup, nil
 }
 
 // closeSpecs closes what listenSpecs opened: Unix listeners (removing
@@ -210,7 +192,7 @@ func closeSpecs(specs []*listenSpec) error {
 		case s.unix != nil:
 			err = errors.Join(err, s.unix.Close())
 		case s.shared >= 0:
-			if cerr := unix.Close(s.shared); cerr != nil {
+			if cerr := sys.Close(s.shared); cerr != nil {
 				err = errors.Join(err, os.NewSyscallError("close", cerr))
 			}
 		}
@@ -218,19 +200,6 @@ func closeSpecs(specs []*listenSpec) error {
 		s.unix = nil
 	}
 	return err
-}
-
-// sockaddrToNet converts a socket address to the net.Addr of network.
-func sockaddrToNet(sa unix.Sockaddr, network string) net.Addr {
-	switch sa := sa.(type) {
-	case *unix.SockaddrUnix:
-		return &net.UnixAddr{Name: sa.Name, Net: "unix"}
-	}
-	a := sockaddrToTCP(sa)
-	if t, ok := a.(*net.TCPAddr); ok && strings.HasPrefix(network, "udp") {
-		return &net.UDPAddr{IP: t.IP, Port: t.Port, Zone: t.Zone}
-	}
-	return a
 }
 
 // loopListener is one listening socket a loop serves: its own SO_REUSEPORT
@@ -251,7 +220,11 @@ func (l *Loop) openListeners(specs []*listenSpec) error {
 		ll := &loopListener{info: s.info, fd: -1}
 		switch {
 		case s.shared >= 0:
-			fd, err := dupSocket(s.shared)
+			// A duplicate of the shared socket (sys.DupNonblock: the file
+			// description is shared, and O_NONBLOCK is set on it for every
+			// holder, which a parent that passed it on no longer serves
+			// from).
+			fd, err := sys.DupNonblock(s.shared)
 			if err != nil {
 				return fmt.Errorf("listener %s: %w", s.info, err)
 			}
@@ -280,7 +253,7 @@ func (l *Loop) openListeners(specs []*listenSpec) error {
 			// Accepted sockets inherit TCP_NODELAY from the listener: one
 			// setsockopt here instead of one per connection. Like Go's
 			// net, percore turns Nagle's algorithm off.
-			if err := unix.SetsockoptInt(ll.fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1); err != nil {
+			if err := sys.SetNoDelay(ll.fd); err != nil {
 				return os.NewSyscallError("setsockopt", err)
 			}
 		}
@@ -295,7 +268,7 @@ func (l *Loop) startListeners() error {
 		var err error
 		if ll.info.Datagram() {
 			ll.pc = &PacketConn{loop: l, fd: ll.fd, ln: ll.info, idx: i, h: l.cfg.PacketHandler}
-			ll.pc.family, err = unix.GetsockoptInt(ll.fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+			ll.pc.family, err = sys.Domain(ll.fd)
 			if err == nil {
 				err = l.d.listenPacket(ll.pc)
 			}
@@ -322,7 +295,7 @@ func (l *Loop) closeListeners() {
 		case ll.ln != nil:
 			err = ll.ln.Close()
 		case ll.fd >= 0:
-			if cerr := unix.Close(ll.fd); cerr != nil {
+			if cerr := sys.Close(ll.fd); cerr != nil {
 				err = os.NewSyscallError("close", cerr)
 			}
 		}

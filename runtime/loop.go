@@ -41,7 +41,7 @@ type Loop struct {
 	packets  int
 	lnClosed bool
 	pk       packetState // the datagram sockets' shared state (packet.go)
-	spread   int         // this loop's accepts on shared listeners, for handOver
+	spread   int         // this loop's accepts on shared listeners, for spreadConn
 	log      *slog.Logger
 	clock    func() time.Time // time.Now, or a test's clock
 	rt       *Runtime         // nil in the kernel-free tests
@@ -82,10 +82,16 @@ type Loop struct {
 	depth int
 	notes []note
 
+	// sendFallback makes every file send read and send (set by tests).
+	sendFallback bool
+
 	lastYield time.Time // when the loop last yielded to Go's scheduler
 	paused    int       // connections paused for backpressure
 
-	lag         hist.Histogram // per-turn dispatch time, this window
+	// lag is the per-turn dispatch time of this window: 5 KB of buckets,
+	// allocated apart (newLoop) so that the fields each turn touches stay
+	// on a few cache lines.
+	lag         *hist.Histogram
 	lagWindow   time.Time
 	postedBatch int // largest batch of posted functions, this window
 
@@ -94,6 +100,15 @@ type Loop struct {
 	// listener or its backend), for Runtime.Close; written by the loop
 	// before done is closed.
 	stopErr error
+}
+
+// newLoop returns loop id, to run on cpu, with its own parts allocated;
+// its driver is set up on its thread (Runtime.setup), or by a test.
+func newLoop(cfg Config, id, cpu int, h Handler, clock func() time.Time) *Loop {
+	return &Loop{
+		cfg: cfg, id: id, cpu: cpu, h: h, log: cfg.Logger, clock: clock,
+		done: make(chan struct{}), lag: new(hist.Histogram),
+	}
 }
 
 // OnStop registers f to run on the loop's thread when the loop stops, after
@@ -177,15 +192,17 @@ func (l *Loop) run() {
 // turn is one loop turn, in its phases, the same on both backends:
 //
 //	prepare   hand over what the last turn's callbacks made: cross-loop
-//	          calls, datagram batches, the driver's gathered writes.
-//	          Callbacks can run here (a drained queue's OnDrain, a file
-//	          send's done function, a failed call's done function), and
-//	          they may schedule timers, call other loops, write.
-//	wait      how long to wait is computed after prepare, and nothing a
-//	          handler sees runs between that and the kernel's wait: the
-//	          driver's poll waits first (only looking when prepare's
-//	          callbacks listed more work, which the next prepare sends)
-//	dispatch  the driver hands over what the kernel reported (in poll)
+//	          calls, the GSO batches, the driver's prepare (its gathered
+//	          writes, its sends). Callbacks can run here (a drained
+//	          queue's OnDrain, a file send's done function, a failed
+//	          call's done function), and they may schedule timers, call
+//	          other loops, write.
+//	enter     how long to wait is computed after prepare, and nothing a
+//	          handler sees runs between that and the kernel's wait
+//	          (driver.enter; it only looks when prepare's callbacks listed
+//	          more work, which the next prepare sends). Then the clock.
+//	dispatch  the driver hands over what the kernel reported
+//	          (driver.dispatch)
 //	after     the clock, then the expired timers
 //
 // So a timer due now, or a call made, by a callback of the turn's own
@@ -194,9 +211,11 @@ func (l *Loop) turn() error {
 	l.prepare()
 	timeout := l.waitTimeout()
 	l.publish()
-	if err := l.d.poll(timeout); err != nil {
+	if err := l.d.enter(timeout); err != nil {
 		return err
 	}
+	l.now = l.clock() // the kernel returned: the turn's clock
+	l.d.dispatch()
 	now := l.clock()
 	l.lag.Record(int64(now.Sub(l.now)))
 	l.now = now
@@ -212,7 +231,7 @@ func (l *Loop) prepare() {
 		l.flushCalls()
 	}
 	if len(l.pk.gso) > 0 {
-		l.flushBatches() // the turn's GSO batches, before the driver sends
+		l.flushGSO() // the turn's GSO batches, before the driver sends
 	}
 	l.d.prepare()
 }
@@ -237,13 +256,13 @@ func (l *Loop) waitTimeout() time.Duration {
 	return timeout
 }
 
-// holdNotes and releaseNotes bracket a driver's pass whose reports to the
+// beginPass and endPass bracket a driver's pass whose reports to the
 // loop cause callbacks (OnDrain, OnClose, a file send's done function):
-// they run at releaseNotes, once the pass has put its own state in order,
+// they run at endPass, once the pass has put its own state in order,
 // as they run once a handler's callback returns.
-func (l *Loop) holdNotes() { l.depth++ }
+func (l *Loop) beginPass() { l.depth++ }
 
-func (l *Loop) releaseNotes() {
+func (l *Loop) endPass() {
 	l.depth--
 	if l.depth == 0 && len(l.notes) > 0 {
 		l.runNotes()
@@ -274,10 +293,6 @@ func (l *Loop) yield() {
 	goruntime.Gosched()
 	l.lastYield = l.clock()
 }
-
-// awoke is called by drivers when the kernel returns, before they dispatch
-// what it reported: it reads the loop's clock for the turn.
-func (l *Loop) awoke() { l.now = l.clock() }
 
 // The callbacks. Every call into user code goes through one of these, so
 // that a panic is contained, and so that the OnClose and OnDrain calls a

@@ -44,11 +44,13 @@ func (d *fakeDriver) shutdownWrite(*Conn)             { d.log("shutdownWrite") }
 func (d *fakeDriver) release(c *Conn)                 { c.fd = -1; d.l.freeSlot(c) }
 func (d *fakeDriver) connect(*Conn, *dialState) error { return nil }
 func (d *fakeDriver) prepare()                        {}
-func (d *fakeDriver) poll(time.Duration) error        { return nil }
+func (d *fakeDriver) enter(time.Duration) error       { return nil }
+func (d *fakeDriver) dispatch()                       {}
 func (d *fakeDriver) submit()                         {}
 func (d *fakeDriver) discardBuffers() bool            { return true }
 func (d *fakeDriver) idle() bool                      { return true }
 func (d *fakeDriver) wake()                           {}
+func (d *fakeDriver) wakeAnyway()                     {}
 func (d *fakeDriver) wakeFrom(driver) bool            { return true }
 func (d *fakeDriver) syscalls() uint64                { return 0 }
 func (d *fakeDriver) waits() uint64                   { return 0 }
@@ -102,7 +104,7 @@ func newTestLoop(t *testing.T, cfg Config, h Handler) (*Loop, *fakeDriver, *fake
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg = cfg.withDefaults()
 	clock := &fakeClock{now: time.Unix(1_000_000, 0)}
-	l := &Loop{cfg: cfg, h: h, log: cfg.Logger, clock: func() time.Time { return clock.now }, done: make(chan struct{})}
+	l := newLoop(cfg, 0, 0, h, func() time.Time { return clock.now })
 	d := &fakeDriver{l: l}
 	l.d = d
 	l.now = clock.now

@@ -152,7 +152,7 @@ func runCallModel(t *testing.T, label string, in *modelInput, steps int) *callMo
 	for i, r := range m.rings {
 		if !r.exited {
 			m.faultf("loop %d did not exit once stopped: it waits with nothing to wake it (woken %v, %d completions ready)",
-				i, m.ds[i].woken.Load(), len(r.cq))
+				i, m.ds[i].waker.Pending(), len(r.cq))
 		}
 	}
 	m.finalChecks(true)
@@ -257,7 +257,7 @@ func (m *callModel) stop(l *Loop, forced bool) {
 
 // run lets loop i take its turns until it waits again.
 func (m *callModel) run(i int) {
-	m.log("loop %d runs (woken %v, %d completions ready)", i, m.ds[i].woken.Load(), len(m.rings[i].cq))
+	m.log("loop %d runs (woken %v, %d completions ready)", i, m.ds[i].waker.Pending(), len(m.rings[i].cq))
 	m.cur = i
 	m.k.resumeLoop(m.rings[i])
 	m.cur = -1
@@ -390,7 +390,7 @@ func (m *callModel) check() {
 			m.seen["peer gone"]++
 		}
 		wake := r.hasWake() || m.wakeOwed(i)
-		if d.woken.Load() && !wake {
+		if d.waker.Pending() && !wake {
 			m.faultf("loop %d: its wake-up flag is set and no wake-up is on its way: every later wake-up is lost", i)
 		}
 		if hasWork(l) && !wake {
@@ -492,7 +492,7 @@ func TestPushWakesOnlyAnOpenLoop(t *testing.T) {
 	z.postMu.Lock()
 	z.postClosed = true
 	z.postMu.Unlock()
-	zr.wake.close()
+	zr.wake.Close()
 	a.Call(z, func() {}, func(error) {})
 	a.flushCalls()
 	if len(k.faults) > 0 {

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -191,10 +192,10 @@ func (k *simKernel) newLoop(id int, cfg Config, h Handler) (*Loop, *simRing, *ur
 	cfg.BufferSize = max(cfg.BufferSize, 16)
 	cfg = cfg.withDefaults()
 	r := k.newRing(cfg.BufferCount, cfg.BufferSize)
-	l := &Loop{cfg: cfg, id: id, h: h, log: cfg.Logger, clock: k.clock, done: make(chan struct{})}
+	l := newLoop(cfg, id, 0, h, k.clock)
 	l.now = k.now
-	d := &uringDriver{l: l, r: r, bufs: r.bufs, wakefd: r.wake,
-		cqes: make([]ring.Completion, 8), wakeBuf: make([]byte, 8), msgRing: true}
+	d := newUringDriverOn(l, l.env(), r, r.bufs, sys.NewWaker(r.wake), 8)
+	d.msgRing = true
 	l.d = d
 	r.l = l
 	if err := d.armWake(); err != nil {
@@ -348,7 +349,7 @@ func (r *simRing) PrepareMsgRing(fd int, res uint32, data, ud uint64) error {
 }
 func (r *simRing) PreparePollIn(fd int, ud uint64) error { return r.prep(&simOp{ud: ud, fd: fd}) }
 func (r *simRing) PrepareRead(fd int, p []byte, _ uint64, ud uint64) error {
-	if uint8(ud>>56) == kindWake && fd != r.wake.fd() {
+	if uint8(ud>>56) == kindWake && fd != r.wake.Fd() {
 		r.k.fault("ring %d: the wake-up read of descriptor %d, not its eventfd", r.id, fd)
 	}
 	return r.prep(&simOp{ud: ud, fd: fd, p: p})
@@ -475,18 +476,19 @@ type simEventFd struct {
 	closed bool
 }
 
-func (e *simEventFd) fd() int { return simWakeFd + e.r.id }
+func (e *simEventFd) Fd() int { return simWakeFd + e.r.id }
 
-func (e *simEventFd) signal() {
+func (e *simEventFd) Signal() error {
 	k := e.r.k
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if e.closed {
 		k.fault("loop %d: its eventfd written after it was closed (the number may be another descriptor's by now)", e.r.id)
-		return
+		return nil
 	}
 	e.count++
 	e.completeLocked()
+	return nil
 }
 
 // completeLocked completes the armed read when the counter is not zero.
@@ -500,7 +502,7 @@ func (e *simEventFd) completeLocked() {
 	e.count = 0
 }
 
-func (e *simEventFd) close() error {
+func (e *simEventFd) Close() error {
 	k := e.r.k
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -611,8 +611,8 @@ func (m *connModel) check() {
 			inCQ++
 		}
 	}
-	if n := r.bufs.count(bufLoop); n != d.heldBufs+inCQ {
-		m.faultf("the loop holds %d provided buffers, its held receives account for %d (and %d are on their way)", n, d.heldBufs, inCQ)
+	if n := r.bufs.count(bufLoop); n != d.waitingBufs+inCQ {
+		m.faultf("the loop holds %d provided buffers, its held receives account for %d (and %d are on their way)", n, d.waitingBufs, inCQ)
 	}
 	if len(r.cq) > 0 {
 		return // the loop has not seen these yet: its state and the kernel's agree once it has
@@ -705,8 +705,8 @@ func (m *connModel) settle() {
 			m.faultf("connection %d: its slot was not freed", mc.id)
 		}
 	}
-	if n := m.r.bufs.count(bufLoop); n != 0 || m.d.heldBufs != 0 || len(m.d.deferred) != 0 {
-		m.faultf("at the end the loop holds %d buffers (%d counted) and lists %d connections", n, m.d.heldBufs, len(m.d.deferred))
+	if n := m.r.bufs.count(bufLoop); n != 0 || m.d.waitingBufs != 0 || len(m.d.deferred) != 0 {
+		m.faultf("at the end the loop holds %d buffers (%d counted) and lists %d connections", n, m.d.waitingBufs, len(m.d.deferred))
 	}
 	if !m.d.discardBuffers() {
 		m.faultf("at the end the buffers' pages cannot be given back")

@@ -5,13 +5,13 @@ package runtime
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"runtime/debug"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
@@ -123,7 +123,7 @@ func (p *PacketConn) WriteTo(b []byte, to netip.AddrPort) error {
 		return p.opError(to, os.NewSyscallError("sendmsg", unix.EMSGSIZE))
 	}
 	sa := &l.pk.sa
-	salen, err := putSockaddr(sa, p.family, to)
+	salen, err := sys.PutInet(sa, p.family, to)
 	if err != nil {
 		return p.opError(to, err)
 	}
@@ -151,7 +151,7 @@ func (p *PacketConn) batch(b []byte, sa *unix.RawSockaddrInet6, salen uint32, to
 	g := &p.gso
 	if g.seg > 0 && (g.short || len(b) > g.seg || g.n >= gsoMaxSegments || len(g.buf)+len(b) > gsoMaxBytes ||
 		g.salen != salen || g.sa != *sa) {
-		l.flushBatch(p)
+		l.flushGSOBatch(p)
 	}
 	if g.seg == 0 {
 		g.sa, g.salen, g.seg, g.n, g.short = *sa, salen, len(b), 0, false
@@ -168,9 +168,9 @@ func (p *PacketConn) batch(b []byte, sa *unix.RawSockaddrInet6, salen uint32, to
 	return nil
 }
 
-// flushBatch hands p's pending batch to the driver: one datagram as an
+// flushGSOBatch hands p's pending batch to the driver: one datagram as an
 // ordinary one, several as one send with UDP_SEGMENT.
-func (l *Loop) flushBatch(p *PacketConn) {
+func (l *Loop) flushGSOBatch(p *PacketConn) {
 	g := &p.gso
 	if g.seg == 0 {
 		return
@@ -194,13 +194,13 @@ func (l *Loop) flushBatch(p *PacketConn) {
 	}
 }
 
-// flushBatches hands the turn's pending GSO batches to the driver, before
+// flushGSO hands the turn's pending GSO batches to the driver, before
 // the loop polls.
-func (l *Loop) flushBatches() {
+func (l *Loop) flushGSO() {
 	for i, p := range l.pk.gso {
 		l.pk.gso[i] = nil
 		p.gso.dirty = false
-		l.flushBatch(p)
+		l.flushGSOBatch(p)
 	}
 	l.pk.gso = l.pk.gso[:0]
 }
@@ -237,6 +237,36 @@ func gsoUnsupported(errno unix.Errno) bool {
 // gsoControlLen is CMSG_SPACE(2): a UDP_SEGMENT control message.
 const gsoControlLen = unix.SizeofCmsghdr + 8
 
+// setMsghdr points msg at one send of b to the address sa (salen bytes of
+// it), through iov; with seg > 0 it carries a UDP_SEGMENT control message
+// for segments of seg bytes, written into ctrl. Both backends build their
+// sendmsg and sendmmsg headers with it; iov, sa and ctrl must stay put
+// until the kernel has read them.
+func setMsghdr(msg *unix.Msghdr, iov *unix.Iovec, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg int, ctrl *[gsoControlLen / 8]uint64) {
+	iov.Base = unsafe.SliceData(b)
+	iov.SetLen(len(b))
+	*msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(sa)), Namelen: salen, Iov: iov, Iovlen: 1}
+	if seg > 0 {
+		c := putGSOControl(ctrl, seg)
+		msg.Control = &c[0]
+		msg.SetControllen(len(c))
+	}
+}
+
+// gsoRefusal reports whether a send of segments of seg bytes failed with
+// errno because the kernel refused UDP_SEGMENT (isGSOError): its
+// datagrams are then sent again one by one (gsoSplit), and the loop
+// counts it (gsoRefused), on both backends.
+func gsoRefusal(seg int, errno unix.Errno) bool { return seg > 0 && isGSOError(errno) }
+
+// gsoSplit returns the datagram of a refused GSO send's buffer b that
+// starts at off (segments of seg bytes, the last maybe shorter) and the
+// offset of the next; next == len(b) after the last.
+func gsoSplit(b []byte, off, seg int) (datagram []byte, next int) {
+	end := min(off+seg, len(b))
+	return b[off:end], end
+}
+
 // putGSOControl writes a UDP_SEGMENT control message for seg into c.
 func putGSOControl(c *[gsoControlLen / 8]uint64, seg int) []byte {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(c)), gsoControlLen)
@@ -259,52 +289,6 @@ type packetState struct {
 	// datagrams those batches hold.
 	gso        []*PacketConn
 	gsoPending int
-}
-
-// putSockaddr writes to as a socket address of family into sa and returns
-// its length. An IPv4 address on an IPv6 socket becomes IPv4-mapped.
-func putSockaddr(sa *unix.RawSockaddrInet6, family int, to netip.AddrPort) (uint32, error) {
-	addr := to.Addr()
-	if !addr.IsValid() {
-		return 0, errors.New("invalid address")
-	}
-	*sa = unix.RawSockaddrInet6{}
-	if family == unix.AF_INET {
-		addr = addr.Unmap()
-		if !addr.Is4() {
-			return 0, fmt.Errorf("an IPv6 destination on an IPv4 socket: %w", unix.EAFNOSUPPORT)
-		}
-		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		s4.Family = unix.AF_INET
-		s4.Addr = addr.As4()
-		putPort(&s4.Port, to.Port())
-		return unix.SizeofSockaddrInet4, nil
-	}
-	sa.Family = unix.AF_INET6
-	sa.Addr = addr.As16()
-	putPort(&sa.Port, to.Port())
-	return unix.SizeofSockaddrInet6, nil
-}
-
-// addrPortFrom reads a source address the kernel wrote (a sockaddr_in or
-// sockaddr_in6 at the start of name). An IPv4-mapped source is returned as
-// IPv4; the zone of a link-local source is not kept.
-func addrPortFrom(name []byte) netip.AddrPort {
-	if len(name) < 2 {
-		return netip.AddrPort{}
-	}
-	port := binary.BigEndian.Uint16(name[2:4])
-	switch binary.NativeEndian.Uint16(name[0:2]) {
-	case unix.AF_INET:
-		if len(name) >= unix.SizeofSockaddrInet4 {
-			return netip.AddrPortFrom(netip.AddrFrom4([4]byte(name[4:8])), port)
-		}
-	case unix.AF_INET6:
-		if len(name) >= unix.SizeofSockaddrInet6 {
-			return netip.AddrPortFrom(netip.AddrFrom16([16]byte(name[8:24])).Unmap(), port)
-		}
-	}
-	return netip.AddrPort{}
 }
 
 // packetControlLen is the room for the control messages a datagram
@@ -444,11 +428,11 @@ func (l *Loop) packetRecvFailed() { l.cnt[sPacketErrors]++ }
 // count (Stats.PacketsLost), and UDP_GRO when gro is set
 // (Config.UDPGRO).
 func setPacketOptions(fd int, gro bool) error {
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
+	if err := sys.SetInt(fd, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1); err != nil {
 		return os.NewSyscallError("setsockopt SO_RXQ_OVFL", err)
 	}
 	if gro {
-		if err := unix.SetsockoptInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
+		if err := sys.SetInt(fd, unix.SOL_UDP, unix.UDP_GRO, 1); err != nil {
 			return os.NewSyscallError("setsockopt UDP_GRO", err)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/percore/percore/cpu"
-	"golang.org/x/sys/unix"
+	"github.com/percore/percore/internal/sys"
 )
 
 // Report says what the runtime found and chose at start: the backend and
@@ -47,9 +47,5 @@ func (p Report) String() string {
 }
 
 func kernelRelease() string {
-	var u unix.Utsname
-	if err := unix.Uname(&u); err != nil {
-		return "unknown"
-	}
-	return unix.ByteSliceToString(u.Release[:])
+	return sys.KernelRelease()
 }

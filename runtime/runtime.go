@@ -101,10 +101,9 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	// others (cross-loop calls) from its first turn.
 	rt.seed = maphash.MakeSeed()
 	for i, core := range cores {
-		rt.peers = append(rt.peers, &Loop{
-			cfg: cfg, id: i, cpu: core, h: h, log: cfg.Logger, clock: time.Now, rt: rt,
-			done: make(chan struct{}),
-		})
+		l := newLoop(cfg, i, core, h, time.Now)
+		l.rt = rt
+		rt.peers = append(rt.peers, l)
 	}
 	for _, l := range rt.peers {
 		l.initCalls(len(rt.peers), batchQueueSize)

@@ -8,16 +8,21 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"sync/atomic"
 
+	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
 )
 
 // Sending a file on a connection. Conn.SendFile moves a range of a File
 // to the socket without copying it through Go memory where the kernel
 // allows: on io_uring, a splice of the file's pages into a pipe of the
-// loop's (pipePool) and a splice from the pipe into the socket, both ring
-// operations; on epoll, sendfile(2) on the non-blocking socket. Where the
+// loop's (pipePool), a ring operation, and then a splice from the pipe
+// into the socket that the loop runs itself, non-blocking, on its own
+// thread (uringDriver.spliceOut: the ring would run it in an async
+// worker, two context switches per chunk), with a ring poll for
+// writability when the socket is full; on epoll, sendfile(2) on the
+// non-blocking socket. One mapping of a move's errors serves both
+// (fileSend.moveError). Where the
 // kernel refuses (a file system without splice, a kernel without the
 // SPLICE opcode) it falls back to reading the file into the loop's
 // buffers (File.ReadAt) and sending them as Write does. The choice is
@@ -57,9 +62,6 @@ type fileSend struct {
 // it has sent nothing yet.
 var errSendUnsupported = errors.New("zero-copy file send unsupported")
 
-// forceSendFallback makes every file send read and send (for tests).
-var forceSendFallback atomic.Bool
-
 // fileSendChunk bounds one sendfile or one fallback read.
 const fileSendChunk = 256 << 10
 
@@ -89,8 +91,8 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 	sf := &fileSend{f: f, off: off, left: n, done: done}
 	c.sf = sf
 	f.inflight++ // until fileSendGone
-	if forceSendFallback.Load() {
-		sf.fallback = true
+	if c.loop.sendFallback {
+		sf.fallback = true // set by tests (export_test.go)
 	}
 	if c.out.buffered() == 0 {
 		c.progress = c.loop.now
@@ -151,6 +153,26 @@ func (l *Loop) fileSent(c *Conn, n int, err error) (more bool) {
 // fileShort is the error of a file that ended before the range did.
 func (sf *fileSend) fileShort() error {
 	return &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: io.ErrUnexpectedEOF}
+}
+
+// moveError is the error of a move of the file that took nothing: errno 0
+// is a file shorter than the send; EINVAL or ENOSYS before any byte went
+// is a file or socket the kernel cannot send from or to without a copy
+// (errSendUnsupported: the loop reads and sends instead); EPIPE and
+// ECONNRESET are the socket's; the rest the file's. One mapping for both
+// backends: epoll's sendfile(2) and io_uring's splice of the file into
+// the pipe.
+func (sf *fileSend) moveError(call string, err error) error {
+	errno, _ := err.(unix.Errno)
+	switch {
+	case err == nil:
+		return sf.fileShort()
+	case (errno == unix.EINVAL || errno == unix.ENOSYS) && sf.sent == 0:
+		return errSendUnsupported
+	case errno == unix.EPIPE || errno == unix.ECONNRESET:
+		return errnoErr(call, errno)
+	}
+	return &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: err}
 }
 
 // endFileSend ends c's transfer: the writes made meanwhile join the queue,
@@ -319,13 +341,12 @@ func (p *pipePool) get() (*pipePair, error) {
 		p.idle = p.idle[:n-1]
 		return pp, nil
 	}
-	var fds [2]int
-	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC); err != nil {
+	r, w, err := sys.Pipe(pipeSize)
+	if err != nil {
 		return nil, fmt.Errorf("pipe2: %w", err)
 	}
-	_, _ = unix.FcntlInt(uintptr(fds[1]), unix.F_SETPIPE_SZ, pipeSize)
 	p.open++
-	return &pipePair{r: fds[0], w: fds[1]}, nil
+	return &pipePair{r: r, w: w}, nil
 }
 
 // put gives back an empty pipe.
@@ -338,8 +359,8 @@ func (p *pipePool) put(pp *pipePair) {
 }
 
 func (p *pipePool) closePipe(pp *pipePair) {
-	unix.Close(pp.r)
-	unix.Close(pp.w)
+	sys.Close(pp.r)
+	sys.Close(pp.w)
 	p.open--
 }
 

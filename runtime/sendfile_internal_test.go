@@ -77,7 +77,7 @@ func TestFileCloseWaitsForAnAbortedSplice(t *testing.T) {
 	closes := func() int {
 		n := 0
 		for _, op := range l.files.workers.queue {
-			if op.kind == fClose {
+			if _, ok := op.work.(*closeOp); ok {
 				n++
 			}
 		}
@@ -88,7 +88,7 @@ func TestFileCloseWaitsForAnAbortedSplice(t *testing.T) {
 	}
 	// The splice completes (cancelled): now the close goes.
 	e := ring.Completion{UserData: userData(kindSplice, c.slot, c.gen), Res: -int32(unix.ECANCELED)}
-	d.dispatch(&e)
+	d.complete(&e)
 	if closes() != 1 {
 		t.Fatalf("%d closes after the splice completed, want 1", closes())
 	}

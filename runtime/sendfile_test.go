@@ -71,9 +71,9 @@ func TestSendFile(t *testing.T) {
 	}
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
-			defer percore.SetSendFallback(fallback)()
 			pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 				rt, h := sendFileServer(t, b, content)
+				percore.SetSendFallback(rt, fallback)
 				c := dial(t, rt)
 				ranges := []struct{ off, n int64 }{
 					{0, int64(len(content))},
@@ -277,7 +277,6 @@ func TestSendFileShapes(t *testing.T) {
 	}
 	for _, fallback := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fallback=%v", fallback), func(t *testing.T) {
-			defer percore.SetSendFallback(fallback)()
 			pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 				for _, shape := range shapes {
 					t.Run(shape.name, func(t *testing.T) {
@@ -286,6 +285,7 @@ func TestSendFileShapes(t *testing.T) {
 						h := &shapeServer{steps: shape.steps, ran: make(chan error, 8)}
 						// A stall ends in the write timeout, not the test's.
 						rt := start(t, percore.Config{Backend: b, WriteTimeout: 3 * time.Second}, h)
+						percore.SetSendFallback(rt, fallback)
 						l := rt.Loops()[0]
 						must(t, await(t, l, func(done func(error)) {
 							l.OpenFile(name, os.O_RDONLY, 0, func(f *percore.File, err error) { h.f = f; done(err) })

@@ -3,8 +3,7 @@
 package runtime
 
 import (
-	"io/fs"
-
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -13,14 +12,7 @@ import (
 // own opcode, prepared during the turn and submitted with its one enter.
 // The user data is kindFile (or kindFileSync, for the fdatasync linked to
 // a write) with the operation's slot and generation in the loop's file
-// table. Their kinds sit apart from the connection kinds of uring.go.
-const (
-	kindFile        uint8 = 0x40 + iota // a file operation
-	kindFileSync                        // the fdatasync linked to a write
-	kindSplice                          // a file send's splice of the file into its pipe (sendfile.go)
-	kindSpliceDrain                     // a file send's splice of its pipe into the socket
-	kindSplicePoll                      // a file send waiting for its socket to take more
-)
+// table (uring_userdata.go).
 
 // uringFileOps are the opcodes of the file operations. A kernel without
 // one of them still runs an io_uring loop: its file operations then go to
@@ -38,51 +30,43 @@ func (d *uringDriver) fileStart(op *fileOp) error {
 	}
 	ud := userData(kindFile, op.slot, op.gen)
 	fd := op.fd
-	switch op.kind {
-	case fOpen:
-		if op.beneath {
-			return d.fr.PrepareOpenat2(op.dirfd, &op.path[0], &op.how, ud)
+	switch w := op.work.(type) {
+	case *openOp:
+		if w.beneath {
+			return d.fr.PrepareOpenat2(w.dirfd, &w.path[0], &w.how, ud)
 		}
-		return d.fr.PrepareOpenat(op.dirfd, &op.path[0], op.flag, op.perm, ud)
-	case fRead:
-		return d.r.PrepareRead(fd, op.buf[op.done:op.want], uint64(op.off)+uint64(op.done), ud)
-	case fReadv:
-		return d.fr.PrepareReadv(fd, op.iov, uint64(op.off), ud)
-	case fWrite:
-		return d.fr.PrepareWrite(fd, op.buf[op.done:op.want], writeOffset(op), ud)
-	case fWriteSync:
+		return d.fr.PrepareOpenat(w.dirfd, &w.path[0], w.flag, w.perm, ud)
+	case *readOp:
+		return d.r.PrepareRead(fd, w.buf[w.moved:w.want], uint64(w.off)+uint64(w.moved), ud)
+	case *readvOp:
+		return d.fr.PrepareReadv(fd, w.iov, uint64(w.off), ud)
+	case *writeOp:
+		if !w.sync {
+			return d.fr.PrepareWrite(fd, w.buf[w.moved:w.want], w.offset(), ud)
+		}
 		// One submission, so that the link holds.
 		if err := d.fr.Reserve(2); err != nil {
 			return err
 		}
-		if err := d.fr.PrepareWrite(fd, op.buf[op.done:op.want], writeOffset(op), ud); err != nil {
+		if err := d.fr.PrepareWrite(fd, w.buf[w.moved:w.want], w.offset(), ud); err != nil {
 			return err
 		}
 		d.fr.Link()
 		return d.fr.PrepareFsync(fd, ring.FsyncDataSync, userData(kindFileSync, op.slot, op.gen))
-	case fSync:
+	case *syncOp:
 		var flags uint32
-		if op.dsync {
+		if w.data {
 			flags = ring.FsyncDataSync
 		}
 		return d.fr.PrepareFsync(fd, flags, ud)
-	case fAlloc:
-		return d.fr.PrepareFallocate(fd, op.mode, uint64(op.off), uint64(op.size), ud)
-	case fStat:
-		return d.fr.PrepareStatx(fd, &op.path[0], unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &op.st, ud)
-	case fClose:
+	case *allocOp:
+		return d.fr.PrepareFallocate(fd, w.mode, uint64(w.off), uint64(w.size), ud)
+	case *statOp:
+		return d.fr.PrepareStatx(fd, &w.path[0], unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &w.st, ud)
+	case *closeOp:
 		return d.r.PrepareClose(fd, ud)
 	}
 	return unix.EINVAL
-}
-
-// writeOffset is where op writes next: the file's end for an append (the
-// ring's -1, the current position, which O_APPEND puts at the end).
-func writeOffset(op *fileOp) uint64 {
-	if op.off < 0 {
-		return ^uint64(0)
-	}
-	return uint64(op.off) + uint64(op.done)
 }
 
 // fileCompleted dispatches a file operation's completion.
@@ -97,9 +81,9 @@ func (d *uringDriver) fileCompleted(kind uint8, slot, gen uint32, res int32) {
 // sendFile moves the next chunk of c's file: a splice of the file into a
 // pipe of the loop's, on the ring (it may wait for the disk), then the
 // pipe's bytes into the socket with splice(2) made by the loop itself
-// (drain), and a poll on the ring for writability when the socket is full.
+// (spliceOut), and a poll on the ring for writability when the socket is full.
 // io_uring runs every SPLICE on its worker threads (the kernel forces it
-// async): a drain there costs two context switches per chunk, where the
+// async): a splice there costs two context switches per chunk, where the
 // loop's own splice of a full pipe into a non-blocking socket cannot block
 // (docs/decisions/0023-sending-files.md). The ring operations count in
 // c.ur.ops, and release cancels them.
@@ -110,7 +94,7 @@ func (d *uringDriver) sendFile(c *Conn) {
 		return
 	}
 	if sf.pipe == nil {
-		pp, err := d.l.files.pipes.get()
+		pp, err := d.l.pipes().get()
 		if err != nil {
 			d.l.fileSent(c, 0, err)
 			return
@@ -118,7 +102,7 @@ func (d *uringDriver) sendFile(c *Conn) {
 		sf.pipe = pp
 	}
 	if sf.inPipe > 0 {
-		d.drain(c)
+		d.spliceOut(c)
 		return
 	}
 	n := uint32(min(sf.left, pipeSize))
@@ -127,7 +111,7 @@ func (d *uringDriver) sendFile(c *Conn) {
 
 func (d *uringDriver) prepSplice(c *Conn, err error) {
 	if err != nil {
-		d.l.files.pipes.release(c.sf)
+		d.l.pipes().release(c.sf)
 		d.l.fileSent(c, 0, err)
 		return
 	}
@@ -135,13 +119,13 @@ func (d *uringDriver) prepSplice(c *Conn, err error) {
 	c.ur.ops++
 }
 
-// drain moves the pipe's bytes into the socket while it takes them.
-func (d *uringDriver) drain(c *Conn) {
+// spliceOut moves the pipe's bytes into the socket while it takes them.
+func (d *uringDriver) spliceOut(c *Conn) {
 	sf := c.sf
 	l := d.l
 	for sf.inPipe > 0 {
 		d.fileCalls++
-		n, err := unix.Splice(sf.pipe.r, nil, c.fd, nil, sf.inPipe, unix.SPLICE_F_MOVE|unix.SPLICE_F_NONBLOCK)
+		n, err := sys.SpliceOut(sf.pipe.r, c.fd, sf.inPipe)
 		switch {
 		case err == unix.EINTR:
 			continue
@@ -150,13 +134,13 @@ func (d *uringDriver) drain(c *Conn) {
 			d.prepSplice(c, d.fr.PreparePollOut(c.fd, userData(kindSplicePoll, c.slot, c.gen)))
 			return
 		case err != nil:
-			l.files.pipes.release(sf)
+			l.pipes().release(sf)
 			l.fileSent(c, 0, errnoErr("splice", err.(unix.Errno)))
 			return
 		}
 		sf.inPipe -= int(n)
 		if sf.inPipe == 0 {
-			l.files.pipes.release(sf)
+			l.pipes().release(sf)
 		}
 		if !l.fileSent(c, int(n), nil) {
 			return
@@ -183,19 +167,17 @@ func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
 	}
 	switch {
 	case kind == kindSplicePoll && res < 0:
-		l.files.pipes.release(sf)
+		l.pipes().release(sf)
 		l.fileSent(c, 0, errnoErr("poll", unix.Errno(-res)))
 	case kind == kindSplicePoll, res > 0:
-		d.drain(c)
-	case res == 0:
-		l.files.pipes.release(sf)
-		l.fileSent(c, 0, sf.fileShort())
-	case res == -int32(unix.EINVAL) && sf.sent == 0:
-		l.files.pipes.release(sf)
-		l.fileSent(c, 0, errSendUnsupported)
+		d.spliceOut(c)
 	default:
-		l.files.pipes.release(sf)
-		l.fileSent(c, 0, &fs.PathError{Op: "sendfile", Path: sf.f.name, Err: unix.Errno(-res)})
+		var err error // res 0: the file ended early
+		if res < 0 {
+			err = unix.Errno(-res)
+		}
+		l.pipes().release(sf)
+		l.fileSent(c, 0, sf.moveError("splice", err))
 	}
 }
 

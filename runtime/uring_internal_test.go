@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -17,9 +19,23 @@ import (
 // parked while reading is paused), driven without a kernel: a stand-in
 // ring records what is prepared and a stand-in buffer set hands out bytes.
 
-type fakeRing struct{ prepared []uint64 }
+// fakeRing records what is prepared. full, when set, makes the preparation
+// of entries of the kinds it returns true for fail, as a submission queue
+// that the kernel takes nothing from does.
+type fakeRing struct {
+	prepared []uint64
+	full     func(kind uint8) bool
+}
 
-func (f *fakeRing) prep(ud uint64) error { f.prepared = append(f.prepared, ud); return nil }
+var errFakeQueueFull = errors.New("submission queue full (stand-in)")
+
+func (f *fakeRing) prep(ud uint64) error {
+	if f.full != nil && f.full(uint8(ud>>56)) {
+		return errFakeQueueFull
+	}
+	f.prepared = append(f.prepared, ud)
+	return nil
+}
 
 func (f *fakeRing) PrepareAccept(_ int, ud uint64) error          { return f.prep(ud) }
 func (f *fakeRing) PrepareAcceptMultishot(_ int, ud uint64) error { return f.prep(ud) }
@@ -89,7 +105,7 @@ func uringTestLoop(t *testing.T) (*Loop, *uringDriver, *fakeRing, *fakeBufs, *Co
 	for range 8 {
 		fb.mem = append(fb.mem, make([]byte, 16))
 	}
-	d := &uringDriver{l: l, r: fr, bufs: fb, wakefd: eventFd(-1), cqes: make([]ring.Completion, 8)}
+	d := newUringDriverOn(l, l.env(), fr, fb, sys.NewWaker(sys.Eventfd(-1)), 8)
 	l.d = d
 	l.acceptResult(fakeFd, 0, 0)
 	c := l.conns[0]
@@ -105,7 +121,7 @@ func recv(d *uringDriver, fb *fakeBufs, c *Conn, id uint16, payload string) {
 	const bufferFlag, moreFlag = 1, 2
 	e := ring.Completion{UserData: userData(kindRecv, c.slot, c.gen), Res: int32(len(payload)),
 		Flags: uint32(id)<<16 | bufferFlag | moreFlag}
-	d.dispatch(&e)
+	d.complete(&e)
 }
 
 // nextTurn starts a loop turn and delivers what earlier turns deferred.
@@ -126,25 +142,25 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	if len(*got) != 2 {
 		t.Fatalf("%d payloads delivered in the first turn, want 2", len(*got))
 	}
-	if d.heldBufs != 2 || held(c) != 3 || len(d.deferred) != 1 {
-		t.Fatalf("held %d buffers, %d receives (%d connections listed); want 2, 3, 1", d.heldBufs, held(c), len(d.deferred))
+	if d.waitingBufs != 2 || held(c) != 3 || len(d.deferred) != 1 {
+		t.Fatalf("held %d buffers, %d receives (%d connections listed); want 2, 3, 1", d.waitingBufs, held(c), len(d.deferred))
 	}
-	if n := fr.count(kindCancel); n != 1 || c.ur.flags&(ufBudgetHeld|ufThrottled) != ufBudgetHeld|ufThrottled {
+	if n := fr.count(kindCancel); n != 1 || c.ur.flags&(ufRecvStopped|ufThrottled) != ufRecvStopped|ufThrottled {
 		t.Fatalf("%d cancels, flags %#x; want one cancel, budget held and throttled", n, c.ur.flags)
 	}
 	if !slices.Equal(fb.recycled, []uint16{0, 1, 4}) {
 		t.Fatalf("recycled %v, want the two delivered and the copied one", fb.recycled)
 	}
-	if c.ur.held[2].copy == nil {
+	if c.ur.waiting[2].copy == nil {
 		t.Fatal("the receive past the held quarter was not copied out")
 	}
 
 	nextTurn(l, d) // two more, then the budget again
-	if len(*got) != 4 || d.heldBufs != 0 || held(c) != 1 {
-		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.heldBufs, held(c))
+	if len(*got) != 4 || d.waitingBufs != 0 || held(c) != 1 {
+		t.Fatalf("second turn: %d delivered, %d held, %d deferred; want 4, 0, 1", len(*got), d.waitingBufs, held(c))
 	}
 	nextTurn(l, d)
-	if len(*got) != 5 || held(c) != 0 || c.ur.flags&ufBudgetHeld != 0 {
+	if len(*got) != 5 || held(c) != 0 || c.ur.flags&ufRecvStopped != 0 {
 		t.Fatalf("third turn: %d delivered, %d deferred, flags %#x", len(*got), held(c), c.ur.flags)
 	}
 	if !slices.Contains(d.rearm, c) {
@@ -192,8 +208,8 @@ func TestClosingAPausedConnectionGivesItsBuffersBack(t *testing.T) {
 	recv(d, fb, c, 3, payload(3))
 	recv(d, fb, c, 5, payload(5))
 	c.Abort()
-	if d.heldBufs != 0 || held(c) != 0 {
-		t.Fatalf("after the close: %d buffers held, %d receives", d.heldBufs, held(c))
+	if d.waitingBufs != 0 || held(c) != 0 {
+		t.Fatalf("after the close: %d buffers held, %d receives", d.waitingBufs, held(c))
 	}
 	if !slices.Equal(fb.recycled, []uint16{3, 5}) {
 		t.Fatalf("recycled %v, want the parked buffers", fb.recycled)
@@ -242,8 +258,8 @@ func TestReceiveAfterAbortIsGivenBack(t *testing.T) {
 	if len(*got) != 0 {
 		t.Fatalf("a closed connection got %q", *got)
 	}
-	if d.heldBufs != 0 || !slices.Equal(fb.recycled, []uint16{6}) {
-		t.Fatalf("after the close: %d buffers held, recycled %v; want 0 and [6]", d.heldBufs, fb.recycled)
+	if d.waitingBufs != 0 || !slices.Equal(fb.recycled, []uint16{6}) {
+		t.Fatalf("after the close: %d buffers held, recycled %v; want 0 and [6]", d.waitingBufs, fb.recycled)
 	}
 	// The kernel finishes what it held: the receive's last completion, the
 	// cancel and the close. Then nothing is left that could be filling a
@@ -253,7 +269,7 @@ func TestReceiveAfterAbortIsGivenBack(t *testing.T) {
 		if kind == kindRecv {
 			e.Res = -int32(unix.ECANCELED)
 		}
-		d.dispatch(&e)
+		d.complete(&e)
 	}
 	if !d.discardBuffers() {
 		t.Fatal("the buffers' pages cannot be given back")
@@ -287,5 +303,58 @@ func TestExitWithReceivesInFlightKeepsTheirBuffers(t *testing.T) {
 		if !r.closed || r.bufs.closed == busy {
 			t.Errorf("busy %v: ring closed %v, buffers unmapped %v", busy, r.closed, r.bufs.closed)
 		}
+	}
+}
+
+// TestReleaseRetriesAFullQueue: a connection whose cancels or close cannot
+// be queued is released in a later turn; it neither stays armed for good
+// (the loop would never exit) nor gives its descriptor or slot up early
+// (an entry still queued for it would reach whatever socket took the
+// number).
+func TestReleaseRetriesAFullQueue(t *testing.T) {
+	for name, kind := range map[string]uint8{"cancel": kindCancel, "close": kindClose} {
+		t.Run(name, func(t *testing.T) {
+			_, d, fr, _, c, _ := uringTestLoop(t)
+			failures := 3
+			fr.full = func(k uint8) bool {
+				if k != kind || failures == 0 {
+					return false
+				}
+				failures--
+				return true
+			}
+			c.Abort()
+			for n := 0; failures > 0; n++ {
+				if c.fd < 0 || SlotFreed(c) || len(d.retry) != 1 {
+					t.Fatalf("turn %d, %d failures left: fd %d, slot freed %v, %d to retry; want the descriptor and slot kept, c listed",
+						n, failures, c.fd, SlotFreed(c), len(d.retry))
+				}
+				if err := turn(d, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := turn(d, 0); err != nil { // the turn after the last refusal
+				t.Fatal(err)
+			}
+			if c.fd >= 0 || len(d.retry) != 0 || fr.count(kindClose) != 1 {
+				t.Fatalf("after the queue took entries again: fd %d, %d to retry, %d closes queued; want -1, 0, 1",
+					c.fd, len(d.retry), fr.count(kindClose))
+			}
+			// The kernel finishes what it holds: then, and only then, the
+			// slot is free.
+			for _, k := range []uint8{kindRecv, kindCancel, kindClose} {
+				if SlotFreed(c) {
+					t.Fatalf("slot freed before the completion of kind %d", k)
+				}
+				e := ring.Completion{UserData: userData(k, c.slot, c.gen)}
+				if k == kindRecv {
+					e.Res = -int32(unix.ECANCELED)
+				}
+				d.complete(&e)
+			}
+			if !SlotFreed(c) || !d.idle() {
+				t.Fatalf("slot freed %v, driver idle %v; want both", SlotFreed(c), d.idle())
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
@@ -79,14 +80,14 @@ func (d *uringDriver) listenPacket(p *PacketConn) error {
 		if !ok {
 			return errors.New("datagram sockets need a kernel ring")
 		}
-		cfg := d.l.cfg
+		cfg := d.cfg
 		br, err := r.NewBufRing(packetBufGroup, cfg.PacketBufferCount, cfg.PacketBufferSize+packetHeadroom)
 		if err != nil {
 			return fmt.Errorf("datagram buffers: %w", err)
 		}
 		pk.br = br
 	}
-	if err := setPacketOptions(p.fd, d.l.cfg.UDPGRO); err != nil {
+	if err := setPacketOptions(p.fd, d.cfg.UDPGRO); err != nil {
 		return err
 	}
 	p.ur.msg.Namelen = unix.SizeofSockaddrInet6
@@ -155,7 +156,7 @@ func (d *uringDriver) deliverPacket(p *PacketConn, id uint16, n int) {
 	size := int(out.Payloadlen)
 	truncated := out.Flags&unix.MSG_TRUNC != 0
 	payload = payload[:min(size, len(payload))]
-	d.l.packetIn(p, payload, size, truncated, addrPortFrom(name), control)
+	d.l.packetIn(p, payload, size, truncated, sys.AddrPortFrom(name), control)
 }
 
 // packetTurn runs after a turn's completions: the buffers are back with
@@ -169,7 +170,7 @@ func (d *uringDriver) packetTurn() {
 	for i, p := range pk.rearm {
 		pk.rearm[i] = nil
 		if err := d.armPacket(p); err != nil {
-			d.l.log.Error("percore: re-arm datagram receive", "loop", d.l.id, "listener", p.ln.String(), "err", err)
+			d.log.Error("percore: re-arm datagram receive", "loop", d.id, "listener", p.ln.String(), "err", err)
 		}
 	}
 	pk.rearm = pk.rearm[:0]
@@ -178,12 +179,12 @@ func (d *uringDriver) packetTurn() {
 // packetRoom counts the loop's datagrams in flight and pending in GSO
 // batches: the io_uring bound is per loop.
 func (d *uringDriver) packetRoom(p *PacketConn) int {
-	return d.l.cfg.MaxPacketQueue - d.pk.inFlight - d.l.pk.gsoPending
+	return d.cfg.MaxPacketQueue - d.pk.inFlight - d.l.gsoPending()
 }
 
 func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6, salen uint32, seg, count int) error {
 	pk := &d.pk
-	if pk.inFlight+count > d.l.cfg.MaxPacketQueue {
+	if pk.inFlight+count > d.cfg.MaxPacketQueue {
 		return errPacketQueueFull
 	}
 	var slot uint32
@@ -197,15 +198,8 @@ func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	s := pk.sends[slot]
 	s.buf = append(s.buf[:0], b...)
 	s.sa = *sa
-	s.iov.Base = unsafe.SliceData(s.buf)
-	s.iov.SetLen(len(s.buf))
-	s.msg = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&s.sa)), Namelen: salen, Iov: &s.iov, Iovlen: 1}
+	setMsghdr(&s.msg, &s.iov, s.buf, &s.sa, salen, seg, &s.ctrl)
 	s.p, s.seg, s.count = p, seg, count
-	if seg > 0 {
-		c := putGSOControl(&s.ctrl, seg)
-		s.msg.Control = &c[0]
-		s.msg.SetControllen(len(c))
-	}
 	if err := d.r.PrepareSendmsg(p.fd, &s.msg, userData(kindPacketSend, slot, 0)); err != nil {
 		pk.free = append(pk.free, slot)
 		return err
@@ -221,16 +215,17 @@ func (d *uringDriver) packetSent(slot uint32, res int32) {
 	s := pk.sends[slot]
 	pk.inFlight -= s.count
 	d.loopOps--
-	if res < 0 && s.seg > 0 && isGSOError(unix.Errno(-res)) && s.p.fd >= 0 && !d.l.lnClosed {
+	if res < 0 && gsoRefusal(s.seg, unix.Errno(-res)) && s.p.fd >= 0 && !d.l.listenersClosed() {
 		// The kernel refused UDP_SEGMENT: the slot's buffer is ours
 		// again, so its datagrams go out one by one (copied into
 		// other slots before this one is freed), and GSO may go off
 		// for the socket.
 		d.l.gsoRefused(s.p, unix.Errno(-res))
 		sa := s.sa
-		for off := 0; off < len(s.buf); off += s.seg {
-			end := min(off+s.seg, len(s.buf))
-			if err := d.writeTo(s.p, s.buf[off:end], &sa, s.msg.Namelen, 0, 1); err != nil {
+		for off := 0; off < len(s.buf); {
+			var b []byte
+			b, off = gsoSplit(s.buf, off, s.seg)
+			if err := d.writeTo(s.p, b, &sa, s.msg.Namelen, 0, 1); err != nil {
 				d.l.packetSent(0, 1, err)
 			}
 		}

@@ -1,0 +1,88 @@
+//go:build linux
+
+package runtime
+
+import (
+	"github.com/percore/percore/ring"
+	"golang.org/x/sys/unix"
+)
+
+// The io_uring driver's dispatch: each completion to its operation's
+// handler, by the kind in its user data.
+
+// complete hands one completion to the handler of its kind.
+func (d *uringDriver) complete(e *ring.Completion) {
+	kind := uint8(e.UserData >> 56)
+	slot := uint32(e.UserData)
+	gen := uint32(e.UserData>>32) & genMask
+	l := d.l
+	switch kind {
+	case kindWake:
+		d.waker.Woke()
+		if err := d.armWake(); err != nil {
+			d.log.Error("percore: re-arm wake-up read", "loop", d.id, "err", err)
+		}
+		l.runPosted()
+		return
+	case kindMsgWake:
+		d.waker.Woke()
+		l.runPosted()
+		return
+	case kindMsgSent:
+		if e.Res < 0 {
+			d.msgFailed(slot)
+		}
+		return
+	case kindAccept:
+		d.accepted(int(slot), e)
+		return
+	case kindAcceptPoll:
+		d.listenerReady(int(slot), e)
+		return
+	case kindAcceptCancel:
+		d.loopOps--
+		return
+	case kindFile, kindFileSync:
+		d.fileCompleted(kind, slot, gen, e.Res)
+		return
+	case kindPacketRecv:
+		d.packetReceived(int(slot), e)
+		return
+	case kindPacketSend:
+		d.packetSent(slot, e.Res)
+		return
+	case kindPacketCancel:
+		d.loopOps--
+		return
+	}
+	c := l.conn(slot, gen)
+	if c == nil {
+		if id, ok := e.Buffer(); ok {
+			d.bufs.Recycle(id)
+		}
+		return
+	}
+	switch kind {
+	case kindRecv:
+		d.received(c, e)
+	case kindSend:
+		c.ur.ops--
+		c.ur.flags &^= ufSendCancel
+		d.sent(c, e.Res)
+	case kindConnect:
+		c.ur.ops--
+		var err error
+		if e.Res < 0 {
+			err = errnoErr("connect", unix.Errno(-e.Res))
+		}
+		l.connected(c, err)
+	case kindShutdown, kindClose, kindCancel:
+		c.ur.ops--
+	case kindSplice, kindSplicePoll:
+		c.ur.ops--
+		d.spliced(c, kind, e.Res)
+	}
+	if c.closed() && c.ur.ops == 0 && c.fd < 0 {
+		l.freeSlot(c)
+	}
+}
