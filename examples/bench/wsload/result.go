@@ -22,13 +22,13 @@ type Result struct {
 	Bytes   int    `json:"bytes,omitempty"`
 	Problem string `json:"problem,omitempty"`
 
-	Errors      uint64 `json:"errors"`       // connections that failed, messages that could not be sent
-	Mismatches  uint64 `json:"mismatches"`   // messages that differed from what was sent, or unexpected ones
-	Lost        uint64 `json:"lost"`         // deliveries that never came
-	Duplicates  uint64 `json:"duplicates"`   // deliveries that came twice
-	Reordered   uint64 `json:"reordered"`    // deliveries out of order
-	ShortCounts uint64 `json:"short_counts"` // publishes answered with fewer subscribers than held
-	DialRetries uint64 `json:"dial_retries"`
+	Errors      uint64  `json:"errors"`       // connections that failed, messages that could not be sent
+	Mismatches  uint64  `json:"mismatches"`   // messages that differed from what was sent, or unexpected ones
+	Lost        uint64  `json:"lost"`         // deliveries that never came
+	Duplicates  uint64  `json:"duplicates"`   // deliveries that came twice
+	Reordered   uint64  `json:"reordered"`    // deliveries out of order
+	ShortCounts uint64  `json:"short_counts"` // publishes answered with fewer subscribers than held
+	DialRetries uint64  `json:"dial_retries"`
 	OpenS       float64 `json:"open_s"` // time to open and subscribe every connection
 
 	// The client's own cost, after every connection is open.
