@@ -108,6 +108,7 @@ func (s *server) OnOpen(socket *gws.Conn) {
 		socket.NetConn().Close()
 		return
 	}
+	c.mu.Lock() // the timer's function reads c.ping
 	c.ping = time.AfterFunc(s.f.PingInterval, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -117,6 +118,7 @@ func (s *server) OnOpen(socket *gws.Conn) {
 		socket.WriteAsync(gws.OpcodePing, nil, nil)
 		c.ping.Reset(s.f.PingInterval)
 	})
+	c.mu.Unlock()
 }
 
 func (s *server) client(socket *gws.Conn) *client {

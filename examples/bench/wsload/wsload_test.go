@@ -1,0 +1,252 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/percore/percore/examples/bench/gwproto"
+)
+
+const secret = "wsload-test"
+
+// fault is what the test gateway does wrong, to show that wsload sees it.
+// A publish index of -1 is no fault.
+type fault struct {
+	drop, dup, swap, corrupt int // to the first subscriber, at this publish
+	short                        bool
+	echoCorrupt                  bool
+}
+
+var clean = fault{drop: -1, dup: -1, swap: -1, corrupt: -1}
+
+type tconn struct {
+	c   *websocket.Conn
+	wmu sync.Mutex
+}
+
+func (c *tconn) write(op int, p []byte) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.c.WriteMessage(op, p)
+}
+
+// gateway starts a small gateway of the protocol (one topic's worth of
+// it) that commits fault f, and returns its address.
+func gateway(t *testing.T, f fault) string {
+	t.Helper()
+	var mu sync.Mutex
+	var subs []*tconn
+	var held []byte
+	pubs := 0
+	up := websocket.Upgrader{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := gwproto.Authorized(r, secret); !ok {
+			gwproto.Refuse(w)
+			return
+		}
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		c := &tconn{c: ws}
+		go func() {
+			defer func() {
+				mu.Lock()
+				for i, s := range subs {
+					if s == c {
+						subs = append(subs[:i], subs[i+1:]...)
+						break
+					}
+				}
+				mu.Unlock()
+				ws.Close()
+			}()
+			for {
+				op, p, err := ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				if op == websocket.BinaryMessage {
+					if f.echoCorrupt && len(p) > 20 {
+						p[20] ^= 1
+					}
+					c.write(op, p)
+					continue
+				}
+				cmd, err := gwproto.ParseCommand(p)
+				if err == nil && cmd.Sub {
+					mu.Lock()
+					subs = append(subs, c)
+					mu.Unlock()
+				}
+				c.write(websocket.TextMessage, gwproto.Reply(cmd, err))
+			}
+		}()
+	})
+	mux.HandleFunc("/publish", gwproto.PublishHandler(func(_ string, body []byte) int {
+		mu.Lock()
+		defer mu.Unlock()
+		idx := pubs
+		pubs++
+		for i, s := range subs {
+			p := body
+			if i == 0 {
+				switch idx {
+				case f.drop:
+					continue
+				case f.swap:
+					held = append([]byte(nil), body...)
+					continue
+				case f.corrupt:
+					p = append([]byte(nil), body...)
+					p[len(p)-1] = 'y'
+				}
+			}
+			s.write(websocket.TextMessage, p)
+			if i == 0 && idx == f.dup {
+				s.write(websocket.TextMessage, p)
+			}
+			if i == 0 && idx == f.swap+1 && held != nil {
+				s.write(websocket.TextMessage, held)
+			}
+		}
+		if f.short && idx == 0 {
+			return len(subs) - 1
+		}
+		return len(subs)
+	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: mux}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return ln.Addr().String()
+}
+
+func runLoad(t *testing.T, args ...string) (int, Result, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), append(args, "-json", "-timeout", "60s"), &out, &errb)
+	var res Result
+	if out.Len() > 0 {
+		if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+			t.Fatalf("%v: %s", err, out.String())
+		}
+	}
+	return code, res, errb.String()
+}
+
+func TestModesClean(t *testing.T) {
+	addr := gateway(t, clean)
+	base := []string{"-addr", addr, "-secret", secret}
+	for _, tc := range []struct {
+		name string
+		args []string
+		ok   func(Result) bool
+	}{
+		{"idle", []string{"-mode", "idle", "-conns", "30", "-settle", "0"}, func(r Result) bool { return r.Checked == 30 }},
+		{"fanout", []string{"-mode", "fanout", "-conns", "10", "-publishes", "20", "-interval", "1ms"}, func(r Result) bool {
+			return r.Delivered == 200 && r.Publishes == 20 && r.LatMaxUs > 0 && r.LastMaxUs >= r.LatP50us
+		}},
+		{"echo", []string{"-mode", "echo", "-conns", "4", "-warmup", "0", "-seconds", "0.2s"}, func(r Result) bool { return r.Messages > 0 && r.RttP50us > 0 }},
+		{"storm", []string{"-mode", "storm", "-conns", "40", "-live-before", "50ms"}, func(r Result) bool { return r.Checked == 40 && r.StormS > 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, res, stderr := runLoad(t, append(base, tc.args...)...)
+			if code != 0 || res.Problem != "" || !tc.ok(res) {
+				t.Fatalf("exit %d, result %+v\n%s", code, res, stderr)
+			}
+		})
+	}
+}
+
+// TestSeesFaults: each fault of the gateway fails the run, counted where
+// it belongs.
+func TestSeesFaults(t *testing.T) {
+	fan := []string{"-mode", "fanout", "-conns", "3", "-publishes", "5", "-interval", "1ms", "-drain", "300ms"}
+	for _, tc := range []struct {
+		name string
+		f    func(*fault)
+		args []string
+		want func(Result) bool
+	}{
+		{"lost", func(f *fault) { f.drop = 2 }, fan, func(r Result) bool { return r.Lost == 1 }},
+		{"duplicated", func(f *fault) { f.dup = 1 }, fan, func(r Result) bool { return r.Duplicates == 1 && r.Lost == 0 }},
+		{"reordered", func(f *fault) { f.swap = 1 }, fan, func(r Result) bool { return r.Reordered > 0 && r.Lost == 0 }},
+		{"corrupted", func(f *fault) { f.corrupt = 3 }, fan, func(r Result) bool { return r.Mismatches == 1 && r.Lost == 1 }},
+		{"short count", func(f *fault) { f.short = true }, fan, func(r Result) bool { return r.ShortCounts == 1 }},
+		{"echo corrupted", func(f *fault) { f.echoCorrupt = true }, []string{"-mode", "echo", "-conns", "2", "-warmup", "0", "-seconds", "0.1s"},
+			func(r Result) bool { return r.Mismatches > 0 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := clean
+			tc.f(&f)
+			addr := gateway(t, f)
+			code, res, stderr := runLoad(t, append([]string{"-addr", addr, "-secret", secret}, tc.args...)...)
+			if code != 1 || res.Problem == "" || !tc.want(res) {
+				t.Fatalf("exit %d, want 1; result %+v\n%s", code, res, stderr)
+			}
+		})
+	}
+}
+
+func TestRefusedToken(t *testing.T) {
+	addr := gateway(t, clean)
+	code, _, stderr := runLoad(t, "-addr", addr, "-secret", "wrong", "-mode", "idle", "-conns", "2")
+	if code != 2 || !strings.Contains(stderr, "401") {
+		t.Fatalf("exit %d, want 2 with the 401:\n%s", code, stderr)
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-mode", "pubsub"},
+		{"-conns", "0"},
+		{"-mode", "fanout", "-bytes", "20"},
+		{"-mode", "echo", "-bytes", "8"},
+		{"-interval", "0s"},
+		{"-src-ips", "300"},
+		{"-topic", "a b"},
+		{"extra"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != 2 {
+			t.Errorf("%q: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestPayload(t *testing.T) {
+	for _, size := range []int{48, 64, 1000} {
+		b := make([]byte, size)
+		for _, seq := range []int{0, 7, 123456789} {
+			ts := time.Now().UnixNano()
+			payload(b, seq, ts)
+			gotSeq, gotT, ok := parsePayload(b, size)
+			if !ok || gotSeq != seq || gotT != ts {
+				t.Fatalf("size %d seq %d: parsed %d %d %v from %q", size, seq, gotSeq, gotT, ok, b)
+			}
+		}
+		b[size-1] = 'y'
+		if _, _, ok := parsePayload(b, size); ok {
+			t.Errorf("a changed pad byte was not noticed")
+		}
+		if _, _, ok := parsePayload(b[:size-1], size); ok {
+			t.Errorf("a short message was not noticed")
+		}
+	}
+}
