@@ -24,8 +24,8 @@ const secret = "wsload-test"
 // A publish index of -1 is no fault.
 type fault struct {
 	drop, dup, swap, corrupt int // to the first subscriber, at this publish
-	short                        bool
-	echoCorrupt                  bool
+	short                    bool
+	echoCorrupt              bool
 }
 
 var clean = fault{drop: -1, dup: -1, swap: -1, corrupt: -1}
