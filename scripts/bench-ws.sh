@@ -248,16 +248,16 @@ awk -v repeats="$REPEATS" -v cmd="SERVERS='$SERVERS' ROWS='$ROWS' REPEATS=$REPEA
     return num(v) " (" num(a[1]) "-" num(a[m]) ")"
   }
   BEGIN {
-    cols["idle"] = "server_rss_per_conn_bytes client_rss_per_conn_bytes open_s"
-    head["idle"] = "server RSS B/conn | client RSS B/conn | open s"
-    cols["fanout1"] = "last_max_us server_cpu_us_per_delivery lat_p50_us"
-    head["fanout1"] = "time to last us | server CPU us/delivery | latency p50 us"
-    cols["fanout"] = "lat_p99_us last_p99_us server_cpu_us_per_delivery"
-    head["fanout"] = "latency p99 us | time to last p99 us | server CPU us/delivery"
-    cols["echo"] = "msgs_per_s server_cpu_us_per_msg rtt_p99_us"
-    head["echo"] = "messages/s | server CPU us/msg | round trip p99 us"
-    cols["storm"] = "storm_s live_during_p99_us live_before_p99_us"
-    head["storm"] = "all back s | live p99 us during | live p99 us before"
+    cols["idle"] = "server_rss_per_conn_bytes client_rss_per_conn_bytes client_goroutines open_s"
+    head["idle"] = "server RSS B/conn | client RSS B/conn | client goroutines | open s"
+    cols["fanout1"] = "last_max_us server_cpu_us_per_delivery lat_p50_us client_busy_pct"
+    head["fanout1"] = "time to last us | server CPU us/delivery | latency p50 us | client busy %"
+    cols["fanout"] = "lat_p99_us server_cpu_us_per_delivery late_publishes client_busy_pct"
+    head["fanout"] = "latency p99 us | server CPU us/delivery | late publishes | client busy %"
+    cols["echo"] = "msgs_per_s server_cpu_us_per_msg rtt_p99_us client_busy_pct"
+    head["echo"] = "messages/s | server CPU us/msg | round trip p99 us | client busy %"
+    cols["storm"] = "storm_s live_during_p99_us live_before_p99_us storm_retries"
+    head["storm"] = "all back s | live p99 us during | live p99 us before | retries"
   }
   {
     srv = $0; sub(/^{"server":"/, "", srv); sub(/".*/, "", srv)
@@ -280,9 +280,12 @@ awk -v repeats="$REPEATS" -v cmd="SERVERS='$SERVERS' ROWS='$ROWS' REPEATS=$REPEA
       row = rows[r]; printed = 0
       for (j = 1; j <= nk; j++) {
         split(order[j], f, SUBSEP); if (f[1] != row) continue
-        if (!printed) { print ""; print "## " row; print ""; print "| server | conns | runs | " head[row] " | problems |"; print "|---|---:|---:|---:|---:|---:|---:|"; printed = 1 }
+        if (!printed) { print ""; print "## " row; print ""; print "| server | conns | runs | " head[row] " | problems |"; print "|---|---:|---:|---:|---:|---:|---:|---:|"; printed = 1 }
         k = order[j]
-        printf "| %s | %s | %d | %s | %s | %s | %d |\n", f[2], conns[k], runs[k], fmt(vals[k, 1]), fmt(vals[k, 2]), fmt(vals[k, 3]), bad[k]
+        line = sprintf("| %s | %s | %d |", f[2], conns[k], runs[k])
+        n = split(cols[row], c, " ")
+        for (i = 1; i <= n; i++) line = line " " fmt(vals[k, i]) " |"
+        printf "%s %d |\n", line, bad[k]
       }
     }
   }' "$OUT/ws-runs.jsonl" >"$OUT/ws-summary.md"

@@ -158,7 +158,7 @@ func (r *runner) fanout(ctx context.Context) error {
 	r.clientCost(n)
 	sent := make([]int64, P)
 	var pubRTT hist.Histogram
-	cpu0 := r.serverCPU()
+	cpu0, self0 := r.serverCPU(), selfCPU()
 	start := time.Now()
 	body := make([]byte, r.cfg.bytes)
 	for seq := range P {
@@ -189,10 +189,15 @@ func (r *runner) fanout(ctx context.Context) error {
 	for delivered.Load() < want && time.Now().Before(deadline) && ctx.Err() == nil {
 		time.Sleep(time.Millisecond) // polling a counter, not synchronising
 	}
-	cpu1 := r.serverCPU()
+	cpu1, self1 := r.serverCPU(), selfCPU()
+	elapsed := time.Since(start)
 	r.closing.Store(true)
 	closeAll(cs)
 	wg.Wait()
+	if r.cfg.serverPID != 0 {
+		r.res.ServerBusyPct = 100 * float64(cpu1-cpu0) / float64(elapsed)
+	}
+	r.res.ClientBusyPct = 100 * float64(self1-self0) / float64(elapsed)
 	d := delivered.Load()
 	r.res.Delivered = d
 	r.res.Lost = want - d

@@ -48,7 +48,7 @@ type Result struct {
 
 	// fanout
 	Publishes    int     `json:"publishes,omitempty"`
-	LatePublish  int     `json:"late_publishes,omitempty"` // sent more than one -interval after they fell due
+	LatePublish  int     `json:"late_publishes"` // sent more than one -interval after they fell due
 	Delivered    uint64  `json:"delivered,omitempty"`
 	LatP50us     float64 `json:"lat_p50_us,omitempty"`
 	LatP99us     float64 `json:"lat_p99_us,omitempty"`
@@ -59,7 +59,8 @@ type Result struct {
 	LastMaxUs    float64 `json:"last_max_us,omitempty"`
 	PublishP99us float64 `json:"publish_p99_us,omitempty"` // the POST's own round trip
 
-	// echo
+	// echo (and fanout: the busy shares, from the first publish until the
+	// last delivery or the end of -drain)
 	Messages          uint64  `json:"messages,omitempty"`
 	MsgsPerS          float64 `json:"msgs_per_s,omitempty"`
 	RttP50us          float64 `json:"rtt_p50_us,omitempty"`
