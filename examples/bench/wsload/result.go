@@ -72,7 +72,7 @@ type Result struct {
 
 	// storm
 	StormS           float64 `json:"storm_s,omitempty"` // from the mass close until every subscriber is subscribed again
-	StormRetries     uint64  `json:"storm_retries,omitempty"`
+	StormRetries     uint64  `json:"storm_retries"`
 	LiveBeforeP99us  float64 `json:"live_before_p99_us,omitempty"`
 	LiveDuringP50us  float64 `json:"live_during_p50_us,omitempty"`
 	LiveDuringP99us  float64 `json:"live_during_p99_us,omitempty"`

@@ -1,15 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/percore/percore/examples/bench/gwproto"
 	"github.com/percore/percore/examples/bench/gwproto/gwtest"
@@ -50,47 +44,5 @@ func subprocess(t *testing.T) gwtest.Start {
 	if testing.Short() {
 		t.Skip("-race -short: building wsnbio without the race detector is not short")
 	}
-	bin := filepath.Join(t.TempDir(), "wsnbio")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return func(t *testing.T, f gwproto.Flags) string {
-		cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-secret", f.Secret, "-ping-interval", f.PingInterval.String(),
-			"-queue", "256", "-write-timeout", f.WriteTimeout.String())
-		stderr, err := cmd.StderrPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(os.Interrupt)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("wsnbio exited: %v", err)
-				}
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-				t.Errorf("wsnbio did not exit within 20s of SIGINT")
-			}
-		})
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if _, addr, ok := strings.Cut(sc.Text(), "listening on "); ok {
-				go func() { // keep draining its stderr
-					for sc.Scan() {
-					}
-				}()
-				return addr
-			}
-		}
-		t.Fatalf("wsnbio did not say where it listens: %v", sc.Err())
-		return ""
-	}
+	return gwtest.Program(t, ".", ".", false)
 }

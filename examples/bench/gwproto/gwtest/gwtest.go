@@ -5,10 +5,14 @@
 package gwtest
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -270,4 +274,67 @@ func heartbeat(t *testing.T, addr string) {
 func isTimeout(err error) bool {
 	var ne interface{ Timeout() bool }
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Program builds the gateway program pkg (a package path as go build
+// takes it, run in directory dir) once, and returns a Start that runs it
+// with the protocol's flags and extra, reads the address it listens on
+// from its "listening on ADDR" line, and stops it with SIGINT (it must
+// exit 0 within 20 s). A program that exits before it listens skips the
+// test when skipIfExits is set (a backend the machine cannot run), and
+// fails it otherwise.
+func Program(t *testing.T, dir, pkg string, skipIfExits bool, extra ...string) Start {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gateway")
+	build := exec.Command("go", "build", "-o", bin, pkg)
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return func(t *testing.T, f gwproto.Flags) string {
+		args := append([]string{"-addr", "127.0.0.1:0", "-secret", f.Secret, "-ping-interval", f.PingInterval.String(),
+			"-queue", fmt.Sprint(f.Queue), "-write-timeout", f.WriteTimeout.String()}, extra...)
+		cmd := exec.Command(bin, args...)
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd.Stdout = cmd.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		sc := bufio.NewScanner(stderr)
+		var said []string
+		for sc.Scan() {
+			line := sc.Text()
+			if _, addr, ok := strings.Cut(line, "listening on "); ok {
+				go func() { // keep draining its output, then reap it
+					for sc.Scan() {
+					}
+					done <- cmd.Wait()
+				}()
+				t.Cleanup(func() {
+					_ = cmd.Process.Signal(os.Interrupt)
+					select {
+					case err := <-done:
+						if err != nil {
+							t.Errorf("%s exited: %v", pkg, err)
+						}
+					case <-time.After(20 * time.Second):
+						_ = cmd.Process.Kill()
+						t.Errorf("%s did not exit within 20s of SIGINT", pkg)
+					}
+				})
+				return strings.Fields(addr)[0]
+			}
+			said = append(said, line)
+		}
+		err = cmd.Wait()
+		if skipIfExits {
+			t.Skipf("%s %q exited before listening (%v): %s", pkg, args, err, strings.Join(said, "\n"))
+		}
+		t.Fatalf("%s %q exited before listening (%v): %s", pkg, args, err, strings.Join(said, "\n"))
+		return ""
+	}
 }
