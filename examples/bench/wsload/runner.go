@@ -32,6 +32,7 @@ type runner struct {
 	retries, pings     atomic.Uint64
 	closing            atomic.Bool // the tool is closing connections: read errors are expected
 	logged             atomic.Int32
+	logMu              sync.Mutex // stderr may be any writer
 	loopback           bool
 	selfBefore         memory
 	cpuStart           time.Duration
@@ -77,18 +78,24 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	return &r.res, nil
 }
 
+func (r *runner) logf(format string, args ...any) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	fmt.Fprintf(r.stderr, "wsload: "+format+"\n", args...)
+}
+
 // fail counts a failure and says what it was, the first few times.
 func (r *runner) fail(format string, args ...any) {
 	r.errors.Add(1)
 	if r.logged.Add(1) <= 5 {
-		fmt.Fprintf(r.stderr, "wsload: "+format+"\n", args...)
+		r.logf(format, args...)
 	}
 }
 
 func (r *runner) mismatch(format string, args ...any) {
 	r.mismatches.Add(1)
 	if r.logged.Add(1) <= 5 {
-		fmt.Fprintf(r.stderr, "wsload: "+format+"\n", args...)
+		r.logf(format, args...)
 	}
 }
 
@@ -193,7 +200,7 @@ func (r *runner) openAll(ctx context.Context, n int, sub bool) ([]*gwproto.Clien
 		case <-ctx.Done():
 		}
 		if time.Since(last) > time.Second {
-			fmt.Fprintf(r.stderr, "wsload: %d of %d connections open\n", id, n)
+			r.logf("%d of %d connections open", id, n)
 			last = time.Now()
 		}
 	}

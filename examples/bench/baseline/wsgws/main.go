@@ -13,9 +13,9 @@
 // publish for a subscriber with -queue messages pending (counted). The
 // server pings every connection each -ping-interval from a timer of its
 // own (gws only answers Pings), and a read deadline of twice the interval
-// closes a connection that does not answer; each publish moves the write
-// deadline to -write-timeout from then, so a subscriber whose writes stall
-// that long is closed by the failed write.
+// closes a connection that does not answer; while publishes are queued
+// the write deadline is -write-timeout after the last one written, so a
+// subscriber whose writes stall that long is closed by the failed write.
 //
 //	GOMAXPROCS=1 wsgws -addr 127.0.0.1:7300 -secret S -ping-interval 30s
 package main
@@ -37,12 +37,13 @@ import (
 func main() { gwproto.Main("wsgws", serve) }
 
 type client struct {
-	socket  *gws.Conn
-	subs    gwproto.Subscription // the read goroutine's
-	pending atomic.Int64         // publishes queued and not yet written
-	ping    *time.Timer
-	mu      sync.Mutex // guards closed against the ping timer
-	closed  bool
+	socket *gws.Conn
+	subs   gwproto.Subscription // the read goroutine's
+	ping   *time.Timer
+
+	mu      sync.Mutex
+	closed  bool // the ping timer stops
+	pending int  // publishes queued and not yet written
 }
 
 type server struct {
@@ -170,20 +171,38 @@ func (s *server) deliver(topic string, body []byte) int {
 	b := gws.NewBroadcaster(gws.OpcodeText, body)
 	defer b.Close()
 	n := 0
-	deadline := time.Now().Add(s.f.WriteTimeout)
 	s.topics.Each(topic, func(c *client) {
-		if c.pending.Load() >= int64(s.f.Queue) {
+		c.mu.Lock()
+		if c.pending >= s.f.Queue {
+			c.mu.Unlock()
 			s.dropped.Add(1)
 			return
 		}
-		c.pending.Add(1)
-		_ = c.socket.SetWriteDeadline(deadline)
+		if c.pending == 0 {
+			_ = c.socket.SetWriteDeadline(time.Now().Add(s.f.WriteTimeout))
+		}
+		c.pending++
+		c.mu.Unlock()
 		if err := b.Broadcast(c.socket); err != nil {
-			c.pending.Add(-1)
+			s.written(c)
 			return
 		}
-		c.socket.Async(func() { c.pending.Add(-1) })
+		c.socket.Async(func() { s.written(c) })
 		n++
 	})
 	return n
+}
+
+// written runs on c's write queue after each publish: the next one gets
+// -write-timeout from now, and with none left the deadline goes (or the
+// next Pong, echo or ack would fail on an old one).
+func (s *server) written(c *client) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending--
+	if c.pending > 0 {
+		_ = c.socket.SetWriteDeadline(time.Now().Add(s.f.WriteTimeout))
+	} else {
+		_ = c.socket.SetWriteDeadline(time.Time{})
+	}
 }

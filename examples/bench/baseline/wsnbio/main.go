@@ -7,8 +7,8 @@
 // ReleaseWebsocketPayload. Handlers run on nbio's executor, in order per
 // connection. The upgrader's KeepaliveTime (a read deadline moved on by
 // every frame) is twice -ping-interval, and Conn.Keepalive pings every
-// -ping-interval. The outbound cap is nbio's MaxWriteBufferSize, -queue
-// KiB: past it nbio closes the connection (it has no way to drop a message
+// -ping-interval. The outbound cap is nbio's MaxWriteBufferSize, -queue x
+// 4 KiB and at least one largest message: past it nbio closes the connection (it has no way to drop a message
 // and keep the connection, so this peer's slow consumers are closed, not
 // dropped-then-closed; decision 0046). nbio has no encode-once broadcast:
 // each subscriber's frame is written by Conn.WriteMessage.
@@ -95,7 +95,7 @@ func serve(ctx context.Context, ln net.Listener, f gwproto.Flags) error {
 		Listen:                  func(string, string) (net.Listener, error) { return ln, nil },
 		MaxLoad:                 1000000,
 		ReleaseWebsocketPayload: true,
-		MaxWriteBufferSize:      f.Queue * 1024,
+		MaxWriteBufferSize:      writeCap(f.Queue),
 		Handler:                 mux,
 	})
 	s.up.Engine = engine
@@ -108,6 +108,12 @@ func serve(ctx context.Context, ln net.Listener, f gwproto.Flags) error {
 	defer cancel()
 	return engine.Shutdown(sctx)
 }
+
+// writeCap is nbio's MaxWriteBufferSize for -queue: queue x 4 KiB, and at
+// least one message of the largest size (nbio closes a connection when
+// what it holds plus the write at hand is over the cap, so a cap under
+// one message would close on the first large publish).
+func writeCap(queue int) int { return max(queue*4096, gwproto.MaxPublish+14) }
 
 // deliver writes body to every subscriber of topic (nbio buffers what the
 // socket does not take, up to MaxWriteBufferSize).

@@ -41,6 +41,12 @@ func Run(t *testing.T, start Start) {
 	t.Run("echo", func(t *testing.T) { echo(t, start(t, flags())) })
 	t.Run("bad-command", func(t *testing.T) { badCommand(t, start(t, flags())) })
 	t.Run("publish-errors", func(t *testing.T) { publishErrors(t, start(t, flags())) })
+	t.Run("slow-consumer", func(t *testing.T) {
+		f := flags()
+		f.Queue = 4
+		f.WriteTimeout = 200 * time.Millisecond
+		slowConsumer(t, start(t, f), f.WriteTimeout)
+	})
 	t.Run("heartbeat", func(t *testing.T) {
 		f := flags()
 		f.PingInterval = 50 * time.Millisecond
@@ -337,4 +343,108 @@ func Program(t *testing.T, dir, pkg string, skipIfExits bool, extra ...string) S
 		t.Fatalf("%s %q exited before listening (%v): %s", pkg, args, err, strings.Join(said, "\n"))
 		return ""
 	}
+}
+
+// slowConsumer: a subscriber that never reads is dropped (publishes stop
+// counting it) and then closed, while a subscriber that reads gets every
+// message, in order: the slow one does not hold it up. The publisher
+// waits for the reading subscriber to have each message before the next,
+// so that its queue never fills. The one wait on time: the slow
+// subscriber is left unread for ten write timeouts before it is read,
+// since reading it would let the stalled writes go on.
+func slowConsumer(t *testing.T, addr string, writeTimeout time.Duration) {
+	slow := dial(t, addr, "slow")
+	command(t, slow, true, "firehose")
+	good := dial(t, addr, "good")
+	command(t, good, true, "firehose")
+	pad := strings.Repeat("x", 16<<10)
+	if err := good.Conn().SetDeadline(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	received := make(chan error, 1)
+	receive := func(want string) error {
+		if err := good.Conn().SetReadDeadline(time.Now().Add(timeout)); err != nil {
+			return err
+		}
+		op, p, err := good.ReadMessage()
+		if err != nil {
+			return err
+		}
+		if op != gwproto.OpText || string(p) != want {
+			return fmt.Errorf("got %.20q, want %.20q", p, want)
+		}
+		return nil
+	}
+	// 48 MiB: more than the socket buffers of one loopback connection hold.
+	// Dropped means 20 publishes in a row: a queue that was full for a
+	// moment (its writer not yet scheduled) empties again.
+	const most, inARow = 3000, 20
+	sent, dropped, run := 0, false, 0
+	for ; sent < most && !dropped; sent++ {
+		msg := fmt.Sprintf("%d %s", sent, pad)
+		go func() { received <- receive(msg) }()
+		code, reached, err := Publish(addr, "firehose", msg)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("publish %d: %d %v", sent, code, err)
+		}
+		if err := <-received; err != nil {
+			t.Fatalf("the reading subscriber, message %d: %v", sent, err)
+		}
+		switch reached {
+		case "2":
+			run = 0
+		case "1": // the slow subscriber was dropped or closed; the good one counted
+			run++
+			dropped = run == inARow
+		default:
+			t.Fatalf("publish %d reached %q subscribers, want 2 or 1", sent, reached)
+		}
+	}
+	if !dropped {
+		t.Fatalf("%d publishes of 16 KiB to a subscriber that never reads: never dropped", most)
+	}
+	time.Sleep(10 * writeTimeout) // see above
+	// Long after its last publish, the reading subscriber's other writes
+	// (an echo, an acknowledgement) are not held to that publish's
+	// write deadline.
+	if err := good.WriteBinary([]byte("still")); err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveOp(good, gwproto.OpBinary, "still"); err != nil {
+		t.Fatalf("an echo long after the last publish: %v", err)
+	}
+	go func() { received <- receive("after") }()
+	publish(t, addr, "firehose", "after", "1")
+	if err := <-received; err != nil {
+		t.Fatalf("the reading subscriber, after the slow one was dropped: %v", err)
+	}
+	command(t, good, false, "firehose")
+	// The slow one is closed: reading it now finds what was buffered, then the end.
+	if err := slow.Conn().SetDeadline(time.Now().Add(timeout)); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		_, _, err := slow.ReadMessage()
+		if err == nil {
+			continue
+		}
+		if isTimeout(err) {
+			t.Fatalf("the slow subscriber was dropped but not closed %v after its writes stalled", 10*writeTimeout)
+		}
+		break
+	}
+}
+
+func receiveOp(c *gwproto.Client, op byte, want string) error {
+	if err := c.Conn().SetReadDeadline(time.Now().Add(timeout)); err != nil {
+		return err
+	}
+	gotOp, p, err := c.ReadMessage()
+	if err != nil {
+		return err
+	}
+	if gotOp != op || string(p) != want {
+		return fmt.Errorf("got opcode %d %.20q, want %d %.20q", gotOp, p, op, want)
+	}
+	return nil
 }
