@@ -240,7 +240,7 @@ awk -v repeats="$REPEATS" -v cmd="SERVERS='$SERVERS' ROWS='$ROWS' REPEATS=$REPEA
     return m
   }
   function med(list,   a, m) { m = sort(list, a); if (m == 0) return "-"; return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
-  function num(v) { v += 0; return (v >= 1000 || v <= -1000) ? sprintf("%.0f", v) : (v >= 10 || v <= -10) ? sprintf("%.1f", v) : sprintf("%.3g", v) }
+  function num(v) { v += 0; return (v == int(v) || v >= 1000 || v <= -1000) ? sprintf("%.0f", v) : (v >= 10 || v <= -10) ? sprintf("%.1f", v) : sprintf("%.3g", v) }
   function fmt(list,   a, m, v) {
     m = sort(list, a); if (m == 0) return "-"
     v = med(list)
