@@ -45,8 +45,12 @@
 // load tool check a fan-out against the number of subscribers it holds.
 // A topic without subscribers answers 200 and "0". The body must be UTF-8
 // (it goes out as text); a publish without topic is 400, any method but
-// POST 405. Messages published to one topic reach each subscriber in the
-// order the publishes were answered, each once.
+// POST 405. A subscriber receives each message once; two publishes to one
+// topic, the second sent after the first was answered, reach every
+// subscriber in that order (publishes in flight at the same time may reach
+// different subscribers in different orders). A publish may reach a
+// subscriber before that subscriber has read the acknowledgement of its
+// SUB.
 //
 // # Binary frames: echo
 //
