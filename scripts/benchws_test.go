@@ -128,7 +128,7 @@ func TestBenchWSRuns(t *testing.T) {
 		}
 	}
 	out := t.TempDir()
-	code, got := benchWS(t, []string{"OUT=" + out, "SMOKE=1", "BASE_PORT=28950", "CLIENT_CPUS=0", "SERVER_CPUS=0"})
+	code, got := benchWS(t, []string{"OUT=" + out, "SMOKE=1", "BASE_PORT=29150", "CLIENT_CPUS=0", "SERVER_CPUS=0"})
 	if code != 0 {
 		t.Fatalf("exit status %d:\n%s", code, got)
 	}
