@@ -37,7 +37,9 @@
 // and resubscribe at once, retrying with exponential back-off on any
 // failure; it reports the time until all are subscribed again and the
 // live client's round trips before and during the storm, then checks with
-// one publish that every subscriber is back.
+// one publish that every subscriber is back. The live client is a second
+// wsload process (-mode live, live.go), so that its round trips are not
+// queued behind the storm's goroutines in one Go scheduler.
 //
 // Every mode is bounded by -timeout. The client holds one goroutine per
 // connection over net.Conn (the standard library's netpoller) with
@@ -107,6 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	raiseFDLimit()
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
+	if cfg.mode == "live" {
+		return runLive(ctx, cfg, stdout, stderr)
+	}
 	r := &runner{cfg: cfg, stderr: stderr}
 	res, err := r.run(ctx)
 	if err != nil {
@@ -133,7 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("wsload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.mode, "mode", "fanout", "idle, fanout, echo or storm")
+	fs.StringVar(&c.mode, "mode", "fanout", "idle, fanout, echo or storm (live: the storm's live client, which storm starts)")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:7300", "the gateway's address")
 	fs.StringVar(&c.secret, "secret", "percore", "the gateway's -secret")
 	fs.IntVar(&c.conns, "conns", 100, "connections (subscribers; echo: senders)")
@@ -159,7 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	switch {
-	case !strings.Contains(" idle fanout echo storm ", " "+c.mode+" "):
+	case !strings.Contains(" idle fanout echo storm live ", " "+c.mode+" "):
 		return c, fmt.Errorf("-mode must be idle, fanout, echo or storm, not %q", c.mode)
 	case c.conns < 1:
 		return c, errors.New("-conns must be at least 1")

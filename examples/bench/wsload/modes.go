@@ -309,11 +309,12 @@ func (r *runner) storm(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live, _, err := r.dial(ctx, n, false)
+	live, err := r.startLive(ctx, n)
 	if err != nil {
 		closeAll(cs)
 		return err
 	}
+	defer live.kill()
 	var phase atomic.Int32
 	var resub, stormRetries atomic.Uint64
 	var doneAt atomic.Int64
@@ -367,41 +368,6 @@ func (r *runner) storm(ctx context.Context) error {
 			}
 		}()
 	}
-	// The live client: one message every -live-interval, timed.
-	var before, during hist.Histogram // the live goroutine's until liveDone
-	liveDone := make(chan struct{})
-	go func() {
-		defer close(liveDone)
-		msg := make([]byte, 16)
-		tick := time.NewTicker(r.cfg.liveInterval)
-		defer tick.Stop()
-		for seq := uint64(0); phase.Load() != ending; seq++ {
-			<-tick.C
-			t := time.Now()
-			binary.LittleEndian.PutUint64(msg, seq)
-			if err := live.WriteBinary(msg); err != nil {
-				break
-			}
-			op, p, err := live.ReadMessage()
-			if err != nil {
-				break
-			}
-			if op != gwproto.OpBinary || !bytes.Equal(p, msg) {
-				r.mismatch("the live client's echo %d differs", seq)
-				break
-			}
-			d := int64(time.Since(t))
-			switch {
-			case phase.Load() == calm:
-				before.Record(d)
-			case phase.Load() == storming && resub.Load() < uint64(n):
-				during.Record(d)
-			}
-		}
-		if phase.Load() != ending {
-			r.fail("the live client failed")
-		}
-	}()
 	if err := sleep(ctx, r.cfg.liveBefore); err != nil {
 		return err
 	}
@@ -409,6 +375,9 @@ func (r *runner) storm(ctx context.Context) error {
 	cpu0 := r.serverCPU()
 	t0 := time.Now()
 	phase.Store(storming)
+	if err := live.say("storm"); err != nil {
+		r.fail("the live client: %v", err)
+	}
 	for _, c := range cs {
 		abort(c.Conn())
 	}
@@ -416,6 +385,9 @@ func (r *runner) storm(ctx context.Context) error {
 		time.Sleep(time.Millisecond) // polling a counter, not synchronising
 	}
 	cpu1 := r.serverCPU()
+	if err := live.say("end"); err != nil {
+		r.fail("the live client: %v", err)
+	}
 	if resub.Load() == uint64(n) {
 		r.res.StormS = float64(doneAt.Load()-t0.UnixNano()) / 1e9
 	}
@@ -426,14 +398,18 @@ func (r *runner) storm(ctx context.Context) error {
 	for i := range current {
 		abort(current[i].Load().Conn())
 	}
-	abort(live.Conn())
 	wg.Wait()
-	<-liveDone
-	r.pings.Add(uint64(live.Pings))
+	lr, err := live.finish()
+	if err != nil {
+		r.fail("%v", err)
+	} else if lr.Problem != "" {
+		r.fail("the live client: %s", lr.Problem)
+	}
+	r.pings.Add(lr.Pings)
 	r.res.StormRetries = stormRetries.Load()
-	r.res.LiveBeforeP99us = us(&before, 0.99)
-	r.res.LiveDuringP50us, r.res.LiveDuringP99us, r.res.LiveDuringMaxUs = us(&during, 0.5), us(&during, 0.99), us(&during, 1)
-	r.res.LiveDuringRTTs = during.Count()
+	r.res.LiveBeforeP99us = lr.BeforeP99us
+	r.res.LiveDuringP50us, r.res.LiveDuringP99us, r.res.LiveDuringMaxUs = lr.DuringP50us, lr.DuringP99us, lr.DuringMaxUs
+	r.res.LiveDuringRTTs = lr.DuringRTTs
 	if ctx.Err() != nil {
 		return fmt.Errorf("storm: %w after %d of %d resubscribed", ctx.Err(), resub.Load(), n)
 	}

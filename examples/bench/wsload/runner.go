@@ -38,17 +38,26 @@ type runner struct {
 	cpuStart           time.Duration
 }
 
+// prepare reads the address and makes the HTTP client.
+func (r *runner) prepare() error {
+	host, _, err := net.SplitHostPort(r.cfg.addr)
+	if err != nil {
+		return err
+	}
+	r.loopback = host == "127.0.0.1"
+	r.http = &http.Client{Timeout: stepTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
+	return nil
+}
+
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.res = Result{Mode: r.cfg.mode, Addr: r.cfg.addr, Conns: r.cfg.conns}
 	if r.cfg.mode == "fanout" || r.cfg.mode == "echo" {
 		r.res.Bytes = r.cfg.bytes
 	}
-	host, _, err := net.SplitHostPort(r.cfg.addr)
-	if err != nil {
+	var err error
+	if err = r.prepare(); err != nil {
 		return nil, err
 	}
-	r.loopback = host == "127.0.0.1"
-	r.http = &http.Client{Timeout: stepTimeout, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	if r.cfg.serverPID != 0 {
 		if _, err := procCPU(r.cfg.serverPID); err != nil {
 			return nil, fmt.Errorf("-server-pid: %w", err)

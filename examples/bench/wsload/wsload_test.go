@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -249,4 +250,13 @@ func TestPayload(t *testing.T) {
 			t.Errorf("a short message was not noticed")
 		}
 	}
+}
+
+// TestMain runs wsload's main instead of the tests in a live client
+// process that storm started from this test binary.
+func TestMain(m *testing.M) {
+	if os.Getenv(liveChildEnv) == "1" {
+		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
 }
