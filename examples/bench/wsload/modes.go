@@ -139,7 +139,7 @@ func (r *runner) fanout(ctx context.Context) error {
 					return
 				}
 				seen[seq/64] |= 1 << (seq % 64)
-				if seq != next {
+				if seq < next { // after a later one; a gap alone is a loss
 					reord.Add(1)
 				}
 				next = max(next, seq+1)

@@ -6,11 +6,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +29,13 @@ type fault struct {
 	drop, dup, swap, corrupt int // to the first subscriber, at this publish
 	short                    bool
 	echoCorrupt              bool
+
+	// Seeded random faults: each delivery is dropped with probability
+	// pDrop, else sent twice with probability pDup; the gateway counts
+	// what it did (the oracle).
+	seed        uint64
+	pDrop, pDup float64
+	drops, dups *atomic.Int64
 }
 
 var clean = fault{drop: -1, dup: -1, swap: -1, corrupt: -1}
@@ -103,6 +112,17 @@ func gateway(t *testing.T, f fault) string {
 		pubs++
 		for i, s := range subs {
 			p := body
+			if f.drops != nil {
+				rng := rand.New(rand.NewPCG(f.seed, uint64(idx)<<32|uint64(i)))
+				switch x := rng.Float64(); {
+				case x < f.pDrop:
+					f.drops.Add(1)
+					continue
+				case x < f.pDrop+f.pDup:
+					f.dups.Add(1)
+					s.write(websocket.TextMessage, p)
+				}
+			}
 			if i == 0 {
 				switch idx {
 				case f.drop:
@@ -185,7 +205,7 @@ func TestSeesFaults(t *testing.T) {
 		args []string
 		want func(Result) bool
 	}{
-		{"lost", func(f *fault) { f.drop = 2 }, fan, func(r Result) bool { return r.Lost == 1 }},
+		{"lost", func(f *fault) { f.drop = 2 }, fan, func(r Result) bool { return r.Lost == 1 && r.Reordered == 0 }},
 		{"duplicated", func(f *fault) { f.dup = 1 }, fan, func(r Result) bool { return r.Duplicates == 1 && r.Lost == 0 }},
 		{"reordered", func(f *fault) { f.swap = 1 }, fan, func(r Result) bool { return r.Reordered > 0 && r.Lost == 0 }},
 		{"corrupted", func(f *fault) { f.corrupt = 3 }, fan, func(r Result) bool { return r.Mismatches == 1 && r.Lost == 1 }},
@@ -202,6 +222,31 @@ func TestSeesFaults(t *testing.T) {
 				t.Fatalf("exit %d, want 1; result %+v\n%s", code, res, stderr)
 			}
 		})
+	}
+}
+
+// TestRandomFaults: seeded random drops and duplicates over many
+// subscribers and publishes; wsload's counts must be the gateway's own.
+func TestRandomFaults(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		f := clean
+		f.seed, f.pDrop, f.pDup = seed, 0.03, 0.03
+		f.drops, f.dups = new(atomic.Int64), new(atomic.Int64)
+		if seed == 6 {
+			f.pDrop, f.pDup = 0, 0 // and one clean run
+		}
+		addr := gateway(t, f)
+		code, res, stderr := runLoad(t, "-addr", addr, "-secret", secret, "-mode", "fanout", "-conns", "12",
+			"-publishes", "40", "-interval", "1ms", "-drain", "300ms")
+		drops, dups := uint64(f.drops.Load()), uint64(f.dups.Load())
+		if res.Lost != drops || res.Duplicates != dups || res.Reordered != 0 || res.Mismatches != 0 ||
+			res.Delivered != 12*40-drops {
+			t.Errorf("seed %d: lost %d dup %d reordered %d delivered %d, the gateway dropped %d and duplicated %d\n%s",
+				seed, res.Lost, res.Duplicates, res.Reordered, res.Delivered, drops, dups, stderr)
+		}
+		if want := map[bool]int{true: 0, false: 1}[drops+dups == 0]; code != want {
+			t.Errorf("seed %d: exit %d, want %d", seed, code, want)
+		}
 	}
 }
 
