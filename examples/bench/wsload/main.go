@@ -11,6 +11,7 @@
 //	wsload -mode fanout -conns 18000 -interval 10ms -seconds 10   # delivery latency
 //	wsload -mode echo   -conns 1000 -bytes 64 -seconds 5          # closed-loop binary echo
 //	wsload -mode storm  -conns 15000                   # all reconnect at once
+//	wsload -mode halfopen -conns 15000 -hold 30s       # upgrades that never finish their head
 //
 // idle opens -conns authenticated connections, each subscribed (its SUB
 // acknowledged), reads the server's VmRSS before the first and after the
@@ -40,6 +41,11 @@
 // one publish that every subscriber is back. The live client is a second
 // wsload process (-mode live, live.go), so that its round trips are not
 // queued behind the storm's goroutines in one Go scheduler.
+//
+// halfopen opens -conns connections that each send the start of an
+// upgrade request and never finish its head (issue 27's "half-open
+// upgrades"); the gateway must close each within -hold (its head timeout),
+// and its RSS growth per connection is reported (halfopen.go).
 //
 // Every mode is bounded by -timeout. The client holds one goroutine per
 // connection over net.Conn (the standard library's netpoller) with
@@ -88,6 +94,7 @@ type config struct {
 	srcIPs       int
 	liveInterval time.Duration
 	liveBefore   time.Duration
+	hold         time.Duration
 }
 
 func main() {
@@ -138,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("wsload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.mode, "mode", "fanout", "idle, fanout, echo or storm (live: the storm's live client, which storm starts)")
+	fs.StringVar(&c.mode, "mode", "fanout", "idle, fanout, echo, storm or halfopen (live: the storm's live client, which storm starts)")
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:7300", "the gateway's address")
 	fs.StringVar(&c.secret, "secret", "percore", "the gateway's -secret")
 	fs.IntVar(&c.conns, "conns", 100, "connections (subscribers; echo: senders)")
@@ -157,6 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.srcIPs, "src-ips", 8, "dial 127.0.0.1 from this many loopback source addresses")
 	fs.DurationVar(&c.liveInterval, "live-interval", time.Millisecond, "storm: the live client sends one message this often")
 	fs.DurationVar(&c.liveBefore, "live-before", time.Second, "storm: time the live client's round trips before the storm for this long")
+	fs.DurationVar(&c.hold, "hold", 30*time.Second, "halfopen: a connection the server has not closed this long after it was opened is an error")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -164,8 +172,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	switch {
-	case !strings.Contains(" idle fanout echo storm live ", " "+c.mode+" "):
-		return c, fmt.Errorf("-mode must be idle, fanout, echo or storm, not %q", c.mode)
+	case !strings.Contains(" idle fanout echo storm halfopen live ", " "+c.mode+" "):
+		return c, fmt.Errorf("-mode must be idle, fanout, echo, storm or halfopen, not %q", c.mode)
 	case c.conns < 1:
 		return c, errors.New("-conns must be at least 1")
 	case c.mode == "fanout" && c.bytes < 48:
@@ -180,8 +188,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-publishes must not be negative")
 	case c.dialConc < 1 || c.srcIPs < 1 || c.srcIPs > 250:
 		return c, errors.New("-dial-concurrency must be at least 1, -src-ips 1 to 250")
-	case c.liveInterval <= 0 || c.liveBefore <= 0:
-		return c, errors.New("-live-interval and -live-before must be positive")
+	case c.liveInterval <= 0 || c.liveBefore <= 0 || c.hold <= 0:
+		return c, errors.New("-live-interval, -live-before and -hold must be positive")
 	case c.topic == "" || strings.ContainsAny(c.topic, " \t\r\n?&#"):
 		return c, errors.New("-topic must be a word")
 	}

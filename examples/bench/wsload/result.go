@@ -79,6 +79,10 @@ type Result struct {
 	LiveDuringMaxUs  float64 `json:"live_during_max_us,omitempty"`
 	LiveDuringRTTs   uint64  `json:"live_during_rtts,omitempty"`
 	ServerCPUStormMs float64 `json:"server_cpu_storm_ms,omitempty"`
+
+	// halfopen (and Checked: the connections the server closed)
+	ClosedP50us float64 `json:"closed_p50_us,omitempty"` // from opening to the server's close
+	ClosedMaxUs float64 `json:"closed_max_us,omitempty"`
 }
 
 func (r *Result) problem() string {
@@ -117,6 +121,9 @@ func (r *Result) writeText(w io.Writer) {
 	case "echo":
 		fmt.Fprintf(w, "%d messages, %.0f/s; round trip p50 %.0f p99 %.0f max %.0f us; server CPU %.3f us per message (busy %.0f%%, client %.0f%%)\n",
 			r.Messages, r.MsgsPerS, r.RttP50us, r.RttP99us, r.RttMaxUs, r.ServerCPUUsPerMsg, r.ServerBusyPct, r.ClientBusyPct)
+	case "halfopen":
+		fmt.Fprintf(w, "the server closed %d of %d half-open connections, p50 %.0f max %.0f us after opening; server RSS %.0f bytes per connection\n",
+			r.Checked, r.Conns, r.ClosedP50us, r.ClosedMaxUs, r.ServerRSSPerConnBytes)
 	case "storm":
 		fmt.Fprintf(w, "all %d resubscribed %.3fs after the mass close (%d retries); live round trip p99 %.0f us before, p50 %.0f p99 %.0f max %.0f us during (%d)\n",
 			r.Conns, r.StormS, r.StormRetries, r.LiveBeforeP99us, r.LiveDuringP50us, r.LiveDuringP99us, r.LiveDuringMaxUs, r.LiveDuringRTTs)

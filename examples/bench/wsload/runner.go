@@ -75,6 +75,8 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		err = r.echo(ctx)
 	case "storm":
 		err = r.storm(ctx)
+	case "halfopen":
+		err = r.halfopen(ctx)
 	}
 	if err != nil {
 		return nil, err

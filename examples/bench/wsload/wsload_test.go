@@ -36,6 +36,8 @@ type fault struct {
 	seed        uint64
 	pDrop, pDup float64
 	drops, dups *atomic.Int64
+
+	headTimeout time.Duration // net/http's ReadHeaderTimeout (0: none)
 }
 
 var clean = fault{drop: -1, dup: -1, swap: -1, corrupt: -1}
@@ -152,7 +154,7 @@ func gateway(t *testing.T, f fault) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: mux}
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: f.headTimeout}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
 	return ln.Addr().String()
@@ -250,6 +252,23 @@ func TestRandomFaults(t *testing.T) {
 	}
 }
 
+// TestHalfOpen: a gateway with a head timeout closes every half-open
+// upgrade; one without leaves them open, and the run fails.
+func TestHalfOpen(t *testing.T) {
+	f := clean
+	f.headTimeout = 100 * time.Millisecond
+	addr := gateway(t, f)
+	code, res, stderr := runLoad(t, "-addr", addr, "-secret", secret, "-mode", "halfopen", "-conns", "30", "-hold", "10s", "-settle", "0")
+	if code != 0 || res.Checked != 30 || res.ClosedMaxUs <= 0 {
+		t.Fatalf("with a head timeout: exit %d, %+v\n%s", code, res, stderr)
+	}
+	addr = gateway(t, clean)
+	code, res, stderr = runLoad(t, "-addr", addr, "-secret", secret, "-mode", "halfopen", "-conns", "5", "-hold", "300ms", "-settle", "0")
+	if code != 1 || res.Checked != 0 || res.Errors == 0 {
+		t.Fatalf("without a head timeout: exit %d, want 1; %+v\n%s", code, res, stderr)
+	}
+}
+
 func TestRefusedToken(t *testing.T) {
 	addr := gateway(t, clean)
 	code, _, stderr := runLoad(t, "-addr", addr, "-secret", "wrong", "-mode", "idle", "-conns", "2")
@@ -266,6 +285,7 @@ func TestFlags(t *testing.T) {
 		{"-mode", "echo", "-bytes", "8"},
 		{"-interval", "0s"},
 		{"-src-ips", "300"},
+		{"-mode", "halfopen", "-hold", "0s"},
 		{"-topic", "a b"},
 		{"extra"},
 	} {
