@@ -21,7 +21,9 @@
 #                 fails when any run had errors, mismatches or no requests
 #   BENCH=NAME    any other name runs scripts/bench-NAME.sh (see its --help), and
 #                 nothing below applies: resp (examples/kv against redis-server,
-#                 examples/redis_proxy against twemproxy, with redis-benchmark), ...
+#                 examples/redis_proxy against twemproxy, with redis-benchmark),
+#                 ws (issue 27's WebSocket gateways: examples/ws_gateway against
+#                 nbio, gws and gorilla peers, driven by examples/bench/wsload), ...
 # Environment (defaults in parentheses):
 #   REPEATS (2; smoke 1)  SERVER_CPUS (0)  CLIENT_CPUS (1)  WARMUP (1)  WINDOW (5)
 #   SERVERS (all: a space-separated subset of the names below)
