@@ -44,11 +44,12 @@ type conn struct {
 	inView     bool // OnView is running
 	panicked   bool
 
-	held      bool // the response comes later (Response.Hold)
-	readHeld  bool // reading paused while held (too much input behind it)
-	holdTimer *percore.Timer
-	job       *job           // the offloaded work answering this request
-	aw        adapterRequest // the adapter's request in progress
+	bodyPaused bool // the adapter's handler has not read the body so far
+	held       bool // the response comes later (Response.Hold)
+	readHeld   bool // reading paused while held (too much input behind it)
+	holdTimer  *percore.Timer
+	job        *job           // the offloaded work answering this request
+	aw         adapterRequest // the adapter's request in progress
 
 	headTimer *percore.Timer
 	headArmed bool
@@ -84,7 +85,10 @@ func (cn *conn) view(in []byte) (int, error) {
 			n, err := cn.up.OnView(c, in[off:])
 			return off + n, err
 		}
-		if cn.held {
+		if cn.bodyPaused {
+			return off, nil
+		}
+		if cn.held && !cn.d.InBody() {
 			// Later requests wait behind the one answered later, in
 			// View's buffer; past a bound, in the kernel's.
 			if len(in)-off > cn.s.cfg.Limits.MaxHeaderBytes && !cn.readHeld {
@@ -292,6 +296,9 @@ func (cn *conn) recovered() {
 // finish ends a request whose response has ended: the next request of
 // the connection may start (or the connection closes).
 func (cn *conn) finish() {
+	if !cn.inRequest {
+		return
+	}
 	c := cn.c
 	cn.inRequest = false
 	cn.req.end()

@@ -53,8 +53,8 @@ type Response struct {
 	// started: the status line is written; framed: the head is whole;
 	// committed: some of the response was handed to the connection.
 	started, framed, committed, ended bool
-	chunked, untilClose              bool
-	broken                           bool // the framing was not honoured: close after
+	chunked, untilClose               bool
+	broken                            bool // the framing was not honoured: close after
 }
 
 // start readies w for the request whose head is hr.
@@ -347,7 +347,7 @@ func (w *Response) grow(n int) bool {
 		if r == nil {
 			return false
 		}
-		w.buf, w.inPlace = r[:0], true
+		w.buf, w.inPlace = r[:0:len(r)], true // Commit takes no more than was reserved
 		return true
 	}
 	// The room moves (the queue's buffer grows): keep what is written.
@@ -356,7 +356,7 @@ func (w *Response) grow(n int) bool {
 	if r == nil {
 		return false
 	}
-	w.buf = append(r[:0], ls.scratch...)
+	w.buf = append(r[:0:len(r)], ls.scratch...)
 	w.inPlace = true
 	return true
 }
