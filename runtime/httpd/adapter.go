@@ -100,6 +100,7 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel}
 	j.exec = func() { ar.run(a.h) }
 	j.back = func() {}
+	ar.job = j // before the worker can start
 	if !s.pool.submit(j) {
 		cancel()
 		s.nReject.Add(1)
@@ -107,7 +108,6 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 		return
 	}
 	s.nOffload.Add(1)
-	ar.job = j
 	cn.hold()
 	cn.job = j
 	cn.aw = ar
