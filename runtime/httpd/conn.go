@@ -152,7 +152,7 @@ func (cn *conn) begin(hr *http1.Request) {
 			cn.ending = true
 			cn.serve(h)
 			if !c.Closed() {
-				cn.w.end()
+				cn.endResponse()
 				c.CloseLinger()
 			}
 			return
@@ -263,7 +263,7 @@ func (cn *conn) end() {
 		cn.serve(cn.h)
 	}
 	if !cn.held && !cn.c.Closed() {
-		cn.w.end()
+		cn.endResponse()
 		cn.finish()
 	}
 }
@@ -279,7 +279,7 @@ func (cn *conn) serve(h Handler) {
 // and a panic is answered 500 (or, once the response began, by a
 // close), logged and counted. It must be deferred directly.
 func (cn *conn) recovered() {
-	cn.active = false
+	defer func() { cn.active = false }()
 	if p := recover(); p != nil {
 		cn.s.nPanic.Add(1)
 		cn.s.log.Error("httpd: handler panic", "panic", p, "method", string(cn.req.Method()), "target", string(cn.req.Target()))
@@ -291,6 +291,13 @@ func (cn *conn) recovered() {
 	if (!cn.ending || cn.held) && cn.w.started && !cn.w.ended && !cn.c.Closed() {
 		cn.w.Flush() // the response goes on after this callback
 	}
+}
+
+// endResponse ends the response of a request that is not held, in place.
+func (cn *conn) endResponse() {
+	cn.active = true
+	cn.w.end()
+	cn.active = false
 }
 
 // finish ends a request whose response has ended: the next request of

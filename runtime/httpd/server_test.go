@@ -86,6 +86,16 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 			w.End()
 		})
 	})
+	m.HandleFunc("GET /big", func(w *httpd.Response, r *httpd.Request) {
+		v, _ := r.Query("n")
+		n, _ := strconv.Atoi(string(v))
+		if _, ok := r.Query("cl"); ok {
+			w.ContentLength(int64(n))
+		}
+		for i := 0; i < n; i += 1000 {
+			w.Write(bigBody[i:min(i+1000, n)])
+		}
+	})
 	m.HandleFunc("GET /panic", func(w *httpd.Response, r *httpd.Request) { panic("boom") })
 	m.HandleFunc("GET /never", func(w *httpd.Response, r *httpd.Request) {
 		(*srv).Go(w, func(ctx context.Context) func(*httpd.Response) {
@@ -95,6 +105,15 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 	})
 	return m
 }
+
+// bigBody is what /big sends a prefix of.
+var bigBody = func() []byte {
+	b := make([]byte, 4<<20)
+	for i := range b {
+		b[i] = 'a' + byte(i%26)
+	}
+	return b
+}()
 
 func start(t *testing.T, b percore.Backend, cfg httpd.Config) *testServer {
 	t.Helper()
@@ -143,6 +162,11 @@ func TestRoutes(t *testing.T) {
 			{"POST", "/echo", "hello echo", 200, "hello echo"},
 			{"GET", "/sleep?ms=5", "", 200, "slept\n"},
 			{"GET", "/timer", "", 200, "timer"},
+			{"GET", "/big?n=100", "", 200, string(bigBody[:100])},
+			{"GET", "/big?n=70000", "", 200, string(bigBody[:70000])},
+			{"GET", "/big?n=3000000", "", 200, string(bigBody[:3000000])},
+			{"GET", "/big?n=3000000&cl", "", 200, string(bigBody[:3000000])},
+			{"HEAD", "/big?n=3000", "", 200, ""},
 		} {
 			var body io.Reader
 			if tc.body != "" {
