@@ -44,6 +44,9 @@ type testServer struct {
 
 // testMux is the routes the tests use.
 func testMux(srv **httpd.Server) *httpd.Mux {
+	if srv == nil {
+		srv = new(*httpd.Server)
+	}
 	m := httpd.NewMux()
 	m.HandleFunc("GET /plaintext", func(w *httpd.Response, r *httpd.Request) {
 		w.AddHeader("Content-Type", "text/plain")
@@ -96,6 +99,41 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 			w.Write(bigBody[i:min(i+1000, n)])
 		}
 	})
+	m.HandleFunc("GET /nocontent", func(w *httpd.Response, r *httpd.Request) {
+		w.WriteHeader(204)
+		w.WriteString("dropped: a 204 has no body")
+	})
+	m.HandleFunc("GET /short", func(w *httpd.Response, r *httpd.Request) {
+		w.ContentLength(10)
+		w.WriteString("12345") // 5 of 10: the connection must close
+	})
+	m.HandleFunc("GET /long", func(w *httpd.Response, r *httpd.Request) {
+		w.ContentLength(3)
+		_, err := w.WriteString("12345")
+		w.AddHeader("X-Late", "dropped") // after the body: dropped
+		if err == httpd.ErrBodyLength {
+			r.Conn().Loop() // the error said it; the body is cut to 3
+		}
+	})
+	m.HandleFunc("GET /headers", func(w *httpd.Response, r *httpd.Request) {
+		w.AddHeader("X-Multi", "a")
+		w.AddHeader("X-Multi", "b")
+		w.AddHeader("X-Bad", "v\r\nX-Injected: yes")
+		w.WriteString("ok")
+	})
+	m.HandleFunc("POST /trailer", func(w *httpd.Response, r *httpd.Request) {
+		w.Write(r.Body())
+		if tr := r.Trailer(); tr != nil {
+			w.WriteString(" trailer=")
+			w.Write(tr.Get("X-Sum"))
+		}
+	})
+	m.HandleFunc("GET /ws", func(w *httpd.Response, r *httpd.Request) {
+		w.WriteHeader(101)
+		w.AddHeader("Upgrade", "echo")
+		w.AddHeader("Connection", "Upgrade")
+		w.Upgrade(rawEcho{})
+	})
 	m.HandleFunc("GET /panic", func(w *httpd.Response, r *httpd.Request) { panic("boom") })
 	m.HandleFunc("GET /never", func(w *httpd.Response, r *httpd.Request) {
 		(*srv).Go(w, func(ctx context.Context) func(*httpd.Response) {
@@ -104,6 +142,14 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 		})
 	})
 	return m
+}
+
+// rawEcho is the protocol a connection upgraded to: bytes echoed.
+type rawEcho struct{}
+
+func (rawEcho) OnView(c *percore.Conn, in []byte) (int, error) {
+	c.Write(in)
+	return len(in), nil
 }
 
 // bigBody is what /big sends a prefix of.
@@ -455,3 +501,5 @@ func probe(t *testing.T, addr, path string) int {
 }
 
 func limits100() http1.Limits { return http1.Limits{MaxBody: 100} }
+
+func limitsNoBody() http1.Limits { return http1.Limits{MaxBody: -1} }
