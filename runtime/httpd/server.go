@@ -349,6 +349,10 @@ func (s *Server) OnFrameError(c *percore.Conn, err error) {
 func (cn *conn) fail(status int, reason string) {
 	c := cn.c
 	cn.w.drop()
+	if cn.begun {
+		cn.begun = false
+		c.EndRequest() // the connection closes: a shutdown need not wait for it
+	}
 	if !cn.w.committed && !c.Closed() {
 		ls := cn.s.loopOf(c.Loop())
 		ls.scratch = http1.AppendError(ls.scratch[:0], status, reason, ls.date.Get(c.Loop().Now()))
