@@ -28,7 +28,8 @@
 # request) are sleep-nethttp (net/http, a goroutine per connection),
 # sleep-adapt (the ServeMux through httpd.Adapt) and sleep-httpd (an inline
 # handler handing the sleep to httpd.Server.Go); they are judged by
-# requests/s, not CPU.
+# requests/s, not CPU. The last three run with GOMAXPROCS=2 on the one
+# server CPU (a P for the worker pool beside the loop's).
 #
 # Proxy (PROXY=1): an upstream nginx (plaintext, one worker) runs on
 # CLIENT_CPUS; in front of it, on SERVER_CPUS, each of PROXIES:
@@ -179,8 +180,12 @@ start() {
     percore-old)
       cmd=("${go[@]}" "$tmp/http-old" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
       ;;
-    nethttp-adapt | sleep-adapt) cmd=("${go[@]}" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve adapt) ;;
-    sleep-httpd) cmd=("${go[@]}" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve inline) ;;
+    # The offloading servers get a second P on the same CPU, for the
+    # worker pool: the loop's locked thread holds the first, and work it
+    # hands off would otherwise wait for sysmon to retake that P while the
+    # loop sleeps in the kernel (runtime/httpd's doc, # Caveats).
+    nethttp-adapt | sleep-adapt) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve adapt) ;;
+    sleep-httpd) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve inline) ;;
     sleep-nethttp) cmd=("${go[@]}" "$tmp/nethttp" -addr "127.0.0.1:$port") ;;
     proxy-percore | proxy-percore-epoll)
       local backend=uring
