@@ -136,13 +136,20 @@ func (cn *conn) begin(hr *http1.Request) {
 	cn.ending = !hr.HasBody()
 	cn.req.start(hr)
 	cn.w.start(hr)
-	h := s.h
-	if s.router != nil {
-		h = s.router.Route(&cn.req)
+	var h Handler
+	var refused bool
+	if s.mux != nil {
+		mh := s.mux.route(&cn.req)
+		h, cn.sh, refused = mh.h, mh.sh, mh.refuse
+	} else {
+		h = s.h
+		if s.router != nil {
+			h = s.router.Route(&cn.req)
+		}
+		cn.sh, _ = h.(StreamHandler)
+		_, refused = h.(refuser)
 	}
 	cn.h = h
-	cn.sh, _ = h.(StreamHandler)
-	_, refused := h.(refuser)
 	if hr.Expect100 {
 		if refused {
 			// The final status instead of 100 Continue: the body is

@@ -102,9 +102,10 @@ type refuser interface{ refuses() }
 // Routing allocates nothing per request. Register every pattern before
 // the server starts; a Mux is then safe for concurrent use.
 type Mux struct {
-	root node
+	root   node
+	static map[string]*endpoint // the patterns without wildcards, by path
 	// NotFound answers a request no pattern matches; nil means a 404
-	// with "404 Not Found\n".
+	// with "404 Not Found\n". Set it before the server starts.
 	NotFound Handler
 }
 
@@ -120,13 +121,24 @@ type node struct {
 type endpoint struct {
 	pattern string
 	methods []methodHandler
-	all     Handler // the pattern without a method
+	all     methodHandler // the pattern without a method (h nil if none)
 	refuse  *statusHandler
+	refuseH methodHandler
 }
 
+// methodHandler is a route's handler, with what the server asks of it
+// found once, at registration.
 type methodHandler struct {
 	method string
 	h      Handler
+	sh     StreamHandler
+	refuse bool
+}
+
+func newMethodHandler(method string, h Handler) methodHandler {
+	sh, _ := h.(StreamHandler)
+	_, refuse := h.(refuser)
+	return methodHandler{method: method, h: h, sh: sh, refuse: refuse}
 }
 
 // NewMux returns an empty Mux.
@@ -155,7 +167,11 @@ func (m *Mux) Handle(pattern string, h Handler) {
 	segs := strings.Split(p[1:], "/")
 	var ep **endpoint
 	names := map[string]bool{}
+	literal := true
 	for i, seg := range segs {
+		if strings.ContainsAny(seg, "{}%") && seg != "{$}" || seg == "" && i == len(segs)-1 {
+			literal = false
+		}
 		last := i == len(segs)-1
 		switch {
 		case seg == "{$}":
@@ -204,19 +220,28 @@ func (m *Mux) Handle(pattern string, h Handler) {
 	}
 	e := *ep
 	if method == "" {
-		if e.all != nil {
+		if e.all.h != nil {
 			panic(fmt.Sprintf("httpd: pattern %q registered twice", pattern))
 		}
-		e.all = h
+		e.all = newMethodHandler("", h)
 	} else {
 		for _, mh := range e.methods {
 			if mh.method == method {
 				panic(fmt.Sprintf("httpd: pattern %q registered twice", pattern))
 			}
 		}
-		e.methods = append(e.methods, methodHandler{method, h})
+		e.methods = append(e.methods, newMethodHandler(method, h))
+	}
+	if literal {
+		// A path of literal segments only: found with one lookup. It
+		// is also the most specific match the tree could give.
+		if m.static == nil {
+			m.static = map[string]*endpoint{}
+		}
+		m.static[strings.ReplaceAll(p, "{$}", "")] = e
 	}
 	e.refuse = &statusHandler{status: 405, body: "405 Method Not Allowed\n", allow: e.allow()}
+	e.refuseH = newMethodHandler("", e.refuse)
 }
 
 func checkName(pattern, name string, seen map[string]bool) {
@@ -263,20 +288,23 @@ func (e *endpoint) allow() string {
 }
 
 // handler returns the endpoint's handler for method, or nil.
-func (e *endpoint) handler(method []byte) Handler {
+func (e *endpoint) handler(method []byte) *methodHandler {
 	for i := range e.methods {
 		if e.methods[i].method == string(method) {
-			return e.methods[i].h
+			return &e.methods[i]
 		}
 	}
 	if string(method) == "HEAD" {
 		for i := range e.methods {
 			if e.methods[i].method == "GET" {
-				return e.methods[i].h
+				return &e.methods[i]
 			}
 		}
 	}
-	return e.all
+	if e.all.h != nil {
+		return &e.all
+	}
+	return nil
 }
 
 // ServeHTTP routes the request and calls its handler.
@@ -284,10 +312,20 @@ func (m *Mux) ServeHTTP(w *Response, r *Request) { m.Route(r).ServeHTTP(w, r) }
 
 // Route returns the handler for r, with r's path parameters set: a
 // registered handler, or one that answers 404, 405 or a redirect.
-func (m *Mux) Route(r *Request) Handler {
+func (m *Mux) Route(r *Request) Handler { return m.route(r).h }
+
+// route is Route with what the server asks of the handler.
+func (m *Mux) route(r *Request) *methodHandler {
 	p := r.path
 	if len(p) == 0 || p[0] != '/' {
 		return m.notFound()
+	}
+	if m.static != nil && bytes.IndexByte(p, '%') < 0 {
+		if e := m.static[string(p)]; e != nil {
+			if mh := e.handler(r.hr.Method); mh != nil {
+				return mh
+			}
+		}
 	}
 	if needsClean(p) {
 		return redirectTo(cleanPath(string(p)), r.query)
@@ -313,12 +351,12 @@ func (m *Mux) Route(r *Request) Handler {
 }
 
 type matchState struct {
-	refuse Handler // the 405 of the most specific path match without the method
+	refuse *methodHandler // the 405 of the most specific path match without the method
 }
 
 // match walks the tree from n over rest, the path after a slash (more
 // says whether there is such a segment at all).
-func (m *Mux) match(n *node, rest []byte, more bool, r *Request, st *matchState) Handler {
+func (m *Mux) match(n *node, rest []byte, more bool, r *Request, st *matchState) *methodHandler {
 	if !more {
 		return m.at(n.exact, r, st)
 	}
@@ -370,7 +408,7 @@ func (m *Mux) match(n *node, rest []byte, more bool, r *Request, st *matchState)
 
 // at returns e's handler for the request's method, noting a 405 when e
 // has none for it.
-func (m *Mux) at(e *endpoint, r *Request, st *matchState) Handler {
+func (m *Mux) at(e *endpoint, r *Request, st *matchState) *methodHandler {
 	if e == nil {
 		return nil
 	}
@@ -378,16 +416,17 @@ func (m *Mux) at(e *endpoint, r *Request, st *matchState) Handler {
 		return h
 	}
 	if st.refuse == nil {
-		st.refuse = e.refuse
+		st.refuse = &e.refuseH
 	}
 	return nil
 }
 
-func (m *Mux) notFound() Handler {
+func (m *Mux) notFound() *methodHandler {
 	if m.NotFound != nil {
-		return m.NotFound
+		mh := newMethodHandler("", m.NotFound)
+		return &mh
 	}
-	return notFound
+	return &notFoundH
 }
 
 // needsClean reports whether p has an empty segment before its end, or a
@@ -451,12 +490,13 @@ func (h *statusHandler) OnBody(*Response, *Request, []byte) {}
 // OnEnd does nothing: the answer was written at the head.
 func (h *statusHandler) OnEnd(*Response, *Request) {}
 
-var notFound = &statusHandler{status: 404, body: "404 Not Found\n"}
+var notFoundH = newMethodHandler("", &statusHandler{status: 404, body: "404 Not Found\n"})
 
-func redirectTo(p string, query []byte) Handler {
+func redirectTo(p string, query []byte) *methodHandler {
 	loc := p
 	if len(query) > 0 {
 		loc += "?" + string(query)
 	}
-	return &statusHandler{status: 301, body: "301 Moved Permanently\n", location: loc}
+	mh := newMethodHandler("", &statusHandler{status: 301, body: "301 Moved Permanently\n", location: loc})
+	return &mh
 }

@@ -115,7 +115,9 @@ func (w *Response) AddHeaderBytes(name string, value []byte) {
 
 func validField[T string | []byte](v T) bool {
 	for i := 0; i < len(v); i++ {
-		if v[i] == '\r' || v[i] == '\n' {
+		// One comparison per byte: CR and LF are under '\r'+1, and so
+		// are the few other bytes that need the exact test.
+		if c := v[i]; c <= '\r' && (c == '\r' || c == '\n') {
 			return false
 		}
 	}
@@ -293,8 +295,10 @@ func (w *Response) startHead() bool {
 	if w.Gone() {
 		return false
 	}
-	s := w.cn.s
-	if !w.grow(128 + len(s.name)) {
+	cn := w.cn
+	ls := cn.s.loopOf(cn.c.Loop())
+	common := ls.common(cn.s, cn.c.Loop().Now())
+	if !w.grow(startRoom) {
 		return false
 	}
 	w.started = true
@@ -303,17 +307,13 @@ func (w *Response) startHead() bool {
 	} else {
 		w.buf = http1.AppendStatusLine(w.buf, w.status)
 	}
-	if s.name != nil {
-		w.buf = append(w.buf, "Server: "...)
-		w.buf = append(w.buf, s.name...)
-		w.buf = append(w.buf, "\r\n"...)
-	}
-	l := w.cn.c.Loop()
-	w.buf = append(w.buf, "Date: "...)
-	w.buf = append(w.buf, s.loopOf(l).date.Get(l.Now())...)
-	w.buf = append(w.buf, "\r\n"...)
+	w.buf = append(w.buf, common...)
 	return true
 }
+
+// startRoom is the room a response reserves first: a head and a small
+// body fit, so that most responses reserve once.
+const startRoom = 1024
 
 // grow makes room for n more bytes in buf: in the connection's queue
 // during a handler's call, in the spill buffer outside one. It returns

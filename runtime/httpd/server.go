@@ -100,6 +100,7 @@ type Server struct {
 	cfg     Config
 	h       Handler
 	router  Router
+	mux     *Mux // h, when it is one: routed without interface calls
 	name    []byte
 	limit   int // frame.View's MaxBuffered
 	maxBody int
@@ -124,6 +125,7 @@ func New(cfg Config, h Handler) *Server {
 	}
 	s := &Server{cfg: cfg, h: h, log: cfg.Logger}
 	s.router, _ = h.(Router)
+	s.mux, _ = h.(*Mux)
 	switch cfg.ServerName {
 	case "":
 		s.name = []byte("percore")
@@ -196,6 +198,29 @@ type loopState struct {
 	date    http1.Date
 	scratch []byte   // a Response's bytes while its reserved room grows
 	free    [][]byte // buffers for heads and bodies that span reads
+	// head is the fields every response starts with (Server, Date),
+	// formatted again when the second changes.
+	head    []byte
+	headSec int64
+	headOK  bool
+}
+
+// common returns the fields every response has, for now: Server and
+// Date, valid until the next call.
+func (ls *loopState) common(s *Server, now time.Time) []byte {
+	if sec := now.Unix(); !ls.headOK || sec != ls.headSec {
+		h := ls.head[:0]
+		if s.name != nil {
+			h = append(h, "Server: "...)
+			h = append(h, s.name...)
+			h = append(h, "\r\n"...)
+		}
+		h = append(h, "Date: "...)
+		h = append(h, ls.date.Get(now)...)
+		ls.head = append(h, "\r\n"...)
+		ls.headSec, ls.headOK = sec, true
+	}
+	return ls.head
 }
 
 func (s *Server) loopOf(l *percore.Loop) *loopState {
