@@ -13,9 +13,10 @@ import (
 // conn is one connection's state, kept with frame.SetValue. It belongs to
 // the connection's loop.
 type conn struct {
-	s *Server
-	c *percore.Conn
-	d http1.RequestDecoder
+	s  *Server
+	ls *loopState // the connection's loop's
+	c  *percore.Conn
+	d  http1.RequestDecoder
 
 	req Request
 	w   Response
@@ -223,7 +224,7 @@ func (cn *conn) keepHead() {
 	}
 	cn.copied = true
 	hr := cn.d.Request()
-	ls := cn.s.loopOf(cn.c.Loop())
+	ls := cn.ls
 	if cn.buf == nil {
 		cn.buf = ls.getBuf()
 	}
@@ -349,7 +350,7 @@ func (cn *conn) finish() {
 
 func (cn *conn) releaseBuf() {
 	if cn.buf != nil {
-		cn.s.loopOf(cn.c.Loop()).putBuf(cn.buf)
+		cn.ls.putBuf(cn.buf)
 		cn.buf = nil
 	}
 	cn.copied, cn.piece = false, nil

@@ -296,7 +296,7 @@ func (w *Response) startHead() bool {
 		return false
 	}
 	cn := w.cn
-	ls := cn.s.loopOf(cn.c.Loop())
+	ls := cn.ls
 	common := ls.common(cn.s, cn.c.Loop().Now())
 	if !w.grow(startRoom) {
 		return false
@@ -326,7 +326,7 @@ func (w *Response) grow(n int) bool {
 	if w.Gone() {
 		return false
 	}
-	ls := cn.s.loopOf(cn.c.Loop())
+	ls := cn.ls
 	if !cn.active {
 		if w.inPlace {
 			panic("httpd: a Response's reserved room outlived its handler's call")
@@ -419,7 +419,7 @@ func (w *Response) end() {
 // releaseSpill gives the spill buffer back to the loop.
 func (w *Response) releaseSpill() {
 	if w.spill != nil {
-		w.cn.s.loopOf(w.cn.c.Loop()).putBuf(w.spill)
+		w.cn.ls.putBuf(w.spill)
 		w.spill = nil
 	}
 }

@@ -262,7 +262,7 @@ var (
 // OnOpen starts a connection's state. (The percore.Handler's callbacks
 // are the Server's so that frame.View can forward them; call none.)
 func (s *Server) OnOpen(c *percore.Conn) {
-	cn := &conn{s: s, c: c, d: http1.RequestDecoder{Limits: s.cfg.Limits}}
+	cn := &conn{s: s, ls: s.loopOf(c.Loop()), c: c, d: http1.RequestDecoder{Limits: s.cfg.Limits}}
 	cn.req.cn, cn.w.cn = cn, cn
 	frame.SetValue(c, cn)
 	if s.idle > 0 {
@@ -379,7 +379,7 @@ func (cn *conn) fail(status int, reason string) {
 		c.EndRequest() // the connection closes: a shutdown need not wait for it
 	}
 	if !cn.w.committed && !c.Closed() {
-		ls := cn.s.loopOf(c.Loop())
+		ls := cn.ls
 		ls.scratch = http1.AppendError(ls.scratch[:0], status, reason, ls.date.Get(c.Loop().Now()))
 		c.Write(ls.scratch)
 	}
