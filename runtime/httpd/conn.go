@@ -287,8 +287,8 @@ func (cn *conn) serve(h Handler) {
 // and a panic is answered 500 (or, once the response began, by a
 // close), logged and counted. It must be deferred directly.
 func (cn *conn) recovered() {
-	defer func() { cn.active = false }()
 	if p := recover(); p != nil {
+		cn.active = false
 		cn.s.nPanic.Add(1)
 		cn.s.log.Error("httpd: handler panic", "panic", p, "method", string(cn.req.Method()), "target", string(cn.req.Target()))
 		cn.panicked = true
@@ -299,6 +299,7 @@ func (cn *conn) recovered() {
 	if (!cn.ending || cn.held) && cn.w.started && !cn.w.ended && !cn.c.Closed() {
 		cn.w.Flush() // the response goes on after this callback
 	}
+	cn.active = false
 }
 
 // endResponse ends the response of a request that is not held, in place.
