@@ -99,6 +99,13 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 			w.Write(bigBody[i:min(i+1000, n)])
 		}
 	})
+	m.Handle("GET /mw/{id}", withUser(httpd.HandlerFunc(func(w *httpd.Response, r *httpd.Request) {
+		u, _ := r.Value(userKey{}).(*user)
+		w.WriteString("hello ")
+		w.WriteString(u.name)
+		w.WriteString(" ")
+		w.Write(r.PathValue("id"))
+	})))
 	m.HandleFunc("GET /nocontent", func(w *httpd.Response, r *httpd.Request) {
 		w.WriteHeader(204)
 		w.WriteString("dropped: a 204 has no body")
@@ -142,6 +149,22 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 		})
 	})
 	return m
+}
+
+// A middleware's per-request value: found by a key of its own type,
+// stored without allocating.
+type userKey struct{}
+
+type user struct{ name string }
+
+var ada = &user{name: "ada"}
+
+func withUser(next httpd.Handler) httpd.Handler {
+	return httpd.HandlerFunc(func(w *httpd.Response, r *httpd.Request) {
+		w.AddHeader("X-User", ada.name)
+		r.SetValue(userKey{}, ada)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // rawEcho is the protocol a connection upgraded to: bytes echoed.
@@ -208,6 +231,7 @@ func TestRoutes(t *testing.T) {
 			{"POST", "/echo", "hello echo", 200, "hello echo"},
 			{"GET", "/sleep?ms=5", "", 200, "slept\n"},
 			{"GET", "/timer", "", 200, "timer"},
+			{"GET", "/mw/3", "", 200, "hello ada 3"},
 			{"GET", "/big?n=100", "", 200, string(bigBody[:100])},
 			{"GET", "/big?n=70000", "", 200, string(bigBody[:70000])},
 			{"GET", "/big?n=3000000", "", 200, string(bigBody[:3000000])},
@@ -446,12 +470,13 @@ func TestGracefulShutdown(t *testing.T) {
 	})
 }
 
-// TestAllocs: a keep-alive request through the Mux, its path parameter
-// and query read, and its response allocate nothing on the server.
+// TestRouteAllocs: a keep-alive request through the Mux, its path
+// parameter and query read, a middleware's per-request value, and its
+// response allocate nothing on the server.
 func TestRouteAllocs(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		ts := start(t, b, httpd.Config{})
-		for _, path := range []string{"/plaintext", "/users/42?x=%41"} {
+		for _, path := range []string{"/plaintext", "/users/42?x=%41", "/mw/7"} {
 			// rawconn reads back as many bytes as it sent: pad the request
 			// to the length of its response.
 			resp := probe(t, ts.addr, path)
