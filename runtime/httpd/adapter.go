@@ -108,7 +108,7 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 		return
 	}
 	s.nOffload.Add(1)
-	cn.hold()
+	cn.hold(false)
 	cn.job = j
 	cn.aw = ar
 }

@@ -360,14 +360,18 @@ func (cn *conn) releaseBuf() {
 
 // hold makes the request in progress answered later: the connection's
 // later requests wait, a shutdown waits for it, the idle timeout is off
-// and HandlerTimeout bounds it.
-func (cn *conn) hold() {
+// and HandlerTimeout bounds it. keepHead copies the head out of the
+// input, so that the Request stays valid (the adapter, which copied
+// what it needs into an http.Request, does without).
+func (cn *conn) hold(keepHead bool) {
 	if cn.held || !cn.inRequest {
 		return
 	}
 	c := cn.c
 	cn.held = true
-	cn.keepHeadForHold()
+	if keepHead {
+		cn.keepHeadForHold()
+	}
 	if !cn.begun {
 		cn.begun = true
 		c.BeginRequest()

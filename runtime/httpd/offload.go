@@ -72,7 +72,7 @@ func (s *Server) Go(w *Response, work func(ctx context.Context) func(w *Response
 		return
 	}
 	s.nOffload.Add(1)
-	cn.hold()
+	cn.hold(true)
 	cn.job = j
 }
 

@@ -432,7 +432,7 @@ func (w *Response) releaseSpill() {
 // Config.HandlerTimeout bounds it (503 past it). The Request stays valid
 // until End. Writes from a callback of your own must be followed by
 // Flush or End in that callback.
-func (w *Response) Hold() { w.cn.hold() }
+func (w *Response) Hold() { w.cn.hold(true) }
 
 // End ends a response that Hold held: what was written and the rest of
 // the head are sent, and the connection's next request is read. It does
