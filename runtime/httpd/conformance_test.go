@@ -310,3 +310,36 @@ func TestH2loadPipelined(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTP10UntilClose: an HTTP/1.0 client gets a body too long to hold
+// without a length, then the end of the stream (no chunked coding for
+// it); HEAD gets the length of what GET would send.
+func TestHTTP10UntilClose(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		ts := start(t, b, httpd.Config{})
+		c := pctest.Dial(t, ts.addr)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		c.Write([]byte("GET /big?n=70000 HTTP/1.0\r\n\r\n"))
+		out, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		head, body, _ := bytes.Cut(out, []byte("\r\n\r\n"))
+		if !bytes.Contains(head, []byte("Connection: close")) || bytes.Contains(head, []byte("chunked")) ||
+			bytes.Contains(head, []byte("Content-Length")) || string(body) != string(bigBody[:70000]) {
+			t.Fatalf("head %q, %d body bytes", head, len(body))
+		}
+		resp, _, _ := func() (*http.Response, string, error) {
+			req, _ := http.NewRequest("HEAD", "http://"+ts.addr+"/big?n=70000", nil)
+			resp, err := client(t).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			return resp, "", nil
+		}()
+		if resp.ContentLength != 70000 {
+			t.Fatalf("HEAD: Content-Length %d, want 70000", resp.ContentLength)
+		}
+	})
+}

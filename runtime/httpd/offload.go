@@ -188,7 +188,7 @@ type workers struct {
 	wg      sync.WaitGroup
 }
 
-func (p *workers) init(s *Server, n, queue int) {
+func (p *workers) init(n, queue int) {
 	switch {
 	case queue == 0:
 		queue = DefaultMaxQueue

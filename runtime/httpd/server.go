@@ -59,7 +59,8 @@ type Config struct {
 	// negative means Limits.MaxBody alone bounds it.
 	MaxBodyBuffer int
 	// Workers is the most goroutines that run offloaded work at once
-	// (Server.Go, Adapt). Zero means DefaultWorkers.
+	// (Server.Go, Adapt). Zero (or negative: there is no pool without
+	// workers) means DefaultWorkers.
 	Workers int
 	// MaxQueue is how many offloaded jobs may wait for a worker; past
 	// it a request is answered 503 (Stats.Rejected). Zero means
@@ -151,7 +152,11 @@ func New(cfg Config, h Handler) *Server {
 	s.cfg.HeadTimeout = durDefault(cfg.HeadTimeout, DefaultHeadTimeout)
 	s.cfg.HandlerTimeout = durDefault(cfg.HandlerTimeout, DefaultHandlerTimeout)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.pool.init(s, orDefault(cfg.Workers, DefaultWorkers), cfg.MaxQueue)
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	s.pool.init(workers, cfg.MaxQueue)
 	return s
 }
 
