@@ -145,8 +145,11 @@ func New(cfg Config, h Handler) *Server {
 	// What View may hold between reads: a partial head (the decoder
 	// rejects one over MaxHeaderBytes), a partial chunk line or trailer
 	// section, or, while a request is answered later, the input behind
-	// it (held to at most holdLimit, then reading pauses) plus a read.
-	s.limit = 2*lim.MaxHeaderBytes + 2*percore.DefaultBufferSize
+	// it: past MaxHeaderBytes reading pauses, so at most that and one
+	// more read (a receive buffer, Config.BufferSize: 1 MiB of room
+	// covers any sensible one). The bound costs nothing otherwise: View
+	// holds only what is left.
+	s.limit = 2*lim.MaxHeaderBytes + 1<<20
 	s.maxBody = orDefault(cfg.MaxBodyBuffer, DefaultMaxBodyBuffer)
 	s.idle = durDefault(cfg.IdleTimeout, DefaultIdleTimeout)
 	s.cfg.HeadTimeout = durDefault(cfg.HeadTimeout, DefaultHeadTimeout)
