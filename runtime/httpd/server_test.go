@@ -528,3 +528,40 @@ func probe(t *testing.T, addr, path string) int {
 func limits100() http1.Limits { return http1.Limits{MaxBody: 100} }
 
 func limitsNoBody() http1.Limits { return http1.Limits{MaxBody: -1} }
+
+// TestHeldWithMuchBehind: a held request with more pipelined input behind
+// it than the server holds (reading pauses, then resumes): every answer
+// comes, in order.
+func TestHeldWithMuchBehind(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		ts := start(t, b, httpd.Config{Limits: http1.Limits{MaxHeaderBytes: 4 << 10}})
+		c := pctest.Dial(t, ts.addr)
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		reqs := []byte("GET /timer HTTP/1.1\r\nHost: x\r\n\r\n")
+		want := []string{"200 timer"}
+		body := strings.Repeat("b", 2000)
+		for i := range 150 {
+			if i%50 == 49 {
+				reqs = append(reqs, "GET /sleep?ms=1 HTTP/1.1\r\nHost: x\r\n\r\n"...)
+				want = append(want, "200 slept\n")
+				continue
+			}
+			reqs = append(reqs, "POST /body HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n"+body...)
+			want = append(want, "200 got 2000")
+		}
+		wrote := make(chan error, 1)
+		go func() {
+			_, err := c.Write(reqs)
+			wrote <- err
+		}()
+		got := readResponses(t, bufio.NewReader(c), len(want))
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("answer %d: %q, want %q", i, got[i], want[i])
+			}
+		}
+		if err := pctest.Recv(t, wrote, "the writes"); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
