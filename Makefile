@@ -10,10 +10,13 @@ SHELL_SCRIPTS := $(wildcard scripts/*.sh scripts/lib/*.sh scripts/testdata/fake-
 
 # The modules of the repository: the library (the root), the benchmark module
 # (the peer servers, the load tools, the WebSocket interop tests and
-# staticcheck: examples/bench, docs/decisions/0037-benchmark-module.md), and
-# the charts (scripts/benchplot). scripts/vegeta holds no code (a pinned tool).
+# staticcheck: examples/bench, docs/decisions/0037-benchmark-module.md), the
+# charts (scripts/benchplot), and examples/http_api, whose go-redis must not
+# reach the library's go.mod (docs/decisions/0040-http-api-example-module.md).
+# scripts/vegeta holds no code (a pinned tool).
 BENCH_MOD := examples/bench
-MODULES := . $(BENCH_MOD) scripts/benchplot
+API_MOD := examples/http_api
+MODULES := . $(BENCH_MOD) scripts/benchplot $(API_MOD)
 
 .PHONY: all build test test-go tools lint bench bench-smoke clean
 
@@ -22,6 +25,7 @@ all: build
 build:
 	$(GO) build ./...
 	$(GO) build -C $(BENCH_MOD) ./...
+	$(GO) build -C $(API_MOD) -o /dev/null ./...
 
 ## test: the whole suite: lint, the benchmark harness in smoke mode, then
 ## go test -race over every package (the script tests included, and
@@ -51,6 +55,7 @@ test-go:
 	$(GO) test -C $(BENCH_MOD) -count=1 -timeout 5m -run 'Alloc' ./...
 	$(GO) test -C scripts/benchplot -count=1 ./...
 	$(GO) test -C $(BENCH_MOD) -race -count=1 -timeout 10m ./...
+	$(GO) test -C $(API_MOD) -race -count=1 -timeout 5m ./...
 	$(GO) test -race -count=1 -timeout 15m $(RING_TEST_LDFLAGS) ./...
 
 lint:
@@ -85,3 +90,4 @@ bench-smoke:
 clean:
 	$(GO) clean ./...
 	$(GO) clean -C $(BENCH_MOD) ./...
+	$(GO) clean -C $(API_MOD) ./...

@@ -18,6 +18,19 @@
 # cross-check of wrk's count and with a cheaper client ("NAME/load" rows);
 # LOADCHECK="" turns it off.
 #
+# runtime/httpd (issue 25): percore-old is examples/http as it was before
+# it was rewritten on runtime/httpd, built from git ref OLD_HTTP_REF (its
+# own server code, the A/B of the package's cost); nethttp-adapt is
+# examples/bench/baseline/httpd -serve adapt, the same http.ServeMux as
+# nethttp (baseline/stdmux) through httpd.Adapt on one loop. The JSON rows
+# (JSON_SERVERS, P 1, URL /json) are named NAME/json. The blocking rows
+# (SLEEP_SERVERS, P 1, CONNS connections, URL /sleep, a 2 ms time.Sleep per
+# request) are sleep-nethttp (net/http, a goroutine per connection),
+# sleep-adapt (the ServeMux through httpd.Adapt) and sleep-httpd (an inline
+# handler handing the sleep to httpd.Server.Go); they are judged by
+# requests/s, not CPU. The last three run with GOMAXPROCS=2 on the one
+# server CPU (a P for the worker pool beside the loop's).
+#
 # Proxy (PROXY=1): an upstream nginx (plaintext, one worker) runs on
 # CLIENT_CPUS; in front of it, on SERVER_CPUS, each of PROXIES:
 # examples/http_proxy on io_uring (proxy-percore) or epoll
@@ -47,7 +60,10 @@
 # Environment (defaults in parentheses):
 #   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
-#   SERVERS ("percore-uring percore-epoll nginx h2o fasthttp gnet nethttp")
+#   SERVERS ("percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt")
+#   JSON_SERVERS ("percore-uring percore-old nethttp nethttp-adapt")
+#   SLEEP_SERVERS ("sleep-nethttp sleep-adapt sleep-httpd")
+#   OLD_HTTP_REF (the parent of the last commit that touched examples/http/server.go)
 #   PROXY (1)  PROXIES ("proxy-percore proxy-nginx"; proxy-percore-epoll too)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
 set -euo pipefail
 
@@ -64,7 +80,10 @@ PIPELINES=${PIPELINES:-1 16}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28300}
-SERVERS=${SERVERS-percore-uring percore-epoll nginx h2o fasthttp gnet nethttp}
+SERVERS=${SERVERS-percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt}
+JSON_SERVERS=${JSON_SERVERS-percore-uring percore-old nethttp nethttp-adapt}
+SLEEP_SERVERS=${SLEEP_SERVERS-sleep-nethttp sleep-adapt sleep-httpd}
+OLD_HTTP_REF=${OLD_HTTP_REF:-$(git rev-list -1 HEAD -- examples/http/server.go 2>/dev/null || true)^}
 PROXY=${PROXY:-1}
 PROXIES=${PROXIES-proxy-percore proxy-nginx}
 LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
@@ -75,7 +94,13 @@ bench_need "Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils;
 bench_tmp
 
 run go build -o "$tmp/" ./examples/http ./examples/http_proxy
-run go build -C examples/bench -o "$tmp/" ./load ./baseline/fasthttp ./baseline/nethttp
+run go build -C examples/bench -o "$tmp/" ./load ./baseline/fasthttp ./baseline/nethttp ./baseline/httpd
+if [[ " $SERVERS $JSON_SERVERS " == *" percore-old "* ]]; then
+  # examples/http before runtime/httpd, from git: the A/B of the package.
+  run mkdir -p "$tmp/old"
+  run bash -c "git archive '$OLD_HTTP_REF' | tar -x -C '$tmp/old'"
+  run go build -C "$tmp/old" -o "$tmp/http-old" ./examples/http
+fi
 run go build -C examples/bench -tags=poll_opt -o "$tmp/" ./baseline/gnethttp
 hz=$(getconf CLK_TCK)
 
@@ -152,6 +177,16 @@ start() {
     percore-uring | percore-epoll)
       cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend "${name#percore-}" -cores "${cpus%%[,-]*}")
       ;;
+    percore-old)
+      cmd=("${go[@]}" "$tmp/http-old" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
+      ;;
+    # The offloading servers get a second P on the same CPU, for the
+    # worker pool: the loop's locked thread holds the first, and work it
+    # hands off would otherwise wait for sysmon to retake that P while the
+    # loop sleeps in the kernel (runtime/httpd's doc, # Caveats).
+    nethttp-adapt | sleep-adapt) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve adapt) ;;
+    sleep-httpd) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve inline) ;;
+    sleep-nethttp) cmd=("${go[@]}" "$tmp/nethttp" -addr "127.0.0.1:$port") ;;
     proxy-percore | proxy-percore-epoll)
       local backend=uring
       if [ "$name" = proxy-percore-epoll ]; then backend=epoll; fi
@@ -196,10 +231,10 @@ stop() {
   fi
 }
 
-# measure NAME PORT P PID REPEAT: one wrk run (after a warm-up), appended
-# to the runs file.
+# measure NAME PORT P PID REPEAT [PATH [ROW]]: one wrk run (after a
+# warm-up) of PATH (/plaintext), appended to the runs file as ROW (NAME).
 measure() {
-  local name=$1 port=$2 p=$3 pid=$4 repeat=$5 url="http://127.0.0.1:$2/plaintext"
+  local name=${7:-$1} port=$2 p=$3 pid=$4 repeat=$5 url="http://127.0.0.1:$2${6:-/plaintext}"
   local script=()
   if [ "$p" -gt 1 ]; then script=(-s "$tmp/pipeline.lua" -- "$p"); fi
   local wrk=(timeout -k 5 $((DURATION + 30)) taskset -c "$CLIENT_CPUS" wrk -t1 -c"$CONNS")
@@ -215,7 +250,7 @@ measure() {
   after=$(cpu_ticks "$pid")
   cpu_s=$(awk '{ print $1 + $2 }' "$tmp/wrk.time")
   out=$(cat "$tmp/wrk.out")
-  cp "$tmp/wrk.out" "$OUT/raw/$name-P$p-$repeat.txt"
+  cp "$tmp/wrk.out" "$OUT/raw/${name//\//-}-P$p-$repeat.txt"
   printf '%s\n' "$out" | awk -v s="$name" -v p="$p" -v r="$repeat" -v t=$((after - before)) -v hz="$hz" \
     -v ccpu="$cpu_s" -v d="$DURATION" '
     function us(v) {
@@ -282,6 +317,20 @@ for repeat in $(seq "$max_repeats"); do
     done
     stop "$pid"
   done
+  if [ "$repeat" -le "$REPEATS" ]; then
+    for name in $JSON_SERVERS; do
+      port=$((port + 1))
+      start "$name" "$port" "$SERVER_CPUS"
+      measure "$name" "$port" 1 "$SERVER_PID" "$repeat" /json "$name/json"
+      stop "$SERVER_PID"
+    done
+    for name in $SLEEP_SERVERS; do
+      port=$((port + 1))
+      start "$name" "$port" "$SERVER_CPUS"
+      measure "$name" "$port" 1 "$SERVER_PID" "$repeat" /sleep
+      stop "$SERVER_PID"
+    done
+  fi
   if [ "$PROXY" = 1 ] && [ "$repeat" -le "$REPEATS" ]; then
     start upstream-nginx "$UPSTREAM_PORT" "$CLIENT_CPUS"
     upstream_pid=$SERVER_PID
@@ -344,6 +393,28 @@ awk -F'\t' '
           f[1], f[2], m_rps[k] / m_rps[g], m_rps[k] / m_rps[h], m_cpu[k] / m_cpu[g], m_cpu[k] / m_cpu[h]
       if (f[2] == 1 && (x in m_cpu) && sfx == "")
         printf "- %s -P 1: server CPU per request %.2fx nginx -P 1 (floor 1.0)\n", f[1], m_cpu[k] / m_cpu[x]
+    }
+    # The issue-25 floors: the package against the example it replaced,
+    # the adapter against net/http on the same ServeMux, the blocking
+    # handler against net/http.
+    for (i = 1; i <= c; i++) {
+      k = order[i]; split(k, f, SUBSEP)
+      if (f[1] == "percore-uring" || f[1] == "percore-uring/json") {
+        o = (f[1] ~ /json$/ ? "percore-old/json" : "percore-old") SUBSEP f[2]
+        if (o in m_cpu)
+          printf "- %s -P %s: CPU per request %.2fx the pre-package examples/http (ceiling 1.05)\n", f[1], f[2], m_cpu[k] / m_cpu[o]
+      }
+      if (f[1] == "nethttp-adapt" || f[1] == "nethttp-adapt/json") {
+        o = (f[1] ~ /json$/ ? "nethttp/json" : "nethttp") SUBSEP f[2]
+        if (o in m_cpu)
+          printf "- %s -P %s: %.2fx net/http in requests/s (floor 1.0), CPU per request %.2fx (ceiling 0.8)\n", f[1], f[2],
+            m_rps[k] / m_rps[o], m_cpu[k] / m_cpu[o]
+      }
+      if (f[1] == "sleep-adapt" || f[1] == "sleep-httpd") {
+        o = "sleep-nethttp" SUBSEP f[2]
+        if (o in m_rps)
+          printf "- %s (2 ms sleep): %.2fx net/http in requests/s (floor 1.0)\n", f[1], m_rps[k] / m_rps[o]
+      }
     }
     if (("proxy-percore" SUBSEP "1") in m_cpu && ("proxy-nginx" SUBSEP "1") in m_cpu)
       printf "- proxy: examples/http_proxy CPU per request %.2fx nginx proxy_pass (floor 1.1)\n",

@@ -1,155 +1,149 @@
 //go:build linux
 
-// Command http is an HTTP/1.1 server on percore, with the plaintext and
-// JSON endpoints of the TechEmpower benchmarks:
-//
-//	go run ./examples/http -addr 127.0.0.1:8080
-//	curl -v http://127.0.0.1:8080/plaintext http://127.0.0.1:8080/json
-//	wrk -t1 -c100 -d10s http://127.0.0.1:8080/plaintext
-//
-// Endpoints (GET and HEAD unless said):
-//
-//   - /plaintext: "Hello, World!", text/plain.
-//   - /json: {"message":"Hello, World!"}, application/json, serialized for
-//     every request.
-//   - POST or PUT /echo: the request body, streamed back as it arrives
-//     (with the request's Content-Length, or chunked for a chunked upload),
-//     never held whole: a client that uploads faster than it reads is held
-//     back by the outbound cap (Config.MaxOutbound pauses reading).
-//   - /sleep?ms=N: answers "slept" after N milliseconds (at most 10 s),
-//     a request that outlives its read, to show graceful shutdown.
-//
-// Every response carries Server and a Date cached per loop (http1.Date with
-// Loop.Now). Keep-alive and pipelining: the requests of one read are
-// answered with one write. Requests are parsed by runtime/frame/http1 in
-// place (frame.View): a malformed request, or one over the limits, gets its
-// status (400, 413, 414, 431, 501, 505, 417) with Connection: close, and the
-// connection closes lingering (Conn.CloseLinger: the write side shut, what
-// the client still sends read and dropped, within bounds), so that the
-// answer arrives. A head that does not arrive whole within -head-timeout
-// gets 408. Expect: 100-continue is answered with 100 Continue on /echo,
-// and with the final status (and a close) elsewhere.
-//
-// On SIGINT or SIGTERM the server shuts down gracefully: it stops
-// accepting, closes idle connections, lets requests in flight finish
-// (Conn.BeginRequest/EndRequest) and answers each with Connection: close.
+// Command http is an HTTP/1.1 server on runtime/httpd with the TechEmpower
+// endpoints (go run ./examples/http -addr 127.0.0.1:8080): GET or HEAD
+// /plaintext and /json (serialized per request); POST or PUT /echo (the
+// body streamed back as it arrives, with its Content-Length or chunked,
+// held back by the outbound cap); GET /sleep?ms=N ("slept" after N ms, at
+// most 10 s, from a loop timer). httpd does keep-alive, pipelining,
+// limits, 408, 100-continue, error answers with a lingering close, and
+// Connection: close in SIGINT/SIGTERM's graceful shutdown.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame/http1"
+	"github.com/percore/percore/runtime/httpd"
 	"github.com/percore/percore/runtime/metrics"
 )
 
-// config is what the flags set.
 type config struct {
-	addr        string
-	cores       string
-	backend     string
-	idleTimeout time.Duration
-	headTimeout time.Duration
-	maxBody     int64
-	waitBatch   int
-	waitMin     time.Duration
-	metrics     string
-	logger      *slog.Logger
+	addr, cores, backend     string
+	idleTimeout, headTimeout time.Duration
+	maxBody                  int64
+	logger                   *slog.Logger
 }
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "listen address")
-	flag.StringVar(&cfg.cores, "cores", "", "CPU list for the loops, e.g. 0-3 (default: the affinity mask, at most GOMAXPROCS of it)")
-	flag.StringVar(&cfg.backend, "backend", "auto", "auto, uring or epoll")
-	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a connection that sends nothing for this long (0: never)")
-	flag.DurationVar(&cfg.headTimeout, "head-timeout", 10*time.Second, "answer 408 to a request head that is not whole this long after its first byte")
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:8080")
+	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a connection idle this long (negative: never)")
+	flag.DurationVar(&cfg.headTimeout, "head-timeout", 10*time.Second, "answer 408 to a head not whole this long after its first byte")
 	flag.Int64Var(&cfg.maxBody, "max-body", http1.DefaultMaxBody, "longest request body in bytes (413 past it; -1: no limit)")
-	flag.IntVar(&cfg.waitBatch, "wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off; Config.WaitBatch)")
-	flag.DurationVar(&cfg.waitMin, "wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
-	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address (default: off)")
 	flag.Parse()
+	cfg.addr, cfg.cores, cfg.backend = sf.Addr, cpu.FormatList(sf.Cores), sf.Backend.String()
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(cfg); err != nil {
+	r, err := start(cfg)
+	if err == nil {
+		var ms *metrics.Server // nil without -metrics
+		if ms, err = sf.ServeMetrics(r.rt); ms != nil {
+			defer ms.Close()
+		}
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "http:", err)
 		os.Exit(1)
 	}
-}
-
-func run(cfg config) error {
-	s, err := start(cfg)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("http: %d loops listening on %s (%s)\n", len(s.rt.Loops()), s.rt.Addr(), s.rt.Loops()[0].Backend())
+	fmt.Printf("http: %d loops listening on %s (%s)\n", len(r.rt.Loops()), r.rt.Addr(), r.rt.Loops()[0].Backend())
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	<-ctx.Done()
 	stop()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return s.shutdown(sctx)
+	r.rt.Shutdown(sctx) // answers requests in flight (Connection: close) until sctx is done
+	r.close()
+}
+
+// routes are the endpoints.
+func routes() *httpd.Mux {
+	m := httpd.NewMux()
+	m.HandleFunc("GET /plaintext", func(w *httpd.Response, r *httpd.Request) {
+		w.AddHeader("Content-Type", "text/plain")
+		w.WriteString("Hello, World!")
+	})
+	m.HandleFunc("GET /json", func(w *httpd.Response, r *httpd.Request) {
+		var buf [64]byte
+		w.AddHeader("Content-Type", "application/json")
+		w.Write(appendJSONMessage(buf[:0], "Hello, World!"))
+	})
+	m.Handle("POST /echo", echo{})
+	m.Handle("PUT /echo", echo{})
+	m.HandleFunc("GET /sleep", func(w *httpd.Response, r *httpd.Request) {
+		v, _ := r.Query("ms")
+		ms, _ := strconv.Atoi(string(v))
+		w.Hold() // answered by the timer; the loop serves on meanwhile
+		r.Conn().Loop().AfterFunc(min(time.Duration(max(ms, 0))*time.Millisecond, 10*time.Second), func() {
+			w.AddHeader("Content-Type", "text/plain")
+			w.WriteString("slept\n")
+			w.End()
+		})
+	})
+	return m
+}
+
+// echo streams the request body back as it arrives (httpd.StreamHandler).
+type echo struct{}
+
+func (echo) ServeHTTP(w *httpd.Response, r *httpd.Request) {
+	w.AddHeader("Content-Type", "application/octet-stream")
+	if n := r.ContentLength(); n >= 0 {
+		w.ContentLength(n) // else chunked, as the upload was
+	}
+}
+func (echo) OnBody(w *httpd.Response, _ *httpd.Request, p []byte) { w.Write(p) }
+func (echo) OnEnd(*httpd.Response, *httpd.Request)                {}
+
+// appendJSONMessage serializes {"message":msg} as encoding/json would.
+func appendJSONMessage(dst []byte, msg string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, `{"message":"`...)
+	for i := 0; i < len(msg); i++ {
+		switch c := msg[i]; {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\n' || c == '\r' || c == '\t':
+			dst = append(dst, '\\', "nrt"[strings.IndexByte("\n\r\t", c)])
+		case c < 0x20 || c == '<' || c == '>' || c == '&':
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, `"}`...)
 }
 
 // running is a started server.
 type running struct {
-	rt      *percore.Runtime
-	metrics *metrics.Server // nil without -metrics
+	srv *httpd.Server
+	rt  *percore.Runtime
 }
 
-// start starts the server's loops.
 func start(cfg config) (*running, error) {
-	s := newServer(http1.Limits{MaxBody: cfg.maxBody}, cfg.headTimeout)
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger, LoopSetup: s.setup, IdleTimeout: cfg.idleTimeout,
-		WaitBatch: cfg.waitBatch, WaitMin: cfg.waitMin}
+	srv := httpd.New(httpd.Config{Limits: http1.Limits{MaxBody: cfg.maxBody}, HeadTimeout: cfg.headTimeout,
+		IdleTimeout: cfg.idleTimeout, Logger: cfg.logger}, routes())
+	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger}
 	var err error
 	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
 		return nil, err
 	}
-	if cfg.cores != "" {
-		if rcfg.Cores, err = cpu.ParseList(cfg.cores); err != nil {
-			return nil, err
-		}
-	}
-	rt, err := percore.New(rcfg, s.handler())
-	if err != nil {
+	if rcfg.Cores, err = cpu.ParseList(cfg.cores); cfg.cores != "" && err != nil {
 		return nil, err
 	}
-	r := &running{rt: rt}
-	if cfg.metrics != "" {
-		if r.metrics, err = metrics.Listen(cfg.metrics, rt); err != nil {
-			rt.Close()
-			return nil, err
-		}
-	}
-	return r, nil
+	rt, err := percore.New(rcfg, srv.Handler())
+	return &running{srv, rt}, err
 }
 
-// shutdown lets requests in flight finish until ctx is done.
-func (r *running) shutdown(ctx context.Context) error {
-	err := r.rt.Shutdown(ctx)
-	if r.metrics != nil {
-		r.metrics.Close()
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return nil
-	}
-	return err
-}
-
-// close stops the server at once.
-func (r *running) close() {
-	r.rt.Close()
-	if r.metrics != nil {
-		r.metrics.Close()
-	}
-}
+func (r *running) close() { r.rt.Close(); r.srv.Close() }

@@ -1,6 +1,7 @@
 // Command nethttp is the net/http baseline of the HTTP benchmark
 // (scripts/bench-http.sh): the standard library's server, one goroutine per
-// connection, with the /plaintext and /json handlers written the plain way.
+// connection, with the handlers of package stdmux (/plaintext, /json and
+// the blocking /sleep) written the plain way.
 //
 //	nethttp -addr 127.0.0.1:8080
 //
@@ -10,7 +11,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -18,6 +18,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/percore/percore/examples/bench/baseline/stdmux"
 )
 
 func main() {
@@ -31,32 +33,13 @@ func main() {
 	}
 }
 
-var hello = []byte("Hello, World!")
-
-func mux() *http.ServeMux {
-	m := http.NewServeMux()
-	m.HandleFunc("GET /plaintext", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain")
-		w.Header().Set("Server", "nethttp")
-		w.Write(hello)
-	})
-	m.HandleFunc("GET /json", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Server", "nethttp")
-		json.NewEncoder(w).Encode(struct {
-			Message string `json:"message"`
-		}{"Hello, World!"})
-	})
-	return m
-}
-
 // serve serves on addr until ctx is done.
 func serve(ctx context.Context, addr string, ready func(net.Addr)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	s := &http.Server{Handler: mux()}
+	s := &http.Server{Handler: stdmux.Mux("nethttp")}
 	ready(ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- s.Serve(ln) }()

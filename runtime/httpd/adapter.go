@@ -1,0 +1,511 @@
+//go:build linux
+
+package httpd
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/percore/percore/runtime/frame"
+)
+
+// ErrHijack is what the adapter's Hijack returns: a percore loop owns the
+// connection's socket and does its reads and writes, so there is no
+// net.Conn to hand over.
+var ErrHijack = errors.New("httpd: Hijack is not supported: the connection's socket belongs to a percore loop, not a net.Conn " +
+	"(answer the upgrade with an inline handler and Response.Upgrade instead)")
+
+// Adapt runs a net/http handler (an http.ServeMux with its patterns,
+// net/http/pprof, middleware) on the server's worker pool, with the loop
+// doing every socket operation: the handler starts once the head has
+// arrived, with an http.Request whose Body is fed from the loop as the
+// body arrives and whose context is cancelled when the client goes away,
+// the request passes Config.HandlerTimeout or the server closes; its
+// ResponseWriter sends through the loop, its writes waiting while the
+// connection's outbound queue is over its cap (Config.MaxOutbound). It
+// implements http.Flusher, and http.ResponseController's SetReadDeadline
+// (the body's reads), SetWriteDeadline (the writes' waits) and
+// EnableFullDuplex (always on); Hijack returns ErrHijack. A panic is
+// answered 500 and logged (http.ErrAbortHandler closes the connection
+// without a log), and the loop goes on. The connection's pipelined
+// requests wait behind the one being served, as in net/http.
+//
+// The adapter is a StreamHandler: route it with a Mux, or give it to New.
+func Adapt(h http.Handler) Handler { return &adapted{h: h} }
+
+type adapted struct{ h http.Handler }
+
+// bodyWindow is how much of a request's body the adapter holds for the
+// handler before it stops reading from the connection.
+const bodyWindow = 256 << 10
+
+// flushAt is how much a ResponseWriter gathers before it sends.
+const flushAt = 32 << 10
+
+// ServeHTTP starts the net/http handler for the request whose head
+// arrived.
+func (a *adapted) ServeHTTP(w *Response, r *Request) {
+	cn := w.cn
+	s := cn.s
+	hr := r.hr
+	u, err := url.ParseRequestURI(string(hr.Target))
+	if err != nil {
+		w.WriteHeader(400)
+		w.CloseAfter()
+		w.WriteString("400 Bad Request: malformed request target\n")
+		return
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	ar := &adaptedRequest{cn: cn, ack: make(chan struct{}, 1)}
+	ar.cond.L = &ar.mu
+	hdr := make(http.Header, hr.Header.Len())
+	for _, f := range hr.Header.All() {
+		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
+		hdr[k] = append(hdr[k], string(f.Value))
+	}
+	req := &http.Request{
+		Method: string(hr.Method), URL: u, RequestURI: string(hr.Target),
+		Proto: "HTTP/1." + strconv.Itoa(hr.Minor), ProtoMajor: 1, ProtoMinor: hr.Minor,
+		Header: hdr, Host: string(hr.Host), Close: hr.Close, ContentLength: hr.ContentLength,
+	}
+	if u.Host != "" {
+		req.Host = u.Host
+	}
+	if ra := cn.c.RemoteAddr(); ra != nil {
+		req.RemoteAddr = ra.String()
+	}
+	if hr.Chunked {
+		req.TransferEncoding = []string{"chunked"}
+	}
+	if hr.HasBody() {
+		req.Body = &adaptedBody{ar: ar}
+	} else {
+		req.Body = http.NoBody
+		ar.bodyDone = true
+	}
+	ar.req = req.WithContext(ctx)
+	ar.rw = &responseWriter{ar: ar, hdr: make(http.Header)}
+	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel}
+	j.exec = func() { ar.run(a.h) }
+	j.back = func() {}
+	ar.job = j // before the worker can start
+	if !s.pool.submit(j) {
+		cancel()
+		s.nReject.Add(1)
+		busy(w)
+		return
+	}
+	s.nOffload.Add(1)
+	cn.hold(false)
+	cn.job = j
+	cn.aw = ar
+}
+
+// OnBody hands a piece of the body to the handler's reads; past the
+// window, reading from the connection pauses until the handler reads.
+func (a *adapted) OnBody(w *Response, r *Request, piece []byte) {
+	ar, ok := w.cn.aw.(*adaptedRequest)
+	if !ok {
+		return // refused (503): the body is dropped
+	}
+	ar.mu.Lock()
+	ar.body = append(ar.body, piece...)
+	full := len(ar.body) >= bodyWindow && !ar.dead
+	if full {
+		ar.paused = true
+	}
+	ar.cond.Broadcast()
+	ar.mu.Unlock()
+	if full {
+		w.cn.pauseBody()
+	}
+}
+
+// OnEnd ends the body the handler reads.
+func (a *adapted) OnEnd(w *Response, r *Request) {
+	if ar, ok := w.cn.aw.(*adaptedRequest); ok {
+		ar.mu.Lock()
+		ar.bodyDone = true
+		ar.cond.Broadcast()
+		ar.mu.Unlock()
+	}
+}
+
+// adaptedRequest is one request served by a net/http handler: what the
+// loop and the handler's goroutine share. mu guards the body's fields and
+// dead; the response's are the worker's until it posts them, and the
+// loop's until it acks.
+type adaptedRequest struct {
+	cn  *conn // the loop's only
+	job *job
+	req *http.Request
+	rw  *responseWriter
+
+	mu       sync.Mutex
+	cond     sync.Cond
+	body     []byte
+	bodyDone bool
+	paused   bool // reading from the connection paused for the window
+	dead     bool // the connection went away, or the request timed out
+	readDL   time.Time
+	dlTimer  *time.Timer
+
+	ack     chan struct{} // the loop took a flush (or the request died)
+	waiting bool          // the loop waits for OnDrain before it acks (loop's)
+	gone_   atomic.Bool
+}
+
+// gone is the connection's end, or the request's timeout (on the loop).
+func (ar *adaptedRequest) gone() {
+	ar.gone_.Store(true)
+	ar.mu.Lock()
+	ar.dead = true
+	ar.cond.Broadcast()
+	ar.mu.Unlock()
+	if ar.waiting {
+		ar.waiting = false
+		ar.signal()
+	}
+	ar.job.cancel()
+}
+
+// drained is OnDrain: a write waiting for the queue goes on.
+func (ar *adaptedRequest) drained() {
+	if ar.waiting {
+		ar.waiting = false
+		ar.signal()
+	}
+}
+
+func (ar *adaptedRequest) signal() {
+	select {
+	case ar.ack <- struct{}{}:
+	default:
+	}
+}
+
+// pauseBody stops taking the body until the handler has read some.
+func (cn *conn) pauseBody() {
+	cn.bodyPaused = true
+	frame.PauseRead(cn.c)
+}
+
+// resumeBody undoes pauseBody (on the loop).
+func (cn *conn) resumeBody() {
+	if cn.bodyPaused && !cn.gone {
+		cn.bodyPaused = false
+		frame.ResumeRead(cn.c)
+	}
+}
+
+// run is the handler's goroutine.
+func (ar *adaptedRequest) run(h http.Handler) {
+	rw := ar.rw
+	defer func() {
+		p := recover()
+		if p != nil && p != http.ErrAbortHandler {
+			ar.cn.s.log.Error("httpd: net/http handler panic", "panic", p, "method", ar.req.Method, "uri", ar.req.RequestURI)
+		}
+		rw.finish(p)
+	}()
+	h.ServeHTTP(rw, ar.req)
+}
+
+// adaptedBody is the request's Body: reads wait for the loop's pieces.
+type adaptedBody struct {
+	ar     *adaptedRequest
+	closed bool
+}
+
+func (b *adaptedBody) Read(p []byte) (int, error) {
+	ar := b.ar
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	for len(ar.body) == 0 && !ar.bodyDone {
+		switch {
+		case b.closed:
+			return 0, http.ErrBodyReadAfterClose
+		case ar.dead:
+			return 0, io.ErrUnexpectedEOF
+		case !ar.readDL.IsZero() && !time.Now().Before(ar.readDL):
+			return 0, os.ErrDeadlineExceeded
+		}
+		ar.cond.Wait()
+	}
+	if len(ar.body) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, ar.body)
+	ar.body = ar.body[n:]
+	if len(ar.body) == 0 {
+		ar.body = ar.body[:0:0] // let the loop start a new buffer
+	}
+	if ar.paused && len(ar.body) < bodyWindow/2 {
+		ar.paused = false
+		ar.job.post(ar.cn.resumeBody)
+	}
+	return n, nil
+}
+
+func (b *adaptedBody) Close() error {
+	b.ar.mu.Lock()
+	b.closed = true
+	b.ar.mu.Unlock()
+	return nil
+}
+
+// setReadDeadline bounds the body's reads.
+func (ar *adaptedRequest) setReadDeadline(t time.Time) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.readDL = t
+	if ar.dlTimer != nil {
+		ar.dlTimer.Stop()
+	}
+	if !t.IsZero() {
+		ar.dlTimer = time.AfterFunc(time.Until(t), func() {
+			ar.mu.Lock()
+			ar.cond.Broadcast()
+			ar.mu.Unlock()
+		})
+	}
+}
+
+// responseWriter is the http.ResponseWriter: it gathers the handler's
+// writes and hands them to the loop at a flush, waiting until the loop
+// took them (and the outbound queue is under its cap).
+type responseWriter struct {
+	ar      *adaptedRequest
+	hdr     http.Header
+	status  int
+	wrote   bool // WriteHeader (or the first Write) happened
+	sent    bool // the head went to the loop
+	buf     []byte
+	writeDL time.Time
+}
+
+var (
+	_ http.ResponseWriter = (*responseWriter)(nil)
+	_ http.Flusher        = (*responseWriter)(nil)
+	_ http.Hijacker       = (*responseWriter)(nil)
+)
+
+func (rw *responseWriter) Header() http.Header { return rw.hdr }
+
+func (rw *responseWriter) WriteHeader(code int) {
+	if rw.wrote {
+		return
+	}
+	if code < 100 || code > 999 {
+		panic(fmt.Sprintf("invalid WriteHeader code %v", code))
+	}
+	if code < 200 && code != 101 {
+		return // informational answers are not forwarded
+	}
+	rw.wrote, rw.status = true, code
+}
+
+func (rw *responseWriter) Write(p []byte) (int, error) {
+	if !rw.wrote {
+		rw.WriteHeader(200)
+	}
+	if rw.ar.gone_.Load() {
+		return 0, rw.goneErr()
+	}
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), flushAt-len(rw.buf))
+		rw.buf = append(rw.buf, p[:k]...)
+		p, n = p[k:], n+k
+		if len(rw.buf) >= flushAt {
+			if err := rw.flush(false, nil); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (rw *responseWriter) goneErr() error {
+	if err := context.Cause(rw.ar.req.Context()); err != nil {
+		return err
+	}
+	return net.ErrClosed
+}
+
+// Flush sends what was written.
+func (rw *responseWriter) Flush() {
+	if !rw.wrote {
+		rw.WriteHeader(200)
+	}
+	rw.flush(false, nil)
+}
+
+// FlushError is Flush with its error (http.ResponseController).
+func (rw *responseWriter) FlushError() error {
+	if !rw.wrote {
+		rw.WriteHeader(200)
+	}
+	return rw.flush(false, nil)
+}
+
+// Hijack returns ErrHijack.
+func (rw *responseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) { return nil, nil, ErrHijack }
+
+// SetReadDeadline bounds the body's reads (http.ResponseController).
+func (rw *responseWriter) SetReadDeadline(t time.Time) error {
+	rw.ar.setReadDeadline(t)
+	return nil
+}
+
+// SetWriteDeadline bounds how long a write waits for the loop to take it
+// (http.ResponseController); past it the write fails with
+// os.ErrDeadlineExceeded and the connection closes.
+func (rw *responseWriter) SetWriteDeadline(t time.Time) error {
+	rw.writeDL = t
+	return nil
+}
+
+// EnableFullDuplex does nothing: the body can always be read while the
+// response is written.
+func (rw *responseWriter) EnableFullDuplex() error { return nil }
+
+// finish is the handler's return (or panic): the rest goes to the loop,
+// which ends the response.
+func (rw *responseWriter) finish(p any) {
+	if p == nil && !rw.wrote {
+		rw.WriteHeader(200)
+	}
+	rw.flush(true, p)
+	rw.ar.job.cancel()
+}
+
+// flush hands the gathered bytes to the loop and waits until it took them.
+func (rw *responseWriter) flush(final bool, p any) error {
+	ar := rw.ar
+	if ar.gone_.Load() {
+		return rw.goneErr()
+	}
+	buf := rw.buf
+	ar.job.post(func() { ar.onLoop(buf, final, p) })
+	if final {
+		return nil // the loop no longer needs the worker
+	}
+	var timeout <-chan time.Time
+	if !rw.writeDL.IsZero() {
+		t := time.NewTimer(time.Until(rw.writeDL))
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case <-ar.ack:
+	case <-timeout:
+		rw.buf = nil // the loop may still copy it
+		ar.job.post(func() {
+			if ar.cn.aw == ar {
+				ar.cn.c.Abort()
+			}
+		})
+		return os.ErrDeadlineExceeded
+	}
+	if ar.gone_.Load() {
+		return rw.goneErr()
+	}
+	rw.buf = rw.buf[:0]
+	return nil
+}
+
+// onLoop takes a flush of the handler's on the loop: the head once, the
+// bytes, and at the end the response's end.
+func (ar *adaptedRequest) onLoop(buf []byte, final bool, p any) {
+	cn := ar.cn
+	rw := ar.rw
+	if cn.aw != ar || cn.gone || cn.c.Closed() {
+		ar.signal()
+		return
+	}
+	if p != nil {
+		cn.aw = nil
+		cn.job = nil
+		cn.held = false
+		if p == http.ErrAbortHandler {
+			cn.c.Abort()
+			return
+		}
+		cn.s.nPanic.Add(1)
+		cn.panicked = true
+		cn.fail(500, "the handler panicked")
+		return
+	}
+	w := &cn.w
+	cn.active = true
+	if !rw.sent {
+		rw.sent = true
+		rw.writeHead(w, buf)
+	}
+	w.Write(buf)
+	if final {
+		cn.aw = nil
+		cn.job = nil
+		w.end()
+		cn.active = false
+		if cn.bodyPaused {
+			cn.resumeBody() // a body the handler did not read: drop the rest
+		}
+		if cn.held && cn.inRequest && !cn.c.Closed() {
+			cn.finish()
+		}
+		return
+	}
+	w.Flush()
+	cn.active = false
+	if cn.c.Backpressured() {
+		ar.waiting = true // ack on OnDrain
+		return
+	}
+	ar.signal()
+}
+
+// writeHead writes the handler's status and header fields into w.
+func (rw *responseWriter) writeHead(w *Response, buf []byte) {
+	w.WriteHeader(rw.status)
+	h := rw.hdr
+	if _, ok := h["Content-Type"]; !ok && len(buf) > 0 && w.bodyAllowed() {
+		w.AddHeader("Content-Type", http.DetectContentType(buf[:min(len(buf), 512)]))
+	}
+	for k, vs := range h {
+		switch k {
+		case "Content-Length":
+			if n, err := strconv.ParseInt(vs[0], 10, 64); err == nil && n >= 0 {
+				w.ContentLength(n)
+			}
+			continue
+		case "Transfer-Encoding", "Trailer":
+			continue
+		case "Connection":
+			for _, v := range vs {
+				if v == "close" {
+					w.CloseAfter()
+				}
+			}
+			if rw.status != 101 {
+				continue
+			}
+		}
+		for _, v := range vs {
+			w.AddHeader(k, v)
+		}
+	}
+}
