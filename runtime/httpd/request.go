@@ -201,23 +201,32 @@ func (r *Request) paramReset(m int) {
 	r.more = r.more[:m-len(r.params)]
 }
 
+// nextQueryPair splits the first &-separated pair off q: its key, its
+// value (after the first '='; nil without one) and the rest; ok is false
+// for an empty pair (as in "a=1&&b=2").
+func nextQueryPair(q []byte) (k, v, rest []byte, ok bool) {
+	pair := q
+	if i := bytes.IndexByte(q, '&'); i >= 0 {
+		pair, rest = q[:i], q[i+1:]
+	}
+	if len(pair) == 0 {
+		return nil, nil, rest, false
+	}
+	k = pair
+	if i := bytes.IndexByte(pair, '='); i >= 0 {
+		k, v = pair[:i], pair[i+1:]
+	}
+	return k, v, rest, true
+}
+
 // Query returns the value of the first query parameter named name,
 // decoded (%XX and '+'), and whether it is present.
 func (r *Request) Query(name string) ([]byte, bool) {
-	q := r.query
-	for len(q) > 0 {
-		var pair []byte
-		if i := bytes.IndexByte(q, '&'); i >= 0 {
-			pair, q = q[:i], q[i+1:]
-		} else {
-			pair, q = q, nil
-		}
-		if len(pair) == 0 {
+	for q := r.query; len(q) > 0; {
+		var k, v []byte
+		var ok bool
+		if k, v, q, ok = nextQueryPair(q); !ok {
 			continue
-		}
-		k, v := pair, []byte(nil)
-		if i := bytes.IndexByte(pair, '='); i >= 0 {
-			k, v = pair[:i], pair[i+1:]
 		}
 		if !queryKeyIs(k, name) {
 			continue
@@ -233,20 +242,11 @@ func (r *Request) Query(name string) ([]byte, bool) {
 // EachQuery calls f with every query parameter, decoded, in order, until
 // f returns false. The slices are valid during the request.
 func (r *Request) EachQuery(f func(key, value []byte) bool) {
-	q := r.query
-	for len(q) > 0 {
-		var pair []byte
-		if i := bytes.IndexByte(q, '&'); i >= 0 {
-			pair, q = q[:i], q[i+1:]
-		} else {
-			pair, q = q, nil
-		}
-		if len(pair) == 0 {
+	for q := r.query; len(q) > 0; {
+		var k, v []byte
+		var ok bool
+		if k, v, q, ok = nextQueryPair(q); !ok {
 			continue
-		}
-		k, v := pair, []byte(nil)
-		if i := bytes.IndexByte(pair, '='); i >= 0 {
-			k, v = pair[:i], pair[i+1:]
 		}
 		dk, ok1 := r.unescape(k, true)
 		dv, ok2 := r.unescape(v, true)
