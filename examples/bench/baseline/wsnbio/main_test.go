@@ -1,11 +1,8 @@
 package main
 
 import (
-	"context"
-	"net"
 	"testing"
 
-	"github.com/percore/percore/examples/bench/gwproto"
 	"github.com/percore/percore/examples/bench/gwproto/gwtest"
 )
 
@@ -16,28 +13,11 @@ import (
 // is net's, in Accept), so a race-enabled nbio fails every test on nbio's
 // account. The test code itself still runs with the detector.
 func TestProtocol(t *testing.T) {
-	start := inProcess
+	start := gwtest.InProcess(serve)
 	if raceEnabled {
 		start = subprocess(t)
 	}
 	gwtest.Run(t, start)
-}
-
-func inProcess(t *testing.T, f gwproto.Flags) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, ln, f) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return ln.Addr().String()
 }
 
 func subprocess(t *testing.T) gwtest.Start {

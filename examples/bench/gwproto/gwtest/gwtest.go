@@ -6,9 +6,11 @@ package gwtest
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -31,6 +33,28 @@ const timeout = 10 * time.Second
 
 func flags() gwproto.Flags {
 	return gwproto.Flags{Addr: "127.0.0.1:0", Secret: secret, PingInterval: time.Minute, Queue: 256, WriteTimeout: 10 * time.Second}
+}
+
+// InProcess is the Start of a gateway served in the test's process by
+// serve, on a loopback listener of its own, stopped (and its error
+// reported) when the test ends.
+func InProcess(serve func(context.Context, net.Listener, gwproto.Flags) error) Start {
+	return func(t *testing.T, f gwproto.Flags) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- serve(ctx, ln, f) }()
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		})
+		return ln.Addr().String()
+	}
 }
 
 // Run runs the protocol's cases against the gateway start starts.
