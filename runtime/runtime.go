@@ -50,6 +50,8 @@ type Runtime struct {
 	serve   chan struct{}
 	serving chan error
 	aborted atomic.Bool
+
+	tls runtimeTLS // the handshake pool (tls.go)
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask, at most
@@ -78,6 +80,10 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	}
 	specs, err := listenSpecs(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTLSListeners(cfg, specs); err != nil {
+		closeSpecs(specs)
 		return nil, err
 	}
 	for _, s := range specs {
@@ -378,6 +384,7 @@ func (rt *Runtime) Close() error {
 			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
 				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
 		})
+		rt.tls.close()
 		for _, l := range rt.loops {
 			rt.closeErr = errors.Join(rt.closeErr, l.stopErr)
 		}

@@ -79,6 +79,8 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 	switch {
 	case !c.writable():
 		return c.opError("sendfile", net.ErrClosed)
+	case c.tls != nil:
+		return c.opError("sendfile", errTLSSendFile)
 	case c.sf != nil:
 		return c.opError("sendfile", errors.New("a file send is already in progress"))
 	case f == nil || f.l != c.loop:
