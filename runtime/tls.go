@@ -270,7 +270,7 @@ func (l *Loop) tlsRefuse(c *Conn, err error) {
 		alert = 70 // protocol_version
 	}
 	l.d.write(c, []byte{21, 3, 1, 0, 2, 2, alert})
-	c.tls.out.add(c, 7, 7)
+	c.tls.out.add(c.out.buffered(), 7, 7)
 	if c.out.buffered() > 0 {
 		l.queued(c)
 	}

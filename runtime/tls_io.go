@@ -98,7 +98,7 @@ func (l *Loop) tlsFlush(c *Conn) {
 			c.progress = l.now
 		}
 		l.d.write(c, b)
-		t.out.add(c, len(b), len(b))
+		t.out.add(c.out.buffered(), len(b), len(b))
 		if c.out.buffered() > 0 {
 			l.queued(c)
 		}
@@ -116,7 +116,7 @@ func (c *Conn) tlsShut() {
 			c.progress = l.now
 		}
 		l.d.write(c, b)
-		c.tls.out.add(c, len(b), len(b))
+		c.tls.out.add(c.out.buffered(), len(b), len(b))
 		if c.out.buffered() > 0 {
 			l.queued(c)
 		}
@@ -152,7 +152,7 @@ func (c *Conn) tlsSeal(p []byte) error {
 		q.reserved = 0
 		l.d.write(c, ct)
 	}
-	t.out.add(c, len(ct), len(ct)-len(p))
+	t.out.add(q.buffered(), len(ct), len(ct)-len(p))
 	if q.buffered() > 0 {
 		l.queued(c)
 	}
@@ -237,8 +237,9 @@ func (c *Conn) tlsCommit(n int) error {
 // handler's (record headers and tags, handshake flights, alerts), so that
 // Buffered, and the outbound cap with it, count plaintext. marks[i] says
 // that once wire bytes up to end are sent, so are over bytes of overhead;
-// when there are too many, every other one is dropped (the count then
-// errs by at most a few records' overhead, on the side of more).
+// when there are too many, every other one is dropped. The count errs
+// only low, by the overhead among the bytes of the marks not yet passed
+// (a write's records, or a few writes' after a merge).
 type outPlain struct {
 	wire, over uint64 // ever queued: all bytes, overhead bytes
 	sentOver   uint64 // overhead known sent
@@ -250,10 +251,12 @@ type plainMark struct{ end, over uint64 }
 
 const maxPlainMarks = 64
 
-func (o *outPlain) add(c *Conn, n, over int) {
+// add records n bytes just queued, over of them overhead, with raw bytes
+// now queued in all.
+func (o *outPlain) add(raw, n, over int) {
 	o.wire += uint64(n)
 	o.over += uint64(over)
-	if c.out.buffered() == 0 { // all sent (epoll's direct write)
+	if raw == 0 { // all sent (epoll's direct write)
 		o.sentOver = o.over
 		o.marks, o.head = o.marks[:0], 0
 		return

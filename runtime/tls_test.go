@@ -361,3 +361,33 @@ func TestTLSDial(t *testing.T) {
 		})
 	})
 }
+
+// TestTLSHandshakeCap: at Config.MaxHandshakes connections in their
+// handshake a loop stops accepting; the others wait in the backlog and are
+// accepted as handshakes end (here at their timeout).
+func TestTLSHandshakeCap(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		cfg := percore.Config{MaxHandshakes: 2, TLSPool: tlsconn.PoolConfig{Timeout: 300 * time.Millisecond}}
+		rt, addr, _ := startTLS(t, b, cfg, &tlsEcho{})
+		var conns []net.Conn
+		for range 4 {
+			conns = append(conns, pctest.Dial(t, addr)) // silent: each holds a handshake
+		}
+		s := waitStats(t, rt, "two handshakes in flight", func(s percore.Stats) bool { return s.TLSHandshaking == 2 })
+		if s.Accepts != 2 {
+			t.Fatalf("%d accepted at the cap of 2", s.Accepts)
+		}
+		waitStats(t, rt, "all four timed out", func(s percore.Stats) bool {
+			return s.Accepts == 4 && s.TLSHandshakeTimeouts == 4 && s.TLSHandshaking == 0
+		})
+		// Accepting resumed: a real client gets through.
+		c := tlsDial(t, addr, pctest.TestPKI().ClientTLS())
+		if got, err := roundTrip(c, []byte("after")); err != nil || string(got) != "after" {
+			t.Fatal(got, err)
+		}
+		c.Close()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+}
