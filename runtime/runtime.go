@@ -102,6 +102,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	}
 	rt.report.CPUs = append([]int(nil), cores...)
 	rt.report.Kernel = kernelRelease()
+	rt.report.KernelTLS = probeKernelTLS(cfg)
 	backend := cfg.Backend
 	// Every loop exists before any starts, so that each can reach the
 	// others (cross-loop calls) from its first turn.

@@ -391,3 +391,29 @@ func TestTLSHandshakeCap(t *testing.T) {
 		}
 	})
 }
+
+// TestKernelTLSReport: the start-up report says what New found of kernel
+// TLS; it is never in use (the hand-over is not written), and
+// Config.NoKernelTLS says so when the kernel has it.
+func TestKernelTLSReport(t *testing.T) {
+	ok, err := tlsconn.KernelTLS()
+	if err != nil {
+		t.Skipf("cannot read tcp_available_ulp: %v", err)
+	}
+	for _, off := range []bool{false, true} {
+		rt := start(t, percore.Config{Backend: percore.Epoll, NoKernelTLS: off}, nil)
+		k := rt.Report().KernelTLS
+		if k.Available != ok || k.Used || k.Reason == "" || k.Off != off {
+			t.Fatalf("NoKernelTLS %v: %+v, the kernel's tls ULP: %v", off, k, ok)
+		}
+		if !strings.Contains(rt.Report().String(), "tls:      kernel TLS") {
+			t.Fatalf("the report lacks its tls line:\n%s", rt.Report())
+		}
+		if ok && off && k.Reason != "Config.NoKernelTLS" {
+			t.Fatalf("reason %q with Config.NoKernelTLS", k.Reason)
+		}
+	}
+	if !ok {
+		t.Log("no tls ULP here: the kTLS hand-over cannot be tested (and is not written)")
+	}
+}
