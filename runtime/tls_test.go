@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -416,4 +417,52 @@ func TestKernelTLSReport(t *testing.T) {
 	if !ok {
 		t.Log("no tls ULP here: the kTLS hand-over cannot be tested (and is not written)")
 	}
+}
+
+// TestTLSClientCertAndSNI: crypto/tls's own settings work through a
+// listener: a required client certificate (refused without one, seen in
+// OnOpen's state with one), and GetConfigForClient, which runs on the
+// handshake pool and sees the server name the client asked for.
+func TestTLSClientCertAndSNI(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		p := pctest.TestPKI()
+		var asked atomic.Value
+		cfg := &tls.Config{GetConfigForClient: func(hi *tls.ClientHelloInfo) (*tls.Config, error) {
+			asked.Store(hi.ServerName)
+			c := p.ServerTLS()
+			c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, p.Pool
+			return c, nil
+		}}
+		h := &tlsEcho{}
+		rt, addr, _ := startTLS(t, b, percore.Config{TLS: cfg}, h)
+
+		// Without a certificate: the handshake fails (TLS 1.3: the client
+		// learns it at its first read).
+		nc := pctest.Dial(t, addr)
+		c := tls.Client(nc, p.ClientTLS())
+		_, err := roundTrip(c, []byte("x"))
+		if err == nil {
+			t.Fatal("a client without a certificate was served")
+		}
+		c.Close()
+
+		cc := p.ClientTLS()
+		cc.Certificates = []tls.Certificate{p.Client}
+		c = tlsDial(t, addr, cc)
+		if got, err := roundTrip(c, []byte("with")); err != nil || string(got) != "with" {
+			t.Fatal(got, err)
+		}
+		c.Close()
+		if s, _ := asked.Load().(string); s != "example.test" {
+			t.Errorf("GetConfigForClient saw server name %q", s)
+		}
+		waitStats(t, rt, "one handshake each way", func(s percore.Stats) bool {
+			return s.TLSHandshakes == 1 && s.TLSHandshakeErrors == 1
+		})
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if len(h.states) != 1 || len(h.states[0].PeerCertificates) != 1 || h.states[0].PeerCertificates[0].Subject.CommonName != "client.test" {
+			t.Fatalf("OnOpen's states: %+v", h.states)
+		}
+	})
 }
