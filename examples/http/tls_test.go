@@ -188,3 +188,56 @@ func TestTLSCurl(t *testing.T) {
 }
 
 func portOf(addr string) string { return addr[strings.LastIndexByte(addr, ':')+1:] }
+
+// TestTLSH2load: h2load --h1 over TLS, 4 connections of 50 requests each,
+// pipelined 8 deep.
+func TestTLSH2load(t *testing.T) {
+	path, err := exec.LookPath("h2load")
+	if err != nil {
+		t.Skip("h2load is not installed (apt-get install -y nghttp2-client; scripts/ensure-tools.sh installs it)")
+	}
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r, _ := startTLSServer(t, b)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, path, "--h1", "-n", "200", "-c", "4", "-m", "8",
+			"https://"+r.rt.Addr().String()+"/plaintext").CombinedOutput()
+		if err != nil {
+			t.Fatalf("h2load: %v\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "200 succeeded, 0 failed, 0 errored") || !strings.Contains(string(out), "TLS Protocol: TLSv1.3") {
+			t.Fatalf("h2load:\n%s", out)
+		}
+	})
+}
+
+// TestTLSNginxProxy: nginx's proxy_pass https:// as a client of
+// examples/http, verifying its certificate, with upstream keep-alive.
+func TestTLSNginxProxy(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r, ca := startTLSServer(t, b)
+		// StartNginx puts its argument inside the server block: the
+		// argument closes it and opens the upstream block, which the
+		// helper's closing brace then ends.
+		n := pctest.StartNginx(t, "    location / {\n"+
+			"      proxy_pass https://up;\n      proxy_http_version 1.1;\n      proxy_set_header Connection \"\";\n"+
+			"      proxy_ssl_verify on;\n      proxy_ssl_trusted_certificate "+ca+";\n"+
+			"      proxy_ssl_name example.test;\n      proxy_ssl_server_name on;\n    }\n  }\n"+
+			"  upstream up {\n    server "+r.rt.Addr().String()+";\n    keepalive 4;")
+		cl := client(t)
+		for range 3 {
+			resp, err := cl.Get("http://" + n.Addr() + "/plaintext")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || string(body) != "Hello, World!" {
+				t.Fatalf("through nginx: %d %q", resp.StatusCode, body)
+			}
+		}
+		if s := r.rt.Stats(); s.TLSHandshakes != 1 {
+			t.Errorf("%d handshakes for three proxied requests over a keep-alive upstream, want 1", s.TLSHandshakes)
+		}
+	})
+}
