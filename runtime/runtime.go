@@ -151,6 +151,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		return nil, serveErr
 	}
 	rt.report.Backend = backend
+	rt.warnTLSProcs()
 	rt.started.Store(true)
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "listeners", listenerList(rt.lns))

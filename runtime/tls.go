@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -96,6 +97,20 @@ func (rt *Runtime) TLSPoolStats() tlsconn.PoolStats {
 		return tlsconn.PoolStats{}
 	}
 	return p.Stats()
+}
+
+// warnTLSProcs warns, once at start, when TLS listeners leave the
+// handshake pool no P of its own: each loop's locked thread holds one, so
+// handshakes would wait for the scheduler to take a P from a loop asleep
+// in the kernel (docs/decisions/0047-tls-under-conn.md, Consequences).
+func (rt *Runtime) warnTLSProcs() {
+	if rt.cfg.TLS == nil {
+		return
+	}
+	if procs := goruntime.GOMAXPROCS(0); procs <= len(rt.loops) {
+		rt.cfg.Logger.Warn("percore: TLS handshakes run on goroutines that need a P beside the loops'; raise GOMAXPROCS above the loop count",
+			"gomaxprocs", procs, "loops", len(rt.loops))
+	}
 }
 
 // handshakePool returns the pool the loop's handshakes run on: the
