@@ -18,8 +18,8 @@
 # negotiated to OUT/negotiated.txt. percore runs with GOMAXPROCS=2 on its one
 # CPU: a P for the handshake pool beside the loop's locked thread (the
 # loop's P would otherwise be the only one, and the pool's goroutines would
-# wait for sysmon to retake it). net/http runs with GOMAXPROCS=1, as in
-# bench-http.sh.
+# wait for sysmon to retake it; TLS_PROCS changes it). net/http runs with
+# GOMAXPROCS=1, as in bench-http.sh.
 #
 # For each run it records requests/s, p99, wrk's errors and the server's CPU
 # per request (utime+stime from /proc/PID/stat over the run, divided by the
@@ -39,7 +39,7 @@
 #   --dry-run  print what it would run, and run nothing
 # Environment (defaults in parentheses):
 #   REPEATS (3)  DURATION (5)  WARMUP (1)  CONNS (100)  CLOSE_CONNS (50)
-#   SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28700)
+#   SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28700)  TLS_PROCS (2: percore-tls's GOMAXPROCS)
 #   SERVERS ("percore-tls nginx-tls nethttp-tls percore-plain nginx-plain")
 #   OUT (docs/results/HOST-DATE-tls)
 set -euo pipefail
@@ -56,6 +56,7 @@ CLOSE_CONNS=${CLOSE_CONNS:-50}
 SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28700}
+TLS_PROCS=${TLS_PROCS:-2}
 SERVERS=${SERVERS-percore-tls nginx-tls nethttp-tls percore-plain nginx-plain}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-tls}
 
@@ -109,7 +110,7 @@ start() {
   local name=$1 port=$2 cpus=$3 cmd
   local tlsflags=(-tls-cert "$tmp/cert.pem" -tls-key "$tmp/key.pem")
   case "$name" in
-    percore-tls) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/http" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}" "${tlsflags[@]}") ;;
+    percore-tls) cmd=(env GOMAXPROCS="$TLS_PROCS" taskset -c "$cpus" "$tmp/http" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}" "${tlsflags[@]}") ;;
     percore-plain) cmd=(env GOMAXPROCS=1 taskset -c "$cpus" "$tmp/http" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}") ;;
     nethttp-tls) cmd=(env GOMAXPROCS=1 taskset -c "$cpus" "$tmp/nethttp" -addr "127.0.0.1:$port" "${tlsflags[@]}") ;;
     nginx-tls | nginx-plain)
@@ -248,7 +249,7 @@ awk -F'\t' '
   }' "$OUT/tls-runs.tsv" >"$OUT/tls-summary.md"
 {
   echo
-  echo "Command: REPEATS=$REPEATS DURATION=$DURATION CONNS=$CONNS CLOSE_CONNS=$CLOSE_CONNS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-tls.sh"
+  echo "Command: TLS_PROCS=$TLS_PROCS REPEATS=$REPEATS DURATION=$DURATION CONNS=$CONNS CLOSE_CONNS=$CLOSE_CONNS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-tls.sh"
   echo
   echo "Negotiated:"
   sed 's/^/    /' "$OUT/negotiated.txt"
