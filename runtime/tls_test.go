@@ -466,3 +466,38 @@ func TestTLSClientCertAndSNI(t *testing.T) {
 		}
 	})
 }
+
+// TestTLSBadRecord: a record that does not authenticate, after the
+// handshake, gets an alert and closes the connection; OnClose has the
+// TLS error.
+func TestTLSBadRecord(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		h := &tlsEcho{closed: make(chan error, 1)}
+		_, addr, _ := startTLS(t, b, percore.Config{}, h)
+		rr := &recordReader{Conn: pctest.Dial(t, addr)}
+		cfg := pctest.TestPKI().ClientTLS()
+		cfg.MaxVersion = tls.VersionTLS12
+		c := tls.Client(rr, cfg)
+		if got, err := roundTrip(c, []byte("ok")); err != nil || string(got) != "ok" {
+			t.Fatal(got, err)
+		}
+		// An application data record of 40 bytes of noise, on the raw socket.
+		bad := append([]byte{23, 3, 3, 0, 40}, bytes.Repeat([]byte{0x5a}, 40)...)
+		if _, err := rr.Conn.Write(bad); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-h.closed:
+			var te *tlsconn.Error
+			if !errors.As(err, &te) || te.AlertName() != "bad_record_mac" {
+				t.Fatalf("OnClose(%v), want the bad_record_mac error", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no OnClose after a bad record")
+		}
+		io.Copy(io.Discard, rr) // the rest, to the end of the stream
+		if typ := rr.lastRecordType(); typ != 21 {
+			t.Fatalf("last record of type %d, want an alert", typ)
+		}
+	})
+}
