@@ -119,6 +119,9 @@ func TestTLSEcho(t *testing.T) {
 		if s.TLSHandshakeErrors != 0 || s.TLSHandshaking != 0 {
 			t.Errorf("stats %+v", s)
 		}
+		if ps := rt.TLSPoolStats(); ps.Succeeded != 2 || ps.Running != 0 {
+			t.Errorf("pool stats %+v", ps)
+		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if len(h.states) != 2 || h.states[0].Version != tls.VersionTLS12 || h.states[1].Version != tls.VersionTLS13 {
