@@ -37,6 +37,7 @@ type acceptHold uint8
 const (
 	holdCap     acceptHold = 1 << iota // at Config.MaxConns
 	holdBackoff                        // backing off after a failure
+	holdTLS                            // at Config.MaxHandshakes TLS handshakes (tls.go)
 )
 
 // accepting reports whether the loop takes connections now: it has stream

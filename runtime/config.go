@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/percore/percore/internal/limit"
 	"github.com/percore/percore/ring"
+	"github.com/percore/percore/runtime/tlsconn"
 )
 
 // Backend selects how a loop talks to the kernel.
@@ -322,6 +324,29 @@ type Config struct {
 	// shutdown, accept-error episodes), never per-request logs. Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// TLS is the server configuration of the TLS listeners: the
+	// addresses of Addr and Listen written with a tls:// scheme
+	// ("tls://0.0.0.0:8443"; also tls4://, tls6://), next to plain ones.
+	// Their connections are TLS: the handler sees plaintext (see
+	// Conn.TLS, and runtime/tls.go). Its callbacks (GetCertificate,
+	// GetConfigForClient) run on the handshake pool, never on a loop;
+	// GetConfigForClient tells listeners apart by
+	// ClientHelloInfo.Conn.LocalAddr. Nil with a tls:// listener is an
+	// error; a TLS without one is too.
+	TLS *tls.Config
+	// TLSPool bounds the handshakes, which run off the loops on one pool
+	// per runtime (runtime/tlsconn): at once, waiting, computing, and
+	// their timeout. Its zero value is tlsconn's defaults.
+	TLSPool tlsconn.PoolConfig
+	// MaxHandshakes caps each loop's connections in their TLS handshake:
+	// at it the loop stops accepting until one ends (h2o caps accepts per
+	// loop for the same reason). Zero means DefaultMaxHandshakes;
+	// negative means no cap.
+	MaxHandshakes int
+	// NoKernelTLS turns kernel TLS off. percore does not hand keys to
+	// the kernel yet (docs/decisions/0048-kernel-tls.md), so today it
+	// only changes what the start-up report says.
+	NoKernelTLS bool
 
 	// eventfdWake makes io_uring loops wake each other through their
 	// eventfds, never MSG_RING: a benchmark's comparison

@@ -40,6 +40,7 @@ type Conn struct {
 
 	dial  *dialState
 	sf    *fileSend // a file send in progress (sendfile.go)
+	tls   *connTLS  // a TLS connection's session (tls.go); nil for plain TCP
 	ln    *Listener // the listener it was accepted from; nil for a dial
 	laddr net.Addr
 	raddr net.Addr
@@ -213,6 +214,9 @@ func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
 // Buffered returns how many written bytes the kernel has not taken yet
 // (with those waiting behind a file send, but not the file's).
 func (c *Conn) Buffered() int {
+	if c.tls != nil {
+		return c.tlsBuffered()
+	}
 	if c.sf != nil {
 		return c.out.buffered() + c.sf.after.buffered()
 	}
@@ -229,6 +233,9 @@ func (c *Conn) idleOut() bool { return c.Buffered() == 0 && c.sf == nil }
 // every other submission of the turn. A write that fails closes the
 // connection; its OnClose runs after the callback that wrote returns.
 func (c *Conn) Write(p []byte) (int, error) {
+	if c.tls != nil {
+		return c.tlsWrite(p)
+	}
 	if !c.writable() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
@@ -253,6 +260,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 // Writev queues the buffers as one gathered write and returns the number of
 // bytes queued.
 func (c *Conn) Writev(bufs ...[]byte) (int, error) {
+	if c.tls != nil {
+		return c.tlsWritev(bufs)
+	}
 	if !c.writable() {
 		return 0, c.opError("write", net.ErrClosed)
 	}
@@ -289,6 +299,9 @@ func (c *Conn) Close() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
 	}
+	if c.tls != nil && c.writable() {
+		c.tlsShut() // close_notify
+	}
 	c.state |= stClosing
 	if c.idleOut() || c.state&stWriteClosed != 0 {
 		c.loop.closeConn(c, nil)
@@ -316,6 +329,9 @@ func (c *Conn) Close() error {
 func (c *Conn) CloseLinger() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
+	}
+	if c.tls != nil && c.writable() {
+		c.tlsShut() // close_notify
 	}
 	c.state |= stClosing | stLinger
 	if c.idleOut() || c.state&stWriteClosed != 0 {
@@ -387,6 +403,9 @@ func (c *Conn) Abort() {
 func (c *Conn) CloseWrite() error {
 	if !c.writable() {
 		return nil
+	}
+	if c.tls != nil {
+		c.tlsShut() // close_notify
 	}
 	c.state |= stCloseWriteAsked
 	if c.idleOut() {
@@ -542,6 +561,9 @@ func (c *Conn) ResumeRead() {
 // room is valid until Commit or the next call on c; nothing of it is sent
 // before Commit. It returns nil when c can no longer be written to.
 func (c *Conn) Reserve(n int) []byte {
+	if c.tls != nil {
+		return c.tlsReserve(n)
+	}
 	if !c.writable() || n <= 0 {
 		return nil
 	}
@@ -555,6 +577,9 @@ func (c *Conn) Reserve(n int) []byte {
 // would have sent them; n may be less than was reserved (0 sends nothing),
 // not more.
 func (c *Conn) Commit(n int) error {
+	if c.tls != nil {
+		return c.tlsCommit(n)
+	}
 	if !c.writable() {
 		return c.opError("write", net.ErrClosed)
 	}

@@ -102,6 +102,7 @@ func (l *Loop) startDial(fd int, h Handler, d *dialState, raddr net.Addr) {
 	c := l.newConn(fd, h)
 	c.dial = d
 	c.state |= stConnecting
+	l.tlsDialing(c)
 	c.raddr = raddr
 	if err := l.d.connect(c, d); err != nil {
 		l.closeConn(c, c.opError("dial", err))
@@ -122,6 +123,10 @@ func (l *Loop) connected(c *Conn, err error) {
 	}
 	if err := l.d.start(c); err != nil {
 		l.closeConn(c, c.opError("dial", err))
+		return
+	}
+	if c.tls != nil {
+		l.tlsConnected(c) // OnOpen and done once the handshake succeeded
 		return
 	}
 	c.dial = nil

@@ -17,6 +17,16 @@
 // Binaries that import percore build with a plain go build: no linker flags
 // (docs/decisions/0014-own-io_uring-binding.md).
 //
+// # TLS
+//
+// A listener written tls://host:port is served with Config.TLS, next to
+// plain ones, and Loop.DialTLS dials with TLS; crypto/tls does the
+// cryptography (runtime/tlsconn), the handshake runs off the loop on a
+// bounded pool, and the handler sees plaintext: OnOpen after the
+// handshake, OnData with what was decrypted, Write, Writev and
+// Reserve/Commit sealed into records, Conn.TLS for the negotiated state,
+// close_notify on Close (docs/decisions/0047-tls-under-conn.md).
+//
 // # Threads
 //
 // A Loop's methods, a Conn's methods and a Timer's methods must be called on

@@ -72,6 +72,10 @@ func (l *Loop) accepted(fd int, ln *Listener) {
 		l.closeConn(c, c.opError("read", err))
 		return
 	}
+	if ln != nil && ln.TLS {
+		l.tlsAccepted(c) // OnOpen once the handshake succeeded
+		return
+	}
 	l.opened(c)
 	l.sweepLate(c)
 }
@@ -166,7 +170,11 @@ func (l *Loop) received(c *Conn, data []byte) {
 	l.cnt[sBytesIn] += uint64(len(data))
 	c.lastRead = l.now
 	c.state |= stSpoke
-	l.callOnData(c, data)
+	if c.tls != nil {
+		l.tlsReceived(c, data)
+	} else {
+		l.callOnData(c, data)
+	}
 	if l.stopping {
 		l.closeIfIdle(c)
 	}
@@ -176,6 +184,9 @@ func (l *Loop) received(c *Conn, data []byte) {
 // queue is sent.
 func (l *Loop) peerEOF(c *Conn) {
 	if c.state&(stClosed|stEOF) != 0 {
+		return
+	}
+	if c.tls != nil && l.tlsPeerEOF(c) {
 		return
 	}
 	c.state |= stEOF
@@ -361,6 +372,9 @@ func (l *Loop) fail(c *Conn, op string, err error) {
 func (l *Loop) closeConn(c *Conn, err error) {
 	if c.closed() {
 		return
+	}
+	if c.tls != nil {
+		err = l.tlsClosing(c, err)
 	}
 	wasOpen := c.state&stOpen != 0
 	if c.state&stPaused != 0 {

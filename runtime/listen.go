@@ -35,6 +35,9 @@ type Listener struct {
 	// SO_REUSEPORT cannot split, or an inherited one); otherwise each loop
 	// has its own SO_REUSEPORT socket bound to Addr.
 	Shared bool
+	// TLS says the listener's connections are TLS (a tls:// address,
+	// served with Config.TLS).
+	TLS bool
 }
 
 // Datagram reports whether the listener receives datagrams (UDP).
@@ -42,10 +45,14 @@ func (ln *Listener) Datagram() bool { return strings.HasPrefix(ln.Network, "udp"
 
 // String returns the listener as a Config.Listen address: "tcp://127.0.0.1:7000".
 func (ln *Listener) String() string {
-	if ln.Addr == nil {
-		return ln.Network + "://"
+	network := ln.Network
+	if ln.TLS {
+		network = "tls" + strings.TrimPrefix(network, "tcp")
 	}
-	return ln.Network + "://" + ln.Addr.String()
+	if ln.Addr == nil {
+		return network + "://"
+	}
+	return network + "://" + ln.Addr.String()
 }
 
 // listenSpec is one listener before the loops start: parsed from an
@@ -102,11 +109,12 @@ func listenSpecs(cfg Config) (specs []*listenSpec, err error) {
 		addrs = append([]string{cfg.Addr}, addrs...)
 	}
 	for _, a := range addrs {
+		a, isTLS := splitTLSScheme(a)
 		network, address, err := ParseListenAddr(a)
 		if err != nil {
 			return specs, fmt.Errorf("percore: %w", err)
 		}
-		s := &listenSpec{info: &Listener{Index: len(specs), Network: network}, address: address, shared: -1}
+		s := &listenSpec{info: &Listener{Index: len(specs), Network: network, TLS: isTLS}, address: address, shared: -1}
 		if network == "unix" {
 			ln, err := listener.Listen("unix", address, listener.Config{Backlog: cfg.Backlog, UnixMode: cfg.UnixMode})
 			if err != nil {

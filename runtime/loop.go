@@ -73,6 +73,7 @@ type Loop struct {
 
 	accept acceptState
 	calls  loopCalls
+	tls    loopTLS
 	files  fileTable // file operations in flight and open files (file.go)
 
 	// depth counts the user callbacks running (handler callbacks, timers,

@@ -28,6 +28,8 @@ type Report struct {
 	Kernel string
 	// CPUs are the loops' CPUs, in loop order.
 	CPUs []int
+	// KernelTLS is what New found of kernel TLS (runtime/tls_kernel.go).
+	KernelTLS KernelTLSStatus
 }
 
 // String is a readable multi-line report.
@@ -42,7 +44,8 @@ func (p Report) String() string {
 	if len(p.CPUs) == 1 {
 		loops = "loop"
 	}
-	fmt.Fprintf(&b, "cpus:     %s (%d %s)", cpu.FormatList(p.CPUs), len(p.CPUs), loops)
+	fmt.Fprintf(&b, "cpus:     %s (%d %s)\n", cpu.FormatList(p.CPUs), len(p.CPUs), loops)
+	fmt.Fprintf(&b, "tls:      %s", p.KernelTLS)
 	return b.String()
 }
 

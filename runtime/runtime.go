@@ -50,6 +50,8 @@ type Runtime struct {
 	serve   chan struct{}
 	serving chan error
 	aborted atomic.Bool
+
+	tls runtimeTLS // the handshake pool (tls.go)
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask, at most
@@ -80,6 +82,10 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTLSListeners(cfg, specs); err != nil {
+		closeSpecs(specs)
+		return nil, err
+	}
 	for _, s := range specs {
 		if s.info.Datagram() && cfg.PacketHandler == nil {
 			closeSpecs(specs)
@@ -96,6 +102,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	}
 	rt.report.CPUs = append([]int(nil), cores...)
 	rt.report.Kernel = kernelRelease()
+	rt.report.KernelTLS = probeKernelTLS(cfg)
 	backend := cfg.Backend
 	// Every loop exists before any starts, so that each can reach the
 	// others (cross-loop calls) from its first turn.
@@ -144,6 +151,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		return nil, serveErr
 	}
 	rt.report.Backend = backend
+	rt.warnTLSProcs()
 	rt.started.Store(true)
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "listeners", listenerList(rt.lns))
@@ -378,6 +386,7 @@ func (rt *Runtime) Close() error {
 			rt.cfg.Logger.Warn("percore: loop has not stopped; a handler or posted function may be blocking its thread",
 				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
 		})
+		rt.tls.close()
 		for _, l := range rt.loops {
 			rt.closeErr = errors.Join(rt.closeErr, l.stopErr)
 		}

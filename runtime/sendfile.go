@@ -74,11 +74,15 @@ const fileSendChunk = 256 << 10
 // a read error, the peer gone) closes c after done runs, since its peer
 // has a partial message; done then runs with the error, and OnClose after
 // it. done runs after the callback that called SendFile returns, never
-// inside it.
+// inside it. On a TLS connection it returns an error that matches
+// errors.ErrUnsupported (the bytes would have to be encrypted on the
+// loop; docs/decisions/0048-kernel-tls.md).
 func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error)) error {
 	switch {
 	case !c.writable():
 		return c.opError("sendfile", net.ErrClosed)
+	case c.tls != nil:
+		return c.opError("sendfile", errTLSSendFile)
 	case c.sf != nil:
 		return c.opError("sendfile", errors.New("a file send is already in progress"))
 	case f == nil || f.l != c.loop:

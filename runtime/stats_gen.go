@@ -248,6 +248,27 @@ type Stats struct {
 	// percore_loop_connections_handed_over_total.
 	HandedOver uint64
 
+	// TLSHandshakes counts the TLS handshakes that succeeded, of accepted
+	// connections (tls:// listeners) and dials (Loop.DialTLS). Metric:
+	// percore_tls_handshakes_total.
+	TLSHandshakes uint64
+
+	// TLSHandshakeErrors counts the TLS handshakes that failed, other than by
+	// their timeout: an alert sent or received (garbage instead of a
+	// ClientHello, a bad certificate), the peer gone, the handshake pool full.
+	// Metric: percore_tls_handshake_errors_total.
+	TLSHandshakeErrors uint64
+
+	// TLSHandshakeTimeouts counts the TLS handshakes closed at the handshake
+	// timeout (Config.TLSPool.Timeout). Metric:
+	// percore_tls_handshake_timeouts_total.
+	TLSHandshakeTimeouts uint64
+
+	// TLSHandshaking is how many of the loop's connections are in their TLS
+	// handshake now (running on the handshake pool or waiting for it). Metric:
+	// percore_tls_handshakes_in_flight.
+	TLSHandshaking uint64
+
 	// LagP50 is the median loop lag over the last window of about a second:
 	// from the kernel returning a batch of events to the last of them handled.
 	// Metric: percore_loop_lag_p50_seconds.
@@ -322,6 +343,10 @@ func (s Stats) Add(o Stats) Stats {
 	s.PacketsCoalesced += o.PacketsCoalesced
 	s.PacketsSegmented += o.PacketsSegmented
 	s.HandedOver += o.HandedOver
+	s.TLSHandshakes += o.TLSHandshakes
+	s.TLSHandshakeErrors += o.TLSHandshakeErrors
+	s.TLSHandshakeTimeouts += o.TLSHandshakeTimeouts
+	s.TLSHandshaking += o.TLSHandshaking
 	s.LagP50 = max(s.LagP50, o.LagP50)
 	s.LagP99 = max(s.LagP99, o.LagP99)
 	s.LagMax = max(s.LagMax, o.LagMax)
@@ -386,6 +411,10 @@ const (
 	sPacketsCoalesced
 	sPacketsSegmented
 	sHandedOver
+	sTLSHandshakes
+	sTLSHandshakeErrors
+	sTLSHandshakeTimeouts
+	sTLSHandshaking
 	sLagP50
 	sLagP99
 	sLagMax
@@ -447,6 +476,10 @@ func loadStats(v *[numStats]uint64, s *Stats) {
 	s.PacketsCoalesced = v[sPacketsCoalesced]
 	s.PacketsSegmented = v[sPacketsSegmented]
 	s.HandedOver = v[sHandedOver]
+	s.TLSHandshakes = v[sTLSHandshakes]
+	s.TLSHandshakeErrors = v[sTLSHandshakeErrors]
+	s.TLSHandshakeTimeouts = v[sTLSHandshakeTimeouts]
+	s.TLSHandshaking = v[sTLSHandshaking]
 	s.LagP50 = time.Duration(v[sLagP50])
 	s.LagP99 = time.Duration(v[sLagP99])
 	s.LagMax = time.Duration(v[sLagMax])

@@ -127,8 +127,10 @@ func (d *uringDriver) pauseAccept() {
 }
 
 // multishotAccept reports whether accepts are multishot: only without a
-// connection cap.
-func (d *uringDriver) multishotAccept() bool { return d.cfg.MaxConns == 0 }
+// connection cap, nor one on TLS handshakes (tls.go).
+func (d *uringDriver) multishotAccept() bool {
+	return d.cfg.MaxConns == 0 && (d.cfg.TLS == nil || d.cfg.MaxHandshakes < 0)
+}
 
 func (d *uringDriver) resumeAccept() {
 	for i := range d.lns {

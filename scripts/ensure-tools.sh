@@ -8,7 +8,8 @@
 # (nginx-light: on a system with an init, Debian's package also starts the nginx service, which
 # the tests do not use: they run their own nginx in the foreground in a temporary directory;
 # `apt-get remove nginx-light` undoes it); for runtime/httpd's conformance tests (and
-# scripts/bench-http.sh), wrk, and h2load --h1 for pipelining (nghttp2-client).
+# scripts/bench-http.sh), wrk, and h2load --h1 for pipelining (nghttp2-client); for the TLS
+# interop tests of examples/http (and scripts/bench-tls.sh), openssl.
 # scripts/bench-http.sh also needs h2o, which it names when it is missing. Without root or apt-get, or when apt-get fails (no network, say),
 # it only names what is missing and exits 0, and the step that needs a missing tool says so: lint
 # fails on a missing shellcheck, the benchmark smoke run fails without taskset, the tune-nic.sh
@@ -35,6 +36,7 @@ command -v nutcracker >/dev/null || add nutcracker
 command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]] || add nginx-light
 command -v wrk >/dev/null || add wrk
 command -v h2load >/dev/null || add nghttp2-client
+command -v openssl >/dev/null || add openssl
 if ((${#need[@]} == 0)); then exit 0; fi
 
 if ((EUID != 0)) || ! command -v apt-get >/dev/null; then

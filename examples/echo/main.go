@@ -42,6 +42,7 @@ var _ percore.Handler = echo{}
 
 func main() {
 	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:7000")
+	tf := serverflag.RegisterTLS(flag.CommandLine)
 	incoming := flag.Bool("incoming-cpu", false, "set SO_INCOMING_CPU on each loop's listener")
 	stats := flag.Bool("stats", false, "print a one-line stats summary every second")
 	ringFlags := flag.String("ring-flags", "default", "io_uring setup flags: default, none, or a list of single_issuer,defer_taskrun,coop_taskrun,sqpoll")
@@ -53,7 +54,7 @@ func main() {
 	if *probe {
 		sf.Addr = ""
 	}
-	err := run(*probe, sf, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
+	err := run(*probe, sf, tf, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		if errors.Is(err, ring.ErrUnavailable) {
@@ -63,10 +64,15 @@ func main() {
 	}
 }
 
-func run(probe bool, sf *serverflag.Flags, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
+func run(probe bool, sf *serverflag.Flags, tf *serverflag.TLSFlags, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
 	cfg := percore.Config{Addr: sf.Addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	sf.Apply(&cfg)
+	if !probe {
+		if err := tf.Apply(&cfg); err != nil {
+			return err
+		}
+	}
 	flags, err := percore.ParseRingFlags(ringFlags)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/percore/percore/cpu"
+	percore "github.com/percore/percore/runtime"
 )
 
 func rlimit(resource int) limit {
@@ -154,6 +155,7 @@ func (r *report) text() string {
 	fmt.Fprintf(&b, "nofile:     %s (Go raises its soft limit to the hard one)\n", r.NoFile)
 	fmt.Fprintf(&b, "memlock:    %s\n", r.MemLock)
 	fmt.Fprintf(&b, "somaxconn:  %d\n", r.Somaxconn)
+	fmt.Fprintf(&b, "tls:        %s\n", percore.KernelTLSStatus{Available: r.KernelTLS.Available, Used: r.KernelTLS.Used, Reason: r.KernelTLS.Reason})
 	for _, c := range r.CPUs {
 		var irqs []string
 		for _, q := range c.PinnedIRQs {

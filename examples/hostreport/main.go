@@ -91,16 +91,24 @@ type report struct {
 	// NoFile and MemLock are this process's limits. Go raises its own
 	// soft RLIMIT_NOFILE to the hard limit at start, so NoFile.Soft is
 	// what a Go server gets, whatever the shell's soft limit is.
-	NoFile    limit       `json:"rlimit_nofile"`
-	MemLock   limit       `json:"rlimit_memlock"`
-	Somaxconn int         `json:"somaxconn"`
-	CPUs      []cpuReport `json:"cpus"`
-	NIC       nicReport   `json:"nic"`
-	Warnings  []string    `json:"warnings"`
+	NoFile    limit `json:"rlimit_nofile"`
+	MemLock   limit `json:"rlimit_memlock"`
+	Somaxconn int   `json:"somaxconn"`
+	// KernelTLS is what percore found of kernel TLS (Report.KernelTLS).
+	KernelTLS kernelTLSReport `json:"kernel_tls"`
+	CPUs      []cpuReport     `json:"cpus"`
+	NIC       nicReport       `json:"nic"`
+	Warnings  []string        `json:"warnings"`
 	// Exit is the exit status: see the package documentation.
 	Exit int `json:"exit"`
 
 	cpus []int // the loops' CPUs, as the probe's runtime picked them
+}
+
+type kernelTLSReport struct {
+	Available bool   `json:"available"`
+	Used      bool   `json:"used"`
+	Reason    string `json:"reason"`
 }
 
 type ioURingReport struct {
@@ -273,5 +281,6 @@ func (r *report) probe(cores []int) error {
 	defer rt.Close()
 	p := rt.Report()
 	r.Backend, r.BackendReason, r.Kernel, r.cpus = p.Backend.String(), p.Reason, p.Kernel, p.CPUs
+	r.KernelTLS = kernelTLSReport{Available: p.KernelTLS.Available, Used: p.KernelTLS.Used, Reason: p.KernelTLS.Reason}
 	return nil
 }

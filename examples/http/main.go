@@ -32,6 +32,7 @@ import (
 
 type config struct {
 	addr, cores, backend     string
+	tls                      serverflag.TLSFlags
 	idleTimeout, headTimeout time.Duration
 	maxBody                  int64
 	logger                   *slog.Logger
@@ -40,11 +41,13 @@ type config struct {
 func main() {
 	var cfg config
 	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:8080")
+	tf := serverflag.RegisterTLS(flag.CommandLine)
 	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a connection idle this long (negative: never)")
 	flag.DurationVar(&cfg.headTimeout, "head-timeout", 10*time.Second, "answer 408 to a head not whole this long after its first byte")
 	flag.Int64Var(&cfg.maxBody, "max-body", http1.DefaultMaxBody, "longest request body in bytes (413 past it; -1: no limit)")
 	flag.Parse()
 	cfg.addr, cfg.cores, cfg.backend = sf.Addr, cpu.FormatList(sf.Cores), sf.Backend.String()
+	cfg.tls = *tf
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	r, err := start(cfg)
 	if err == nil {
@@ -135,6 +138,9 @@ func start(cfg config) (*running, error) {
 	srv := httpd.New(httpd.Config{Limits: http1.Limits{MaxBody: cfg.maxBody}, HeadTimeout: cfg.headTimeout,
 		IdleTimeout: cfg.idleTimeout, Logger: cfg.logger}, routes())
 	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger}
+	if err := cfg.tls.Apply(&rcfg, "http/1.1"); err != nil {
+		return nil, err
+	}
 	var err error
 	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
 		return nil, err

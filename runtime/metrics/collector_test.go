@@ -65,14 +65,18 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_loop_packets_segmented_total":       dto.MetricType_COUNTER,
 	"percore_loop_connections_handed_over_total": dto.MetricType_COUNTER,
 
-	"percore_file_ops_total":            dto.MetricType_COUNTER,
-	"percore_files_open":                dto.MetricType_GAUGE,
-	"percore_file_read_bytes_total":     dto.MetricType_COUNTER,
-	"percore_file_written_bytes_total":  dto.MetricType_COUNTER,
-	"percore_file_syncs_total":          dto.MetricType_COUNTER,
-	"percore_file_offloaded_total":      dto.MetricType_COUNTER,
-	"percore_file_send_bytes_total":     dto.MetricType_COUNTER,
-	"percore_file_send_fallbacks_total": dto.MetricType_COUNTER,
+	"percore_file_ops_total":               dto.MetricType_COUNTER,
+	"percore_files_open":                   dto.MetricType_GAUGE,
+	"percore_file_read_bytes_total":        dto.MetricType_COUNTER,
+	"percore_file_written_bytes_total":     dto.MetricType_COUNTER,
+	"percore_file_syncs_total":             dto.MetricType_COUNTER,
+	"percore_file_offloaded_total":         dto.MetricType_COUNTER,
+	"percore_file_send_bytes_total":        dto.MetricType_COUNTER,
+	"percore_file_send_fallbacks_total":    dto.MetricType_COUNTER,
+	"percore_tls_handshakes_total":         dto.MetricType_COUNTER,
+	"percore_tls_handshake_errors_total":   dto.MetricType_COUNTER,
+	"percore_tls_handshake_timeouts_total": dto.MetricType_COUNTER,
+	"percore_tls_handshakes_in_flight":     dto.MetricType_GAUGE,
 }
 
 func TestCollector(t *testing.T) {

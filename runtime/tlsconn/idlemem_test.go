@@ -4,9 +4,7 @@ package tlsconn_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"encoding/base64"
 	"flag"
 	"fmt"
@@ -20,11 +18,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/runtime/tlsconn"
 )
 
@@ -34,71 +32,20 @@ var (
 )
 
 const (
-	idleClientEnv = "TLSCONN_IDLE_CLIENT" // addr,N: the child process that dials
-	idleCAEnv     = "TLSCONN_IDLE_CA"     // the parent's test CA, base64 DER
+	idleClientEnv = "TLSCONN_IDLE_CLIENT" // addr,N: the child process that dials (pctest.IdleTLSClient)
+	idleCAEnv     = pctest.IdleTLSCAEnv
 )
 
-var idleRequest = []byte("GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+var idleRequest = pctest.IdleTLSRequest
 
-const idleReply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+const idleReply = pctest.IdleTLSReply
 
 func init() {
 	if v := os.Getenv(idleClientEnv); v != "" {
 		addr, n, _ := strings.Cut(v, ",")
 		count, _ := strconv.Atoi(n)
-		os.Exit(idleClient(addr, count))
+		os.Exit(pctest.IdleTLSClient(addr, count))
 	}
-}
-
-// idleClient dials n TLS connections, makes one request on each, says
-// "ready" and holds them until its standard input closes.
-func idleClient(addr string, n int) int {
-	der, _ := base64.StdEncoding.DecodeString(os.Getenv(idleCAEnv))
-	ca, err := x509.ParseCertificate(der)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "idle client: no CA:", err)
-		return 1
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
-	var mu sync.Mutex
-	var conns []net.Conn
-	var failed atomic.Int64
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]byte, 256)
-			for next.Add(1) <= int64(n) {
-				c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "example.test"})
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				c.Write(idleRequest)
-				got := 0
-				for !bytes.HasSuffix(buf[:got], []byte("ok")) {
-					k, err := c.Read(buf[got:])
-					if err != nil {
-						break
-					}
-					got += k
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	fmt.Printf("ready %d %d\n", len(conns), failed.Load())
-	io.Copy(io.Discard, os.Stdin)
-	for _, c := range conns {
-		c.Close()
-	}
-	return 0
 }
 
 func rssKiB(t testing.TB) int64 {

@@ -95,7 +95,12 @@ func newSession(o Options, client bool) *Session {
 	s.t.limit = maxCiphertext
 	s.t.wake = make(chan struct{}, 1)
 	if d := o.Pool.cfg.Timeout; d > 0 {
+		// Under s.mu, which expire takes before it reads s.timer: the
+		// timer's goroutine is not ordered after this assignment
+		// otherwise (the race detector saw it with a short timeout).
+		s.mu.Lock()
 		s.timer = time.AfterFunc(d, s.expire)
+		s.mu.Unlock()
 	}
 	if s.notify == nil {
 		s.notify = func() {}

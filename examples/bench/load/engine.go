@@ -26,6 +26,7 @@ type Workload struct {
 	Bytes       int
 	Pipeline    int
 	Reconnect   bool
+	TLS         bool // the percore engines: every connection is TLS (Loop.DialTLS), unverified, without resumption
 	Rate        float64
 	MaxInFlight int
 	Quantum     time.Duration // open loop: a loop's pacer wakes at most this often (openloop.go)

@@ -22,6 +22,7 @@
 //	load -conns 50 -idle 10000        # 10,000 extra connections, held silent
 //	load -conns 50 -pipeline 16       # 16 requests in flight per connection
 //	load -conns 50 -reconnect         # a new connection per request
+//	load -conns 50 -tls [-reconnect]  # TLS (a TLS echo server: examples/echo -tls-cert -tls-key)
 //	load -addr udp://127.0.0.1:7001 -conns 4 -pipeline 16   # UDP datagrams
 //	load -conns 50 -rate 20000        # open loop: 20,000 requests/s
 //	load -conns 50 -rates 10%,50%,80%,90%,100%   # closed-loop capacity, then a sweep
@@ -50,6 +51,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -148,6 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.Bytes, "bytes", 64, "request (and reply) size in bytes")
 	fs.IntVar(&cfg.Pipeline, "pipeline", 1, "requests in flight per connection")
 	fs.BoolVar(&cfg.Reconnect, "reconnect", false, "open a new connection for every request (churn)")
+	fs.BoolVar(&cfg.TLS, "tls", false, "TLS to the server (percore engines; unverified, full handshakes: with -reconnect, new TLS connections per second)")
 	fs.StringVar(&cfg.engine, "engine", "percore", "engine that generates the traffic: "+engineNames)
 	warmup := fs.Float64("warmup", 1, "seconds of traffic before the measurement window")
 	window := fs.Float64("seconds", 5, "seconds in the measurement window")
@@ -188,6 +191,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-bytes must be at least 1")
 	case cfg.Pipeline < 1:
 		return cfg, errors.New("-pipeline must be at least 1")
+	case cfg.TLS && (!strings.HasPrefix(cfg.engine, "percore") || cfg.http.Path != "" || isUDP(cfg.Addr)):
+		return cfg, errors.New("-tls runs on the percore engines' echo workload (Loop.DialTLS)")
 	case cfg.Reconnect && cfg.Pipeline > 1:
 		return cfg, errors.New("-reconnect sends one request per connection: it cannot be combined with -pipeline")
 	case cfg.warmup < 0 || cfg.window <= 0:

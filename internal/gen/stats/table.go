@@ -254,6 +254,23 @@ var loopTable = Table{
 				"counts them in Accepts).",
 			Help: "Connections of shared listeners (Unix, inherited) this loop accepted and " +
 				"handed to another loop."},
+		{Name: "TLSHandshakes", Kind: Counter, Metric: "tls_handshakes_total",
+			Doc: "TLSHandshakes counts the TLS handshakes that succeeded, of accepted connections " +
+				"(tls:// listeners) and dials (Loop.DialTLS).",
+			Help: "TLS handshakes that succeeded, accepted and dialed."},
+		{Name: "TLSHandshakeErrors", Kind: Counter, Metric: "tls_handshake_errors_total",
+			Doc: "TLSHandshakeErrors counts the TLS handshakes that failed, other than by their " +
+				"timeout: an alert sent or received (garbage instead of a ClientHello, a bad " +
+				"certificate), the peer gone, the handshake pool full.",
+			Help: "TLS handshakes that failed, other than by their timeout."},
+		{Name: "TLSHandshakeTimeouts", Kind: Counter, Metric: "tls_handshake_timeouts_total",
+			Doc: "TLSHandshakeTimeouts counts the TLS handshakes closed at the handshake timeout " +
+				"(Config.TLSPool.Timeout).",
+			Help: "TLS handshakes closed at the handshake timeout."},
+		{Name: "TLSHandshaking", Kind: Gauge, Metric: "tls_handshakes_in_flight",
+			Doc: "TLSHandshaking is how many of the loop's connections are in their TLS handshake " +
+				"now (running on the handshake pool or waiting for it).",
+			Help: "Connections of the loop in their TLS handshake now."},
 
 		// Early-warning signals over the last window of about a second.
 		{Name: "LagP50", Kind: Max, Unit: Seconds, Metric: "loop_lag_p50_seconds",

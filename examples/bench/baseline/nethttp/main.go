@@ -4,6 +4,7 @@
 // the blocking /sleep) written the plain way.
 //
 //	nethttp -addr 127.0.0.1:8080
+//	nethttp -addr 127.0.0.1:8443 -tls-cert cert.pem -tls-key key.pem   # HTTPS (crypto/tls), HTTP/1.1 only
 //
 // It prints "listening on ADDR" once it accepts connections, and exits 0 on
 // SIGINT or SIGTERM.
@@ -11,6 +12,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"fmt"
 	"net"
@@ -22,8 +24,12 @@ import (
 	"github.com/percore/percore/examples/bench/baseline/stdmux"
 )
 
+var tlsCert, tlsKey string
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
+	flag.StringVar(&tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate chain (with -tls-key)")
+	flag.StringVar(&tlsKey, "tls-key", "", "the PEM private key of -tls-cert")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -40,9 +46,19 @@ func serve(ctx context.Context, addr string, ready func(net.Addr)) error {
 		return err
 	}
 	s := &http.Server{Handler: stdmux.Mux("nethttp")}
+	if tlsCert != "" {
+		// HTTP/1.1 only, as percore's: no h2 by ALPN.
+		s.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+	}
 	ready(ln.Addr())
 	errc := make(chan error, 1)
-	go func() { errc <- s.Serve(ln) }()
+	go func() {
+		if tlsCert != "" {
+			errc <- s.ServeTLS(ln, tlsCert, tlsKey)
+			return
+		}
+		errc <- s.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		return err

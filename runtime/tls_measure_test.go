@@ -1,0 +1,199 @@
+package runtime_test
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/percore/percore/internal/pctest"
+	percore "github.com/percore/percore/runtime"
+)
+
+// Measurements of TLS under Conn (docs/performance.md, "TLS"): skipped
+// unless their flag is given; run them alone, under the exclusive lock.
+//
+//	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode percore
+//	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode nethttp
+//	go test -run TestTLSStormLag ./runtime -args -tls.storm 10000
+
+var (
+	tlsIdleN    = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
+	tlsIdleMode = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop) or nethttp (net/http with crypto/tls)")
+	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
+)
+
+// tlsIdleClientEnv makes the test binary the idle client: addr,N.
+const tlsIdleClientEnv = "PERCORE_TLS_IDLE_CLIENT"
+
+func init() {
+	if v := os.Getenv(tlsIdleClientEnv); v != "" {
+		addr, n, _ := strings.Cut(v, ",")
+		count, _ := strconv.Atoi(n)
+		os.Exit(pctest.IdleTLSClient(addr, count))
+	}
+}
+
+type idleReplier struct{ opened atomic.Int64 }
+
+func (h *idleReplier) OnData(c *percore.Conn, data []byte) {
+	c.Write([]byte(pctest.IdleTLSReply))
+	h.opened.Add(1)
+}
+
+func vmRSSKiB(t testing.TB) int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// startIdleClient runs the idle client on addr (on the CPU that
+// PERCORE_CLIENT_CPU names, with taskset) and returns its "ready" line.
+func startIdleClient(t *testing.T, addr string, n int) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if cpu := os.Getenv("PERCORE_CLIENT_CPU"); cpu != "" {
+		cmd = exec.Command("taskset", "-c", cpu, os.Args[0], "-test.run=^$")
+	}
+	cmd.Env = append(os.Environ(), tlsIdleClientEnv+"="+addr+","+strconv.Itoa(n),
+		pctest.IdleTLSCAEnv+"="+pctest.IdleTLSCAValue(pctest.TestPKI().CA))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// TestTLSIdleMemory measures the process memory of idle TLS connections
+// after their handshake and one request: RSS growth / N, the client in a
+// child process.
+func TestTLSIdleMemory(t *testing.T) {
+	if *tlsIdleN == 0 {
+		t.Skip("a measurement: -tls.idle N runs it")
+	}
+	n := *tlsIdleN
+	cfg := pctest.TestPKI().ServerTLS()
+	cfg.NextProtos = nil
+	var addr string
+	var live func() int
+	switch *tlsIdleMode {
+	case "percore":
+		h := &idleReplier{}
+		rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing}, h)
+		addr = rt.Listeners()[0].Addr.String()
+		live = func() int { return int(h.opened.Load()) }
+	case "nethttp":
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opened atomic.Int64
+		srv := &http.Server{
+			Handler:   http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+			TLSConfig: cfg,
+			ConnState: func(_ net.Conn, s http.ConnState) {
+				if s == http.StateIdle {
+					opened.Add(1)
+				}
+			},
+		}
+		go srv.ServeTLS(ln, "", "")
+		t.Cleanup(func() { srv.Close() })
+		addr = ln.Addr().String()
+		live = func() int { return int(opened.Load()) }
+	default:
+		t.Fatalf("unknown mode %q", *tlsIdleMode)
+	}
+	goruntime.GC()
+	debug.FreeOSMemory()
+	var ms0 goruntime.MemStats
+	goruntime.ReadMemStats(&ms0)
+	rss0 := vmRSSKiB(t)
+	began := time.Now()
+	line := startIdleClient(t, addr, n)
+	var got, failed int
+	fmt.Sscanf(line, "ready %d %d", &got, &failed)
+	for live() < got {
+		if time.Since(began) > 5*time.Minute {
+			t.Fatalf("%d of %d connections seen", live(), got)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a counter
+	}
+	rss1 := vmRSSKiB(t)
+	goruntime.GC()
+	var ms1 goruntime.MemStats
+	goruntime.ReadMemStats(&ms1)
+	rss2 := vmRSSKiB(t)
+	debug.FreeOSMemory()
+	rss3 := vmRSSKiB(t)
+	per := func(kib int64) float64 { return float64(kib-rss0) * 1024 / float64(got) }
+	heap := float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc)) / float64(got)
+	fmt.Printf("tls idle mode=%s n=%d failed=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%.0f took=%v\n",
+		*tlsIdleMode, got, failed, per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond))
+}
+
+// TestTLSStormLag measures the loop lag while a storm of full handshakes
+// arrives (32 at a time, from a child process) on a loop that also serves
+// an established connection's echo: the largest LagMax (the loop's signal
+// over a window of about a second) seen during the storm.
+func TestTLSStormLag(t *testing.T) {
+	if *tlsStormN == 0 {
+		t.Skip("a measurement: -tls.storm N runs it")
+	}
+	cfg := pctest.TestPKI().ServerTLS()
+	cfg.NextProtos = nil
+	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing}, &idleReplier{})
+	addr := rt.Listeners()[0].Addr.String()
+	stop := make(chan struct{})
+	maxLag := make(chan time.Duration, 1)
+	go func() {
+		var m time.Duration
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				maxLag <- max(m, rt.Stats().LagMax)
+				return
+			case <-tick.C:
+				m = max(m, rt.Stats().LagMax)
+			}
+		}
+	}()
+	began := time.Now()
+	line := startIdleClient(t, addr, *tlsStormN)
+	took := time.Since(began)
+	close(stop)
+	lag := <-maxLag
+	s := rt.Stats()
+	fmt.Printf("tls storm n=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q\n",
+		*tlsStormN, took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line)
+}
