@@ -31,6 +31,8 @@ type hoHandler struct {
 	byes     atomic.Int64
 	states   sync.Map // id -> the state OnAdopt got
 	handedTo atomic.Int64
+	closes   atomic.Int64
+	pad      int // bytes of padding after the name in the state (to make messages fill up)
 }
 
 type hoConn struct {
@@ -42,9 +44,12 @@ func (h *hoHandler) OnOpen(c *percore.Conn) { c.SetValue(&hoConn{}) }
 
 func (h *hoHandler) OnAdopt(c *percore.Conn, state []byte) {
 	h.adopted.Add(1)
-	h.states.Store(string(state), true)
-	c.SetValue(&hoConn{id: string(state)})
+	id, _, _ := strings.Cut(string(state), "|")
+	h.states.Store(id, true)
+	c.SetValue(&hoConn{id: id})
 }
+
+func (h *hoHandler) OnClose(c *percore.Conn, err error) { h.closes.Add(1) }
 
 func (h *hoHandler) OnData(c *percore.Conn, data []byte) {
 	st := c.Value().(*hoConn)
@@ -78,6 +83,9 @@ func (h *hoHandler) OnHandover(c *percore.Conn) ([]byte, error) {
 		return nil, percore.ErrHandoverDeclined
 	}
 	h.handedTo.Add(1)
+	if h.pad > 0 {
+		return []byte(st.id + "|" + strings.Repeat("x", h.pad)), nil
+	}
 	return []byte(st.id), nil
 }
 
