@@ -83,6 +83,22 @@ func (o *handoffOut) stop() {
 func (o *handoffOut) run() {
 	defer close(o.done)
 	defer o.conn.Close()
+	defer func() {
+		// Nothing more is taken; a batch queued after the last drain
+		// (none: the loops have exited) would be given back.
+		o.mu.Lock()
+		o.closed = true
+		jobs := o.jobs
+		o.jobs = nil
+		o.mu.Unlock()
+		for _, j := range jobs {
+			for _, e := range j.batch {
+				_ = sys.Close(e.fd)
+			}
+			l, batch := j.l, j.batch
+			_ = l.post(func() { l.handoffDone(batch) }, true)
+		}
+	}()
 	for {
 		select {
 		case <-o.wake:
