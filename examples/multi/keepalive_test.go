@@ -251,3 +251,68 @@ func TestSecondSIGHUPRefused(t *testing.T) {
 		}
 	}
 }
+
+// The old process killed (SIGKILL) as the new one becomes ready, wherever
+// its hand-over has got to then (usually before the first batch): the new
+// process lives on and serves what arrived, and every other client sees
+// its connection end; none is left hanging. (The kill after a given batch,
+// deterministically: runtime's TestHandoverOldProcessDies.)
+func TestRestartOldKilled(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		dir, err := os.MkdirTemp("/tmp", "pcx")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		first, readies, cmd, logPath := startServer(t, b, dir)
+		const n = 1000
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			c, err := net.DialTimeout("tcp", first.tcp, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		if err := syscall.Kill(first.pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		second := parseReady(t, pctest.Recv(t, readies, "the new process's ready line"))
+		t.Cleanup(func() { syscall.Kill(second.pid, syscall.SIGKILL) })
+		cmd.Process.Kill()
+		cmd.Wait()
+		served, ended := 0, 0
+		for i, c := range conns {
+			msg := fmt.Appendf(nil, "c%d", i)
+			got := make([]byte, len(msg))
+			_, err := c.Write(msg)
+			if err == nil {
+				_, err = io.ReadFull(c, got)
+			}
+			switch {
+			case err == nil && bytes.Equal(got, msg):
+				served++
+			case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
+				ended++
+			default:
+				t.Fatalf("connection %d: %q, %v", i, got, err)
+			}
+		}
+		if err := syscall.Kill(second.pid, 0); err != nil {
+			t.Fatalf("the new process: %v", err)
+		}
+		log, _ := os.ReadFile(logPath)
+		t.Logf("%d served by the new process, %d ended with the old one", served, ended)
+		if !bytes.Contains(log, []byte("adopted connections from the old process")) {
+			t.Fatalf("the new process did not end its adoption:\n%s", log)
+		}
+	})
+}
