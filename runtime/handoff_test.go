@@ -260,7 +260,7 @@ func TestHandoverUnderLoad(t *testing.T) {
 				for k := 0; k < 400 && !(onB && k > 40); k++ {
 					line := fmt.Sprintf("q%d", k)
 					if rng.IntN(4) == 0 {
-						// Half a line now, the rest after a yield.
+						// Half a line in one write, the rest in the next.
 						if _, err := cl.c.Write([]byte(line[:1])); err != nil {
 							errs <- err
 							return
