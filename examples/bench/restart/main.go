@@ -14,8 +14,11 @@
 //	                 requests and the failed ones
 //
 //	go build -o /tmp/multi ./examples/multi
-//	go run ./restart -server /tmp/multi -mode idle -conns 18000
-//	go run ./restart -server /tmp/multi -mode keepalive -restarts 20
+//	go build -o /tmp/restart ./restart
+//	taskset -c 1 /tmp/restart -server /tmp/multi -mode idle -conns 18000
+//	taskset -c 1 /tmp/restart -server /tmp/multi -mode keepalive -restarts 20
+//
+// The server runs on -server-cpus (taskset), the clients where this runs.
 package main
 
 import (
@@ -47,12 +50,13 @@ func main() {
 	per := flag.Int("per", 5, "keepalive: requests per connection")
 	restarts := flag.Int("restarts", 20, "keepalive: restarts")
 	every := flag.Duration("every", time.Second, "keepalive: time between restarts")
+	cpus := flag.String("server-cpus", "0", "the server's CPUs (taskset -c; empty: this process's)")
 	flag.Parse()
 	raiseNofile()
 	dir, err := os.MkdirTemp("", "pcrestart")
 	check(err)
 	defer os.RemoveAll(dir)
-	s := start(*server, *backend, dir)
+	s := start(*server, *backend, *cpus, dir)
 	defer s.stop()
 	switch *mode {
 	case "idle":
@@ -79,13 +83,17 @@ type ready struct {
 	at   time.Time
 }
 
-func start(bin, backend, dir string) *srv {
+func start(bin, backend, cpus, dir string) *srv {
 	s := &srv{readies: make(chan ready, 64), log: filepath.Join(dir, "stderr")}
 	logf, err := os.Create(s.log)
 	check(err)
 	out, w, err := os.Pipe()
 	check(err)
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-udp", "", "-unix", "", "-backend", backend, "-cores", "0", "-grace", "10s")
+	args := []string{bin, "-addr", "127.0.0.1:0", "-udp", "", "-unix", "", "-backend", backend, "-cores", "0", "-grace", "10s"}
+	if cpus != "" {
+		args = append([]string{"taskset", "-c", cpus}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = w, logf
 	check(cmd.Start())
 	w.Close()
