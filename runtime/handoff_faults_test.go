@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -149,7 +150,8 @@ func expectMoved(t *testing.T, clients []*hoClient, moved map[string]bool) {
 // logged; the first message's connections are the new process's.
 func TestHandoverNewProcessDies(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		p := newHoPair(t, b, nil)
+		logger, logs := pctest.LogInbox()
+		p := newHoPair(t, b, nil, logger)
 		p.oldH.pad = 7000 // 9 connections a message
 		var clients []*hoClient
 		for i := range 40 {
@@ -172,6 +174,13 @@ func TestHandoverNewProcessDies(t *testing.T) {
 		st := p.old.Stats()
 		if int(st.HandedOff) != len(moved) || int(st.HandoffFailed) != 40-len(moved) || len(moved) == 0 {
 			t.Fatalf("handed %d failed %d; want %d and %d", st.HandedOff, st.HandoffFailed, len(moved), 40-len(moved))
+		}
+		logged := false
+		for _, r := range logs.Drain() {
+			logged = logged || (r.Level == slog.LevelError && strings.Contains(r.Message, "hand-over to the new process stopped"))
+		}
+		if !logged {
+			t.Fatal("the new process's death was not logged")
 		}
 	})
 }

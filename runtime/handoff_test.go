@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -114,8 +115,12 @@ type hoPair struct {
 	cores           []int
 }
 
-func newHoPair(t *testing.T, b percore.Backend, decline func(string) bool) *hoPair {
+func newHoPair(t *testing.T, b percore.Backend, decline func(string) bool, logger ...*slog.Logger) *hoPair {
 	t.Helper()
+	var lg *slog.Logger
+	if len(logger) > 0 {
+		lg = logger[0]
+	}
 	p := &hoPair{oldH: &hoHandler{name: "A", decline: decline}, nextH: &hoHandler{name: "B"}}
 	p.unixPath = filepath.Join(shortDir(t), "ho.sock")
 	cores := allCores(t)
@@ -123,7 +128,7 @@ func newHoPair(t *testing.T, b percore.Backend, decline func(string) bool) *hoPa
 		cores = cores[:2]
 	}
 	p.old = start(t, percore.Config{Backend: b, Addr: "127.0.0.1:0", Listen: []string{"unix://" + p.unixPath},
-		Cores: cores}, p.oldH)
+		Cores: cores, Logger: lg}, p.oldH)
 	p.tcp = p.old.Addr().String()
 	var err error
 	p.oldEnd, p.nextEnd, err = percore.HandoverSockets()
