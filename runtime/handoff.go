@@ -303,6 +303,9 @@ func (l *Loop) shipHandoff() {
 func (l *Loop) handoffDone(batch []handoffEntry) {
 	ho := l.ho
 	ho.inFlight = false
+	// The next batch goes first: the new process adopts it while this
+	// loop closes its copies of the last one.
+	l.shipHandoff()
 	for _, e := range batch {
 		c := e.c
 		if c.closed() {
@@ -315,7 +318,6 @@ func (l *Loop) handoffDone(batch []handoffEntry) {
 		}
 		l.keepHandoff(c)
 	}
-	l.shipHandoff()
 }
 
 // keepHandoff gives c, which did not go, back to its loop: reading
