@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -314,5 +316,77 @@ func TestRestartOldKilled(t *testing.T) {
 		if !bytes.Contains(log, []byte("adopted connections from the old process")) {
 			t.Fatalf("the new process did not end its adoption:\n%s", log)
 		}
+	})
+}
+
+// The new process runs out of descriptors during the hand-over (its
+// limit is 64): the kernel passes it part of a batch, it adopts those,
+// and the old process keeps the rest and closes them the protocol's way
+// (an echo has no goodbye: a close once idle), counted and logged. Every
+// client is answered by the new process or sees its connection end.
+func TestRestartNewOutOfDescriptors(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		dir, err := os.MkdirTemp("/tmp", "pcn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		first, readies, cmd, logPath := startServer(t, b, dir, nofileEnv+"=64")
+		const n = 300
+		conns := make([]net.Conn, n)
+		for i := range conns {
+			c, err := net.DialTimeout("tcp", first.tcp, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+			if _, err := c.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(c, make([]byte, 1)); err != nil {
+				t.Fatal(err)
+			}
+			conns[i] = c
+		}
+		if err := syscall.Kill(first.pid, syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		second := parseReady(t, pctest.Recv(t, readies, "the new process's ready line"))
+		t.Cleanup(func() { syscall.Kill(second.pid, syscall.SIGKILL) })
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("the old process: %v", err)
+		}
+		served, ended := 0, 0
+		for i, c := range conns {
+			msg := fmt.Appendf(nil, "c%d", i)
+			got := make([]byte, len(msg))
+			_, err := c.Write(msg)
+			if err == nil {
+				_, err = io.ReadFull(c, got)
+			}
+			switch {
+			case err == nil && bytes.Equal(got, msg):
+				served++
+			case err != nil && !errors.Is(err, os.ErrDeadlineExceeded):
+				ended++
+			default:
+				t.Fatalf("connection %d: %q, %v", i, got, err)
+			}
+		}
+		log, _ := os.ReadFile(logPath)
+		m := regexp.MustCompile(`multi: handed over" connections=(\d+) declined=0 failed=(\d+)`).FindSubmatch(log)
+		if m == nil {
+			t.Fatalf("no hand-over line:\n%s", log)
+		}
+		handed, _ := strconv.Atoi(string(m[1]))
+		failed, _ := strconv.Atoi(string(m[2]))
+		if served == 0 || ended == 0 || handed != served || failed != ended || handed+failed != n {
+			t.Fatalf("served %d ended %d; the old process: handed %d failed %d\n%s", served, ended, handed, failed, log)
+		}
+		if !bytes.Contains(log, []byte("received part of a batch")) {
+			t.Fatalf("the new process did not log its partial batch:\n%s", log)
+		}
+		t.Logf("%d moved, %d closed by the old process", served, ended)
 	})
 }
