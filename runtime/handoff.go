@@ -280,9 +280,13 @@ func (l *Loop) shipHandoff() {
 		e.fd, e.ln = fd, c.ln.String()
 		batch = append(batch, e)
 	}
-	rest := copy(ho.ready, ho.ready[n:])
-	clear(ho.ready[rest:])
-	ho.ready = ho.ready[:rest]
+	// Taken from the front; the array is reused once empty (a copy of
+	// the rest per batch would cost the whole list each time).
+	clear(ho.ready[:n])
+	ho.ready = ho.ready[n:]
+	if len(ho.ready) == 0 {
+		ho.ready = ho.ready[:0:0]
+	}
 	if len(batch) == 0 {
 		l.shipHandoff()
 		return
