@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -64,7 +65,9 @@ func (p *hoPair) useProxy(t *testing.T, hook func(i int, ids []string) proxyActi
 			for k, s := range states {
 				ids[k], _, _ = strings.Cut(s, "|")
 			}
+			p.mu.Lock()
 			act := hook(i, ids)
+			p.mu.Unlock()
 			if act.forward < 0 || act.forward > len(fds) {
 				act.forward = len(fds)
 			}
@@ -170,6 +173,8 @@ func TestHandoverNewProcessDies(t *testing.T) {
 		if err := pctest.Recv(t, p.handOver(t, 20*time.Second), "the hand-over"); err != nil {
 			t.Fatal(err)
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		expectMoved(t, clients, moved)
 		st := p.old.Stats()
 		if int(st.HandedOff) != len(moved) || int(st.HandoffFailed) != 40-len(moved) || len(moved) == 0 {
@@ -212,6 +217,8 @@ func TestHandoverPartialBatch(t *testing.T) {
 		if err := pctest.Recv(t, p.handOver(t, 20*time.Second), "the hand-over"); err != nil {
 			t.Fatal(err)
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		expectMoved(t, clients, moved)
 		if st := p.old.Stats(); int(st.HandoffFailed) != kept || kept == 0 || int(st.HandedOff) != 30-kept {
 			t.Fatalf("handed %d failed %d; want %d and %d", st.HandedOff, st.HandoffFailed, 30-kept, kept)
@@ -245,6 +252,8 @@ func TestHandoverPeerClosedInFlight(t *testing.T) {
 		if err := pctest.Recv(t, p.handOver(t, 20*time.Second), "the hand-over"); err != nil {
 			t.Fatal(err)
 		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		pctest.WaitFor(t, "the closed peers' connections to close", func() bool {
 			return int(p.next.Stats().Closes) == len(gone)
 		})
@@ -284,9 +293,15 @@ func TestHandoverOldProcessDies(t *testing.T) {
 			return proxyAction{forward: -1}
 		})
 		done := p.handOver(t, 20*time.Second)
-		pctest.WaitFor(t, "the first message adopted", func() bool { return int(p.next.Stats().Adopted) == len(moved) && len(moved) > 0 })
+		var got map[string]bool
+		pctest.WaitFor(t, "the first message adopted", func() bool {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			got = maps.Clone(moved)
+			return int(p.next.Stats().Adopted) == len(moved) && len(moved) > 0
+		})
 		for _, cl := range clients {
-			if moved[cl.id] {
+			if got[cl.id] {
 				if got, err := cl.ask("y"); err != nil || got != "B "+cl.id+" y" {
 					t.Fatalf("%s: %q, %v", cl.id, got, err)
 				}
@@ -370,7 +385,7 @@ func TestAdoptMalformed(t *testing.T) {
 		if taken := send(percore.EncodeHandoff(3, "x", "good"), fd); taken != 1 {
 			t.Fatalf("a good message: %d taken", taken)
 		}
-		pctest.WaitFor(t, "the good connection adopted", func() bool { return h.adopted.Load() == 1 })
+		pctest.WaitFor(t, "the good connection adopted", func() bool { return h.adopted.Load() == 1 && rt.Stats().Adopted == 1 })
 		if _, ok := h.states.Load("good"); !ok || rt.Stats().Adopted != 1 {
 			t.Fatalf("adopted %d, state %v", rt.Stats().Adopted, ok)
 		}

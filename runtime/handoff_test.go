@@ -113,6 +113,9 @@ type hoPair struct {
 	oldEnd, nextEnd *os.File
 	b               percore.Backend
 	cores           []int
+	// mu orders a proxy's hook (handoff_faults_test.go) with the test
+	// reading what it recorded.
+	mu sync.Mutex
 }
 
 func newHoPair(t *testing.T, b percore.Backend, decline func(string) bool, logger ...*slog.Logger) *hoPair {
