@@ -62,7 +62,7 @@ type Conn struct {
 // connState is a connection's lifecycle, as the loop sees it on either
 // backend. What a driver needs beyond it lives in its own per-connection
 // state (uringConn, epollConn).
-type connState uint16
+type connState uint32
 
 const (
 	stOpen            connState = 1 << iota // OnOpen has run (or is running)
@@ -79,6 +79,10 @@ const (
 	stGraceArmed                            // a graceful shutdown's timer waits for its first request
 	stLinger                                // CloseLinger asked: once the queue is sent, shut writing and discard input
 	stLingering                             // the write side is shut: input is discarded until it ends (CloseLinger)
+	stHandoff                               // on its way to a new process (handoff.go): reading paused, the descriptor kept until the new process has it
+	stNoHandoff                             // never handed to a new process: declined (DeclineHandover, the handler) or a batch failed
+	stHandoffBye                            // a hand-over gave it the protocol's goodbye (OnShutdown) instead
+	stDeclineHandoff                        // DeclineHandover: user-space state (TLS) that cannot cross
 )
 
 // closed reports whether c is closed (its OnClose has run or is queued).
@@ -86,7 +90,7 @@ func (c *Conn) closed() bool { return c.state&stClosed != 0 }
 
 // writable reports whether a handler may still write to c.
 func (c *Conn) writable() bool {
-	return c.state&(stClosing|stClosed|stCloseWriteAsked|stWriteClosed) == 0
+	return c.state&(stClosing|stClosed|stCloseWriteAsked|stWriteClosed|stHandoff) == 0
 }
 
 // wantsInput reports whether the loop takes input from c: it is open, its
@@ -94,12 +98,12 @@ func (c *Conn) writable() bool {
 // connection's input is taken and dropped, so that its peer sees a clean
 // end rather than a reset.)
 func (c *Conn) wantsInput() bool {
-	return c.state&(stClosed|stEOF|stPaused|stPauseRead) == 0
+	return c.state&(stClosed|stEOF|stPaused|stPauseRead|stHandoff) == 0
 }
 
-// readPaused reports whether reading is paused, for backpressure or by the
-// handler.
-func (c *Conn) readPaused() bool { return c.state&(stPaused|stPauseRead) != 0 }
+// readPaused reports whether reading is paused, for backpressure, by the
+// handler or for a hand-over to a new process.
+func (c *Conn) readPaused() bool { return c.state&(stPaused|stPauseRead|stHandoff) != 0 }
 
 // outQueue is a connection's outbound bytes: those the kernel is taking
 // (sending, from sent on) and those written after them (next). Bytes never

@@ -158,7 +158,9 @@ func (l *Loop) rewake(id uint32) {
 //	pauseAccept, resumeAccept  called when the reasons to hold accepting become non-empty, and empty again
 //	start                      a connection opened (accepted, or dialed and connected): receive
 //	pauseRead, resumeRead      reading just became paused (Conn.readPaused: the outbound cap's
-//	                           stPaused or the handler's stPauseRead), and no longer is
+//	                           stPaused, the handler's stPauseRead, a hand-over's stHandoff),
+//	                           and no longer is
+//	inputHeld                  whether a paused connection's input is still partly the driver's
 //	write, writev              a handler wrote: send (epoll, at once) or queue in Conn.out
 //	committed                  a handler built bytes in place in Conn.out (Reserve, Commit)
 //	shutdownWrite              shut the write side (the queue is empty)
@@ -211,6 +213,13 @@ type driver interface {
 	// the loop delivers nothing more until resumeRead.
 	pauseRead(c *Conn)
 	resumeRead(c *Conn)
+	// inputHeld reports, for c with reading paused, whether a receive of
+	// it may still complete (armed: the kernel is not done with it yet)
+	// and whether input that reached user space waits in the driver
+	// (waiting: delivered once reading resumes). A connection with
+	// neither holds all its input in the kernel's socket buffer, and
+	// may be handed to another process (handoff.go).
+	inputHeld(c *Conn) (armed, waiting bool)
 	// write sends p, which the handler may reuse once write returns.
 	// epoll writes at once when nothing is queued and queues the rest in
 	// c.out; io_uring queues all of it in c.out and lists c for the sends

@@ -131,6 +131,13 @@ func (l *Loop) adoptBack(fd int, info *Listener) {
 
 // opened runs the handler's OnOpen and starts the connection's timers.
 func (l *Loop) opened(c *Conn) {
+	l.openTimers(c)
+	l.callOnOpen(c)
+}
+
+// openTimers marks c open and starts its timers (an accepted or dialed
+// connection, or one adopted from another process, adopt.go).
+func (l *Loop) openTimers(c *Conn) {
 	c.state |= stOpen
 	c.opened = l.now
 	c.lastRead = l.now
@@ -140,7 +147,6 @@ func (l *Loop) opened(c *Conn) {
 	if l.cfg.MaxLifetime > 0 {
 		c.SetMaxLifetime(l.cfg.MaxLifetime)
 	}
-	l.callOnOpen(c)
 }
 
 // readResult is the driver's report of one receive on c into data: n > 0
@@ -344,6 +350,9 @@ const newConnGrace = time.Second
 // new connection. A dialed connection the handler opened is idle from the
 // start.
 func (l *Loop) closeIfIdle(c *Conn) {
+	if l.ho != nil && l.offerHandoff(c) {
+		return // handed to the new process, or waiting to be (handoff.go)
+	}
 	if c.ln != nil && c.state&stSpoke == 0 {
 		if age := l.now.Sub(c.opened); age < newConnGrace {
 			if c.state&stGraceArmed == 0 {
@@ -447,6 +456,14 @@ func (l *Loop) beginShutdown() {
 // swept when it connects.
 func (l *Loop) sweep(c *Conn) {
 	if c.state&stOpen == 0 {
+		return
+	}
+	if l.ho != nil {
+		// The new process serves it, or the hand-over gave the
+		// protocol's goodbye already (handoff.go).
+		if !l.offerHandoff(c) {
+			l.closeIfIdle(c)
+		}
 		return
 	}
 	l.callOnShutdown(c)

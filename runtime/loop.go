@@ -96,6 +96,10 @@ type Loop struct {
 	lagWindow   time.Time
 	postedBatch int // largest batch of posted functions, this window
 
+	// ho is the hand-over of connections to a new process, while one
+	// runs (handoff.go); nil otherwise.
+	ho *loopHandoff
+
 	onStop []func()
 	// stopErr is what went wrong while the loop stopped (closing its
 	// listener or its backend), for Runtime.Close; written by the loop

@@ -40,6 +40,7 @@ func (d *fakeDriver) resumeAccept()                   { d.log("resumeAccept") }
 func (d *fakeDriver) start(*Conn) error               { return nil }
 func (d *fakeDriver) pauseRead(*Conn)                 { d.log("pauseRead") }
 func (d *fakeDriver) resumeRead(*Conn)                { d.log("resumeRead") }
+func (d *fakeDriver) inputHeld(*Conn) (bool, bool)    { return false, false }
 func (d *fakeDriver) shutdownWrite(*Conn)             { d.log("shutdownWrite") }
 func (d *fakeDriver) release(c *Conn)                 { c.fd = -1; d.l.freeSlot(c) }
 func (d *fakeDriver) connect(*Conn, *dialState) error { return nil }

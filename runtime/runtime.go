@@ -52,6 +52,11 @@ type Runtime struct {
 	aborted atomic.Bool
 
 	tls runtimeTLS // the handshake pool (tls.go)
+	// handoff is the hand-over of connections to a new process
+	// (HandOver, handoff.go); adopt receives them from an old one
+	// (Adopt, adopt.go).
+	handoff atomic.Pointer[handoffOut]
+	adopt   atomic.Pointer[adoptIn]
 }
 
 // New starts one loop per CPU (Config.Cores, else the affinity mask, at most
@@ -352,9 +357,18 @@ func (rt *Runtime) Stats() Stats {
 // ctx's error. It returns once every loop's thread has exited. While it
 // waits it logs, every stopWarnEvery, each loop still running with its
 // open connections.
-func (rt *Runtime) Shutdown(ctx context.Context) error {
+func (rt *Runtime) Shutdown(ctx context.Context) error { return rt.shutdown(ctx, nil) }
+
+// shutdown is Shutdown, with first run on each loop before its shutdown
+// begins (HandOver's hook).
+func (rt *Runtime) shutdown(ctx context.Context, first func(l *Loop)) error {
 	for _, l := range rt.loops {
-		_ = l.post(func() { l.beginShutdown() }, true)
+		_ = l.post(func() {
+			if first != nil {
+				first(l)
+			}
+			l.beginShutdown()
+		}, true)
 	}
 	rt.closeShared()
 	var err error
@@ -378,6 +392,7 @@ func (rt *Runtime) Shutdown(ctx context.Context) error {
 // must not be called on a loop's own thread: it would wait for itself.
 func (rt *Runtime) Close() error {
 	rt.closeOnce.Do(func() {
+		rt.stopAdopt()
 		for _, l := range rt.loops {
 			_ = l.post(func() { l.forceStop(ErrShutdown) }, true)
 		}

@@ -11,9 +11,9 @@ import "time"
 // Stats are a loop's counters, or their sum over a runtime. The loop counts in
 // plain fields and publishes them once per turn as one consistent snapshot;
 // reading them is safe from any goroutine, and the figures of one Stats belong
-// to the same moment (Accepts + Dials - Closes is the open connections that are
-// not dials in progress). Add sums them, except the signals over a window,
-// which take the maximum.
+// to the same moment (Accepts + Adopted + Dials - Closes is the open
+// connections that are not dials in progress). Add sums them, except the
+// signals over a window, which take the maximum.
 //
 // The fields and their metrics are defined once, in internal/gen/stats/table.go
 // (this struct is generated from it); the doc of each field names its metric in
@@ -269,6 +269,26 @@ type Stats struct {
 	// percore_tls_handshakes_in_flight.
 	TLSHandshaking uint64
 
+	// HandedOff counts the connections this loop handed to a new process
+	// (Runtime.HandOver) and that process took. Metric:
+	// percore_handoff_connections_total.
+	HandedOff uint64
+
+	// HandoffDeclined counts the connections a hand-over closed the protocol's
+	// way instead (OnShutdown, then a close once idle): declined by the handler
+	// or the connection (Conn.DeclineHandover), or with a handler that has no
+	// OnHandover. Metric: percore_handoff_declined_total.
+	HandoffDeclined uint64
+
+	// HandoffFailed counts the connections of hand-over batches that failed
+	// (the new process gone or out of descriptors): this loop kept them and
+	// closed them the protocol's way. Metric: percore_handoff_failed_total.
+	HandoffFailed uint64
+
+	// Adopted counts the connections this loop took over from the process it
+	// replaced (Runtime.Adopt). Metric: percore_adopted_connections_total.
+	Adopted uint64
+
 	// LagP50 is the median loop lag over the last window of about a second:
 	// from the kernel returning a batch of events to the last of them handled.
 	// Metric: percore_loop_lag_p50_seconds.
@@ -347,6 +367,10 @@ func (s Stats) Add(o Stats) Stats {
 	s.TLSHandshakeErrors += o.TLSHandshakeErrors
 	s.TLSHandshakeTimeouts += o.TLSHandshakeTimeouts
 	s.TLSHandshaking += o.TLSHandshaking
+	s.HandedOff += o.HandedOff
+	s.HandoffDeclined += o.HandoffDeclined
+	s.HandoffFailed += o.HandoffFailed
+	s.Adopted += o.Adopted
 	s.LagP50 = max(s.LagP50, o.LagP50)
 	s.LagP99 = max(s.LagP99, o.LagP99)
 	s.LagMax = max(s.LagMax, o.LagMax)
@@ -415,6 +439,10 @@ const (
 	sTLSHandshakeErrors
 	sTLSHandshakeTimeouts
 	sTLSHandshaking
+	sHandedOff
+	sHandoffDeclined
+	sHandoffFailed
+	sAdopted
 	sLagP50
 	sLagP99
 	sLagMax
@@ -480,6 +508,10 @@ func loadStats(v *[numStats]uint64, s *Stats) {
 	s.TLSHandshakeErrors = v[sTLSHandshakeErrors]
 	s.TLSHandshakeTimeouts = v[sTLSHandshakeTimeouts]
 	s.TLSHandshaking = v[sTLSHandshaking]
+	s.HandedOff = v[sHandedOff]
+	s.HandoffDeclined = v[sHandoffDeclined]
+	s.HandoffFailed = v[sHandoffFailed]
+	s.Adopted = v[sAdopted]
 	s.LagP50 = time.Duration(v[sLagP50])
 	s.LagP99 = time.Duration(v[sLagP99])
 	s.LagMax = time.Duration(v[sLagMax])

@@ -3,9 +3,12 @@
 // Command multi is one percore server on TCP, UDP and a Unix socket at
 // once, echoing on each, that restarts without dropping a connection: on
 // SIGHUP it starts a new copy of itself, hands it every listening socket
-// (Runtime.ListenerFiles, HandoverEnv), waits until the copy serves, and shuts
-// down gracefully. Clients see every request answered and no connect
-// refused in between (docs/operations.md#zero-downtime-restart).
+// (Runtime.ListenerFiles, HandoverEnv) and a channel for its connections
+// (HandoverSockets), waits until the copy serves, and hands it every
+// established connection (Runtime.HandOver; the copy calls Adopt). Clients
+// see every request answered, no connect refused and no kept-alive
+// connection closed (docs/operations.md#zero-downtime-restart). A SIGHUP
+// while a restart runs is refused with a log line.
 //
 //	go run ./examples/multi -addr 127.0.0.1:7000 -udp 127.0.0.1:7001 -unix /tmp/multi.sock
 //	kill -HUP <pid>      # a new process takes over; the old one exits
@@ -44,13 +47,18 @@ type echo struct{}
 
 func (echo) OnData(c *percore.Conn, data []byte) { c.Write(data) }
 
+// OnHandover: an echo holds nothing between calls, so a connection with
+// nothing queued (all the runtime asks about) is between requests.
+func (echo) OnHandover(*percore.Conn) ([]byte, error) { return nil, nil }
+
 func (echo) OnPacket(p *percore.PacketConn, data []byte, from netip.AddrPort) {
 	_ = p.WriteTo(data, from)
 }
 
 var (
-	_ percore.Handler       = echo{}
-	_ percore.PacketHandler = echo{}
+	_ percore.Handler         = echo{}
+	_ percore.PacketHandler   = echo{}
+	_ percore.HandoverHandler = echo{}
 )
 
 // readyEnv names the descriptor a parent passes its new copy: the copy
@@ -81,6 +89,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "multi:", err)
 		return 1
 	}
+	// The old process's connections come on a channel of their own.
+	files, handoff := percore.HandoffFile(files)
+	if handoff != nil {
+		defer handoff.Close()
+	}
 	if len(files) > 0 {
 		cfg.Inherited = files
 	} else {
@@ -108,6 +121,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer ms.Close()
 		log.Info("multi: serving metrics", "url", "http://"+ms.Addr().String()+"/metrics")
 	}
+	if handoff != nil {
+		if err := rt.Adopt(handoff); err != nil {
+			rt.Close()
+			fmt.Fprintln(stderr, "multi:", err)
+			return 1
+		}
+	}
 	var names []string
 	for _, ln := range rt.Listeners() {
 		names = append(names, ln.String())
@@ -121,20 +141,42 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	var to *os.File // the channel to the new process, once one serves
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
-			if err := handOver(rt, args, stderr); err != nil {
+			// Signals that come while the new process starts wait in
+			// sigs; handOver refuses them.
+			log.Info("multi: SIGHUP: starting a new process")
+			ch, err := handOver(rt, args, stderr, sigs, log)
+			if err != nil {
 				log.Error("multi: restart failed; still serving", "err", err)
 				continue
 			}
-			log.Info("multi: a new process serves; shutting down")
+			to = ch
+			log.Info("multi: a new process serves; handing it the connections")
 		}
 		break
 	}
-	signal.Stop(sigs)
+	// Signals during the shutdown or the hand-over are refused, logged.
+	go func() {
+		for sig := range sigs {
+			log.Warn("multi: a restart or shutdown is under way; signal ignored", "signal", sig)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
-	if err := rt.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	if to != nil {
+		defer to.Close()
+		began := time.Now()
+		err = rt.HandOver(ctx, to)
+		st := rt.Stats()
+		log.Info("multi: handed over", "connections", st.HandedOff, "declined", st.HandoffDeclined,
+			"failed", st.HandoffFailed, "took", time.Since(began).Round(time.Microsecond))
+	} else {
+		err = rt.Shutdown(ctx)
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		fmt.Fprintln(stderr, "multi:", err)
 		return 1
 	}
@@ -142,12 +184,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 // handOver starts a new copy of this program with every listening socket
-// and waits until it serves.
-func handOver(rt *percore.Runtime, args []string, stderr io.Writer) error {
+// and the channel for its connections, waits until it serves, and
+// returns this process's end of the channel. A signal that comes
+// meanwhile is logged and ignored (a second SIGHUP cannot start a second
+// copy).
+func handOver(rt *percore.Runtime, args []string, stderr io.Writer, sigs <-chan os.Signal, log *slog.Logger) (*os.File, error) {
 	files, err := rt.ListenerFiles()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	old, next, err := percore.HandoverSockets()
+	if err != nil {
+		for _, f := range files {
+			f.Close()
+		}
+		return nil, err
+	}
+	files = append(files, next)
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -155,13 +208,15 @@ func handOver(rt *percore.Runtime, args []string, stderr io.Writer) error {
 	}()
 	r, w, err := os.Pipe()
 	if err != nil {
-		return err
+		old.Close()
+		return nil, err
 	}
 	defer r.Close()
 	exe, err := os.Executable()
 	if err != nil {
 		w.Close()
-		return err
+		old.Close()
+		return nil, err
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, stderr
@@ -171,10 +226,15 @@ func handOver(rt *percore.Runtime, args []string, stderr io.Writer) error {
 	err = cmd.Start()
 	w.Close()
 	if err != nil {
-		return err
+		old.Close()
+		return nil, err
 	}
 	// The new process outlives this one; reap it should it exit first.
-	go func() { _ = cmd.Wait() }()
+	go func() {
+		if err := cmd.Wait(); err != nil {
+			log.Error("multi: the new process exited", "pid", cmd.Process.Pid, "err", err)
+		}
+	}()
 	line := make(chan error, 1)
 	go func() {
 		s, err := bufio.NewReader(r).ReadString('\n')
@@ -183,14 +243,21 @@ func handOver(rt *percore.Runtime, args []string, stderr io.Writer) error {
 		}
 		line <- err
 	}()
-	select {
-	case err := <-line:
-		if err != nil {
-			return fmt.Errorf("new process %d did not start: %w", cmd.Process.Pid, err)
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case sig := <-sigs:
+			log.Warn("multi: a restart is under way; signal ignored", "signal", sig)
+		case err := <-line:
+			if err != nil {
+				old.Close()
+				return nil, fmt.Errorf("new process %d did not start: %w", cmd.Process.Pid, err)
+			}
+			return old, nil
+		case <-timeout:
+			cmd.Process.Kill()
+			old.Close()
+			return nil, fmt.Errorf("new process %d not ready within 10s", cmd.Process.Pid)
 		}
-		return nil
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		return fmt.Errorf("new process %d not ready within 10s", cmd.Process.Pid)
 	}
 }

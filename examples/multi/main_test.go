@@ -29,8 +29,30 @@ import (
 // it was started with), so that its SIGHUP restart runs this same binary.
 const serverEnv = "MULTI_TEST_SERVER"
 
+// holdEnv names a file a new process of the test server waits for before
+// it starts.
+const holdEnv = "MULTI_TEST_HOLD"
+
+// nofileEnv is the descriptor limit of a new process of the test server.
+const nofileEnv = "MULTI_TEST_NOFILE"
+
 func TestMain(m *testing.M) {
 	if os.Getenv(serverEnv) != "" {
+		if hold := os.Getenv(holdEnv); hold != "" && os.Getenv("PERCORE_LISTEN_PARENT") != "" {
+			// A new process of TestSecondSIGHUPRefused: it starts once
+			// the test says so, to hold the restart open.
+			for _, err := os.Stat(hold); err != nil; _, err = os.Stat(hold) {
+				time.Sleep(time.Millisecond)
+			}
+		}
+		if n, _ := strconv.Atoi(os.Getenv(nofileEnv)); n > 0 && os.Getenv("PERCORE_LISTEN_PARENT") != "" {
+			// A new process of TestRestartNewOutOfDescriptors: few
+			// descriptors, so that it cannot take every connection.
+			l := syscall.Rlimit{Cur: uint64(n), Max: uint64(n)}
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+				panic(err)
+			}
+		}
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
 	leakcheck.Main(m)

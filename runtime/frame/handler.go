@@ -335,6 +335,8 @@ type hooks struct {
 	shut  percore.ShutdownHandler
 	drain percore.DrainHandler
 	fail  ErrorHandler
+	hand  percore.HandoverHandler // a restart's hand-over (handover.go)
+	adopt percore.AdoptHandler
 }
 
 func hooksOf(h any) hooks {
@@ -344,6 +346,8 @@ func hooksOf(h any) hooks {
 	k.shut, _ = h.(percore.ShutdownHandler)
 	k.drain, _ = h.(percore.DrainHandler)
 	k.fail, _ = h.(ErrorHandler)
+	k.hand, _ = h.(percore.HandoverHandler)
+	k.adopt, _ = h.(percore.AdoptHandler)
 	return k
 }
 

@@ -64,6 +64,10 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_loop_packets_coalesced_total":       dto.MetricType_COUNTER,
 	"percore_loop_packets_segmented_total":       dto.MetricType_COUNTER,
 	"percore_loop_connections_handed_over_total": dto.MetricType_COUNTER,
+	"percore_handoff_connections_total":          dto.MetricType_COUNTER,
+	"percore_handoff_declined_total":             dto.MetricType_COUNTER,
+	"percore_handoff_failed_total":               dto.MetricType_COUNTER,
+	"percore_adopted_connections_total":          dto.MetricType_COUNTER,
 
 	"percore_file_ops_total":               dto.MetricType_COUNTER,
 	"percore_files_open":                   dto.MetricType_GAUGE,

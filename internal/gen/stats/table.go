@@ -33,7 +33,7 @@ var loopTable = Table{
 		Doc: "Stats are a loop's counters, or their sum over a runtime. The loop counts in " +
 			"plain fields and publishes them once per turn as one consistent snapshot; " +
 			"reading them is safe from any goroutine, and the figures of one Stats belong " +
-			"to the same moment (Accepts + Dials - Closes is the open connections that are " +
+			"to the same moment (Accepts + Adopted + Dials - Closes is the open connections that are " +
 			"not dials in progress). Add sums them, except the signals over a window, " +
 			"which take the maximum.\n\n" +
 			"The fields and their metrics are defined once, in internal/gen/stats/table.go " +
@@ -271,6 +271,28 @@ var loopTable = Table{
 			Doc: "TLSHandshaking is how many of the loop's connections are in their TLS handshake " +
 				"now (running on the handshake pool or waiting for it).",
 			Help: "Connections of the loop in their TLS handshake now."},
+
+		// The restart's hand-over of connections to a new process
+		// (Runtime.HandOver, Runtime.Adopt; docs/decisions/0054).
+		{Name: "HandedOff", Kind: Counter, Metric: "handoff_connections_total",
+			Doc: "HandedOff counts the connections this loop handed to a new process " +
+				"(Runtime.HandOver) and that process took.",
+			Help: "Connections handed to a new process at a restart, and taken by it."},
+		{Name: "HandoffDeclined", Kind: Counter, Metric: "handoff_declined_total",
+			Doc: "HandoffDeclined counts the connections a hand-over closed the protocol's " +
+				"way instead (OnShutdown, then a close once idle): declined by the handler " +
+				"or the connection (Conn.DeclineHandover), or with a handler that has no " +
+				"OnHandover.",
+			Help: "Connections a restart's hand-over closed the protocol's way instead of handing them over."},
+		{Name: "HandoffFailed", Kind: Counter, Metric: "handoff_failed_total",
+			Doc: "HandoffFailed counts the connections of hand-over batches that failed (the " +
+				"new process gone or out of descriptors): this loop kept them and closed " +
+				"them the protocol's way.",
+			Help: "Connections of restart hand-over batches that failed, closed the protocol's way."},
+		{Name: "Adopted", Kind: Counter, Metric: "adopted_connections_total",
+			Doc: "Adopted counts the connections this loop took over from the process it " +
+				"replaced (Runtime.Adopt).",
+			Help: "Connections taken over from the process this one replaced."},
 
 		// Early-warning signals over the last window of about a second.
 		{Name: "LagP50", Kind: Max, Unit: Seconds, Metric: "loop_lag_p50_seconds",

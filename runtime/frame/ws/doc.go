@@ -73,6 +73,20 @@
 // docs/decisions/0032-websocket-codec.md has the measurements, and what is
 // done with the window sizes a peer asks for.
 //
+// # Restarts
+//
+// At a restart that hands connections to the new process
+// (percore.Runtime.HandOver, docs/decisions/0054), a server on frame.View
+// implements percore.HandoverHandler: it answers percore.ErrHandoverLater
+// while a message is partly read (a fragmented message, or a frame View
+// still holds), and otherwise returns what the connection needs in the
+// new process (its subscriptions, and whether permessage-deflate was
+// negotiated: a connection with context takeover holds compression state
+// that cannot cross, and declines); the new process's OnAdopt rebuilds the
+// Conn from it, without a handshake. A connection that does not go gets
+// OnShutdown: send PutClose with CloseServiceRestart (1012), then close
+// once it is sent.
+//
 // # Threads
 //
 // A Conn, a Decoder and a Pool belong to one goroutine at a time (a
