@@ -215,6 +215,10 @@ type Config struct {
 	// DefaultUringFeatures; a pointer to zero means none, as on a kernel
 	// that has none of them.
 	UringFeatures *UringFeatures
+	// NAPIBusyPoll is how long an io_uring loop with UringNAPI busy polls
+	// its NICs' receive queues each time it waits. Zero means
+	// DefaultNAPIBusyPoll; UringNAPI off (the default) ignores it.
+	NAPIBusyPoll time.Duration
 	// WaitBatch, when above 1, makes an idle io_uring loop wait for up to
 	// this many completions before it wakes, but never longer than
 	// WaitMin once one has arrived: fewer kernel enters and wake-ups
@@ -397,6 +401,9 @@ func (c Config) withDefaults() Config {
 		feats = *c.UringFeatures
 	}
 	c.UringFeatures = &feats
+	if c.NAPIBusyPoll <= 0 {
+		c.NAPIBusyPoll = DefaultNAPIBusyPoll
+	}
 	if c.BufferSize == 0 {
 		c.BufferSize = DefaultBufferSize
 	}

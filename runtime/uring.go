@@ -204,6 +204,9 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	}
 	d := newUringDriverOn(l, l.env(), r, br, sys.NewWaker(ev), 512)
 	d.br = br
+	if feats&UringNAPI != 0 && !d.registerNAPI(r) {
+		feats &^= UringNAPI
+	}
 	d.feats = feats
 	// Config.eventfdWake (a benchmark's, export_test.go) compares the
 	// eventfd with MSG_RING (docs/performance.md).

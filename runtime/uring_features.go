@@ -5,6 +5,7 @@ package runtime
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/percore/percore/ring"
 )
@@ -30,6 +31,16 @@ const (
 	// one enter per round trip that only reaped a send's completion.
 	// Not with SQPoll (the kernel's thread submits after the enter).
 	UringSkipSends
+	// UringNAPI registers NAPI busy polling (IORING_REGISTER_NAPI, 6.9+,
+	// and a kernel built with CONFIG_NET_RX_BUSY_POLL): while the loop
+	// waits, the kernel polls the receive queues of its sockets' NICs for
+	// up to Config.NAPIBusyPoll before it sleeps, which trades a core's
+	// busy polling for the interrupt-to-wake-up latency of a quiet
+	// connection. It pays only on a real NIC with a queue per loop
+	// (scripts/tune-nic.sh); loopback has no NAPI context, and the
+	// registration there polls nothing. Off by default. Where the kernel
+	// refuses it, the loop runs without it (logged once).
+	UringNAPI
 )
 
 // DefaultUringFeatures are the features a loop uses unless
@@ -43,6 +54,7 @@ var uringFeatureNames = []struct {
 }{
 	{UringRegisteredRing, "registered_ring"},
 	{UringSkipSends, "skip_sends"},
+	{UringNAPI, "napi"},
 }
 
 // String lists the features by ParseUringFeatures' names, "none" for none.
@@ -64,7 +76,7 @@ func (f UringFeatures) String() string {
 }
 
 // ParseUringFeatures parses a comma-separated list of feature names
-// (registered_ring, skip_sends), case-insensitive; "none" is no features
+// (registered_ring, skip_sends, napi), case-insensitive; "none" is no features
 // and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
 // pointer to the result.
 func ParseUringFeatures(s string) (UringFeatures, error) {
@@ -84,7 +96,7 @@ next:
 				continue next
 			}
 		}
-		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends or none)", name)
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi or none)", name)
 	}
 	return f, nil
 }
@@ -100,5 +112,24 @@ func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) Uri
 	if want&UringSkipSends != 0 && s.HasFeature(ring.CQESkip) && flags&ring.SQPoll == 0 {
 		got |= UringSkipSends
 	}
+	if want&UringNAPI != 0 && s.HasFeature(ring.NAPI) {
+		got |= UringNAPI
+	}
 	return got
+}
+
+// DefaultNAPIBusyPoll is the busy poll of UringNAPI when
+// Config.NAPIBusyPoll is zero: the value the kernel's documentation
+// suggests for net.core.busy_poll (Documentation/networking/napi.rst).
+const DefaultNAPIBusyPoll = 50 * time.Microsecond
+
+// registerNAPI registers NAPI busy polling on r for a loop that asked for
+// it (UringNAPI), and reports whether it took; a refusal leaves the loop
+// without it, logged by the first loop.
+func (d *uringDriver) registerNAPI(r *ring.Ring) bool {
+	err := r.RegisterNAPI(d.cfg.NAPIBusyPoll, false)
+	if err != nil && d.id == 0 {
+		d.log.Warn("percore: NAPI busy polling refused: the loops wait without it", "err", err)
+	}
+	return err == nil
 }

@@ -22,6 +22,7 @@ func TestParseUringFeatures(t *testing.T) {
 		{"registered_ring", percore.UringRegisteredRing},
 		{" Skip_Sends ", percore.UringSkipSends},
 		{"registered_ring,skip_sends", percore.UringRegisteredRing | percore.UringSkipSends},
+		{"napi", percore.UringNAPI},
 	} {
 		got, err := percore.ParseUringFeatures(tc.in)
 		if err != nil || got != tc.want {
@@ -38,7 +39,8 @@ func TestParseUringFeatures(t *testing.T) {
 
 // uringFeatureSets are the settings each feature is tested under: each
 // alone, none (a kernel without any), and the default.
-var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, percore.UringSkipSends, percore.DefaultUringFeatures}
+var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, percore.UringSkipSends,
+	percore.DefaultUringFeatures, percore.DefaultUringFeatures | percore.UringNAPI}
 
 // kernelFeatures is what of want the kernel here lets a loop use (the
 // driver's own rule, with the default setup flags).
@@ -53,6 +55,9 @@ func kernelFeatures(t *testing.T, want percore.UringFeatures) percore.UringFeatu
 	}
 	if want&percore.UringSkipSends != 0 && s.HasFeature(ring.CQESkip) {
 		got |= percore.UringSkipSends
+	}
+	if want&percore.UringNAPI != 0 && s.HasFeature(ring.NAPI) {
+		got |= percore.UringNAPI
 	}
 	return got
 }
