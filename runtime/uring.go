@@ -166,6 +166,7 @@ const (
 	ufReleasing                          // closed, its cancels or close still to be queued
 	ufListed                             // on the driver's list of connections with waiting receives to deliver
 	ufSendSkip                           // the send in flight is a skipped send (uring_skip.go)
+	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {

@@ -52,9 +52,11 @@ func (d *uringDriver) sendSkipped(c *Conn, p []byte, ud uint64) error {
 // skipFailed handles the completion of a skipped send, which the kernel
 // posts only when the send did not take all of its bytes: -EAGAIN (none,
 // the socket was full), the bytes it took, or another error. The rest goes
-// out as an ordinary send, which waits for room.
+// out as an ordinary send, which waits for room, and so does every send
+// of the connection until its queue drains (ufSendFull).
 func (d *uringDriver) skipFailed(c *Conn, res int32) {
 	c.ur.flags &^= ufSendSkip
+	c.ur.flags |= ufSendFull // a peer that reads slowly: no skipped send to fail each time
 	switch {
 	case res == -int32(unix.EAGAIN):
 		res = 0
