@@ -6,6 +6,7 @@
 #
 #   scripts/ab.sh /path/to/before /path/to/after
 #   REPEATS=5 CONNS="50 1000" BYTES="64 16384" BACKENDS="uring epoll" scripts/ab.sh A B
+#   LOAD_FLAGS=-perf scripts/ab.sh A B   (extra load flags: -perf counts the server's syscalls)
 #   scripts/ab.sh --dry-run A B
 #
 # More than two sides may be given. A side is a checkout, a checkout with
@@ -16,9 +17,11 @@
 #
 #   scripts/ab.sh /tmp/main . .::-uring-features=none liburing
 #
-# One line per run: side, backend, connections, bytes, requests/s and
+# One line per run: side, backend, connections, bytes, requests/s,
 # server CPU per request (utime+stime over the window / requests, as
-# bench.sh); then the median and range of each. Server on cpu0, load on
+# bench.sh), the server's context switches per request and, with
+# LOAD_FLAGS=-perf, its system calls per request (else NA); then the
+# median and range of each CPU figure. Server on cpu0, load on
 # cpu1.
 set -euo pipefail
 
@@ -91,13 +94,16 @@ for ((r = 1; r <= reps; r++)); do
           fi
           srv=$!
           sleep 0.5
+          # shellcheck disable=SC2086
           out=$(taskset -c 1 "$work/load" -addr "127.0.0.1:$port" -conns "$n" -bytes "$sz" -warmup 1 -seconds 5 \
-            -json -server-pid "$srv" 2>/dev/null) || true
+            -json -server-pid "$srv" ${LOAD_FLAGS:-} 2>/dev/null) || true
           kill -TERM "$srv" 2>/dev/null || true
           wait "$srv" 2>/dev/null || true
           rps=$(echo "$out" | sed -n 's/.*"rps":\([0-9.]*\).*/\1/p')
           cpu=$(echo "$out" | sed -n 's/.*"server_cpu_us_per_req":\([0-9.]*\).*/\1/p')
-          echo "$side $be c$n ${sz}B ${rps:-0} ${cpu:-0}" | tee -a "$work/runs"
+          cs=$(echo "$out" | sed -n 's/.*"server_ctxsw_per_req":\([0-9.]*\).*/\1/p')
+          sc=$(echo "$out" | sed -n 's/.*"server_syscalls_per_req":\([0-9.]*\).*/\1/p')
+          echo "$side $be c$n ${sz}B ${rps:-0} ${cpu:-0} ${cs:-NA} ${sc:-NA}" | tee -a "$work/runs"
         done
       done
     done
