@@ -111,20 +111,19 @@ for ((r = 1; r <= reps; r++)); do
 done
 echo "# median (min-max) of $reps runs"
 for ((s = 0; s < nsides; s++)); do echo "# ${names[$s]} = ${desc[s]}"; done
-for be in $backends; do
-  for n in $conns_list; do
-    for sz in $bytes_list; do
-      for ((s = 0; s < nsides; s++)); do
-        side=${names[$s]}
-        awk -v s="$side" -v be="$be" -v n="c$n" -v b="${sz}B" '$1 == s && $2 == be && $3 == n && $4 == b {print $6, $5}' "$work/runs" |
-          sort -n | awk -v s="$side" -v be="$be" -v n="$n" -v b="$sz" '
-            {cpu[NR] = $1; rps[NR] = $2; sum += $2}
-            END {
-              if (NR == 0) exit
-              m = (NR % 2) ? cpu[(NR + 1) / 2] : (cpu[NR / 2] + cpu[NR / 2 + 1]) / 2
-              printf "%s %s c%s %sB: %.2f us/req (%.2f-%.2f), %.0f req/s mean\n", s, be, n, b, m, cpu[1], cpu[NR], sum / NR
-            }'
-      done
-    done
-  done
-done
+# One line per side and row, in the order the runs came: the median server
+# CPU per request with its range, mean requests/s and context switches.
+awk '
+  NF >= 8 { key = $2 " " $3 " " $4 " " $1
+    if (!(key in n)) order[++rows] = key
+    n[key]++; cpu[key, n[key]] = $6; rps[key] += $5; cs[key] += $7 }
+  END {
+    for (r = 1; r <= rows; r++) {
+      k = order[r]; m = n[k]
+      for (i = 1; i <= m; i++) v[i] = cpu[k, i]
+      for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      med = (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+      split(k, f, " ")
+      printf "%s %s %s %s: %.2f us/req (%.2f-%.2f), %.0f req/s mean, %.3f ctxsw/req\n", f[4], f[1], f[2], f[3], med, v[1], v[m], rps[k] / m, cs[k] / m
+    }
+  }' "$work/runs" | sort -s -k2,4
