@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Where the echo's CPU goes at 1000 connections, 64 B: percore (default features) and the C liburing echo.
 set -uo pipefail
-cd /work/wt/i28drv
+cd "$(dirname "$0")/../../.." || exit 1 # the checkout
 w=$(mktemp -d); trap 'rm -rf "$w"' EXIT
 go build -o "$w/echo" ./examples/echo
 go build -C examples/bench -o "$w/load" ./load
