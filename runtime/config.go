@@ -211,6 +211,16 @@ type Config struct {
 	// RingFlags points at the io_uring setup flags. Nil means
 	// DefaultRingFlags; a pointer to zero means no flags at all.
 	RingFlags *RingFlags
+	// UringFeatures points at the io_uring features beyond its opcodes
+	// that each io_uring loop uses where the kernel has them (each is
+	// probed; a kernel without one runs the loop without it). Nil means
+	// DefaultUringFeatures; a pointer to zero means none, as on a kernel
+	// that has none of them.
+	UringFeatures *UringFeatures
+	// NAPIBusyPoll is how long an io_uring loop with UringNAPI busy polls
+	// its NICs' receive queues each time it waits. Zero means
+	// DefaultNAPIBusyPoll; UringNAPI off (the default) ignores it.
+	NAPIBusyPoll time.Duration
 	// WaitBatch, when above 1, makes an idle io_uring loop wait for up to
 	// this many completions before it wakes, but never longer than
 	// WaitMin once one has arrived: fewer kernel enters and wake-ups
@@ -400,7 +410,8 @@ const (
 )
 
 // withDefaults applies the rule: every default filled in, and zero (never
-// negative) meaning none from here on. RingFlags always points at the flags.
+// negative) meaning none from here on. RingFlags and UringFeatures always
+// point at their values.
 func (c Config) withDefaults() Config {
 	if c.RingEntries == 0 {
 		c.RingEntries = DefaultRingEntries
@@ -410,6 +421,14 @@ func (c Config) withDefaults() Config {
 		flags = *c.RingFlags
 	}
 	c.RingFlags = &flags
+	feats := DefaultUringFeatures
+	if c.UringFeatures != nil {
+		feats = *c.UringFeatures
+	}
+	c.UringFeatures = &feats
+	if c.NAPIBusyPoll <= 0 {
+		c.NAPIBusyPoll = DefaultNAPIBusyPoll
+	}
 	if c.BufferSize == 0 {
 		c.BufferSize = DefaultBufferSize
 	}

@@ -71,6 +71,7 @@ type loopSide interface {
 	readResult(c *Conn, data []byte, n int, call string) // bytes, the end of the stream (0) or -errno
 	queue(c *Conn, p []byte)                             // append p to c.out
 	sendResult(c *Conn, n int, err error) (more bool)    // the kernel took n bytes of c.out.pending()
+	sendAwaited(c *Conn) bool                            // something waits for c's send in flight to end
 	wroteDirect(n int)                                   // n bytes went out without the queue (epoll)
 	connected(c *Conn, err error)                        // a connect finished
 	fail(c *Conn, op string, err error)                  // a driver operation on c failed: close it
@@ -126,6 +127,16 @@ func (l *Loop) queue(c *Conn, p []byte) { c.out.add(l, p) }
 // slotsInUse reports whether any connection slot is taken: a connection is
 // open, or a closed one's operations are still in the kernel.
 func (l *Loop) slotsInUse() bool { return len(l.free) != len(l.conns) }
+
+// sendAwaited reports whether anything beyond more bytes to send waits for
+// the end of c's send in flight: a close, shutdown or lingering close after
+// the queue, a paused read or OnDrain (the outbound cap), a file send, the
+// loop's stop. A driver that learns of a send's end only at its next
+// dispatch (io_uring's skipped sends) must not sleep first when it does.
+func (l *Loop) sendAwaited(c *Conn) bool {
+	return c.sf != nil || l.stopping ||
+		c.state&(stClosing|stClosed|stCloseWriteAsked|stLinger|stOverCap) != 0
+}
 
 // gsoPending is how many datagrams this turn's GSO batches hold.
 func (l *Loop) gsoPending() int { return l.pk.gsoPending }

@@ -101,6 +101,7 @@ func (s *standInLoop) sendResult(c *Conn, n int, err error) bool {
 	return q.buffered() > 0
 }
 
+func (s *standInLoop) sendAwaited(c *Conn) bool     { return false }
 func (s *standInLoop) wroteDirect(n int)            { s.record("wroteDirect %d", n) }
 func (s *standInLoop) connected(c *Conn, err error) { s.record("connected %d %v", c.slot, err) }
 func (s *standInLoop) fail(c *Conn, op string, err error) {

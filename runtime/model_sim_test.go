@@ -147,6 +147,8 @@ type simOp struct {
 	target uint64 // a cancel's
 	multi  bool   // multishot (accept, receive)
 	sel    bool   // a receive that selects a provided buffer
+	nowait bool   // a send that never waits (PrepareSendNoWait)
+	skip   bool   // its success posts nothing (SkipSuccess)
 	msgFd  int    // a MSG_RING's target ring
 	msgRes uint32
 	msgUD  uint64
@@ -368,6 +370,18 @@ func (r *simRing) PrepareSendmsg(fd int, _ *unix.Msghdr, ud uint64) error {
 }
 func (r *simRing) PrepareSend(fd int, p []byte, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: fd, p: p})
+}
+func (r *simRing) PrepareSendNoWait(fd int, p []byte, ud uint64) error {
+	return r.prep(&simOp{ud: ud, fd: fd, p: p, nowait: true})
+}
+
+// SkipSuccess marks the last prepared entry, as the ring does.
+func (r *simRing) SkipSuccess() {
+	r.k.mu.Lock()
+	defer r.k.mu.Unlock()
+	if len(r.sq) > 0 {
+		r.sq[len(r.sq)-1].skip = true
+	}
 }
 func (r *simRing) PrepareShutdown(fd, _ int, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: fd})

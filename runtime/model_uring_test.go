@@ -55,7 +55,7 @@ func TestModelUringConn(t *testing.T) {
 	if *modelSeed == 0 && *modelSeeds >= 20 && !t.Failed() {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
-			"reset", "end of stream"} {
+			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -154,6 +154,9 @@ func newConnModel(in *modelInput) *connModel {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
 	}
 	m.l, m.r, m.d = m.k.newLoop(0, cfg, connHandler{m})
+	if in.chance(1, 2) {
+		m.d.feats |= UringSkipSends // uring_skip.go: sends the kernel runs inline
+	}
 	m.k.onSubmit = m.submitted
 	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
 	m.l.streams = 1
@@ -185,7 +188,51 @@ func (m *connModel) submitted(r *simRing, op *simOp) bool {
 			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)
 		}
 	}
+	if op.kind == kindSend && op.nowait {
+		m.sendNoWait(r, op)
+		return true
+	}
 	return false
+}
+
+// sendNoWait runs a send that never waits as the kernel does, within the
+// enter that submits it (under k.mu): all of it (posting nothing when its
+// success is skipped), part of it (the short count: MSG_WAITALL makes it
+// a failure, which is posted), none (-EAGAIN: the socket is full), or a
+// failure of the connection.
+func (m *connModel) sendNoWait(r *simRing, op *simOp) {
+	in, mc := m.in, m.byUserData(op.ud)
+	if mc == nil {
+		r.post(op.ud, -int32(unix.EBADF), 0)
+		return
+	}
+	n := len(op.p)
+	switch x := in.intn(40); {
+	case x == 0:
+		r.post(op.ud, -int32(unix.EPIPE), 0)
+		m.log("skipped send of connection %d fails", mc.id)
+		mc.failed = true
+		return
+	case x < 8:
+		r.post(op.ud, -int32(unix.EAGAIN), 0)
+		m.log("skipped send of connection %d finds the socket full", mc.id)
+		m.seen["skipped send EAGAIN"]++
+		return
+	case x < 16 && n > 1:
+		n = 1 + in.intn(n-1)
+		m.seen["skipped send short"]++
+	default:
+		m.seen["skipped send"]++
+	}
+	mc.received = append(mc.received, op.p[:n]...)
+	if !bytes.HasPrefix(mc.written, mc.received) {
+		m.k.fault("connection %d: the peer received bytes the handler did not write in that order (at %d)",
+			mc.id, len(mc.received)-n)
+	}
+	if n < len(op.p) || !op.skip {
+		r.post(op.ud, int32(n), 0)
+	}
+	m.log("skipped send of connection %d sends %d of %d", mc.id, n, len(op.p))
 }
 
 // byUserData returns the connection an entry's user data names.
@@ -642,7 +689,7 @@ func (m *connModel) check() {
 			m.faultf("connection %d holds receives, is not paused, and is not listed to deliver them", mc.id)
 		case c.wantsInput() && c.state&stClosing == 0 && held(c) == 0 && u.flags&ufRecvEOF == 0 && !inFlight(kindRecv):
 			m.faultf("connection %d reads and has no receive armed (flags %#x)", mc.id, u.flags)
-		case !c.closed() && c.out.buffered() > 0 && !inFlight(kindSend):
+		case !c.closed() && c.out.buffered() > 0 && !inFlight(kindSend) && u.flags&ufSendSkip == 0:
 			m.faultf("connection %d has %d bytes queued and no send in flight", mc.id, c.out.buffered())
 		}
 	}

@@ -21,6 +21,9 @@ type Report struct {
 	Reason string
 	// RingFlags are the io_uring setup flags in use (io_uring only).
 	RingFlags RingFlags
+	// UringFeatures are the io_uring features the loops use: those
+	// Config.UringFeatures asked for that the kernel has (io_uring only).
+	UringFeatures UringFeatures
 	// Ops are the io_uring opcodes this kernel supports among those
 	// percore uses (io_uring only).
 	Ops []string
@@ -37,7 +40,7 @@ func (p Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "backend:  %s (%s)\n", p.Backend, p.Reason)
 	if p.Backend == IOURing {
-		fmt.Fprintf(&b, "ring:     flags %s; opcodes %s\n", p.RingFlags, strings.Join(p.Ops, " "))
+		fmt.Fprintf(&b, "ring:     flags %s; features %s; opcodes %s\n", p.RingFlags, p.UringFeatures, strings.Join(p.Ops, " "))
 	}
 	fmt.Fprintf(&b, "kernel:   %s\n", p.Kernel)
 	loops := "loops"

@@ -259,6 +259,7 @@ func (rt *Runtime) setup(l *Loop, backend Backend) (Backend, error) {
 			if l.id == 0 {
 				rt.report.Reason = "io_uring set up and every needed opcode supported"
 				rt.report.RingFlags = *cfg.RingFlags
+				rt.report.UringFeatures = d.feats
 				if s, perr := ring.Probe(); perr == nil {
 					for _, op := range s.Supported() {
 						rt.report.Ops = append(rt.report.Ops, op.String())

@@ -81,6 +81,13 @@ type uringDriver struct {
 	// bufsTouched says a receive filled a provided buffer since the
 	// buffers' pages were last given back.
 	bufsTouched bool
+
+	// feats are the features this loop uses (Config.UringFeatures, where
+	// the kernel has them). skipped are the skipped sends dispatch has
+	// yet to complete, skipSeq numbers them (uring_skip.go).
+	feats   UringFeatures
+	skipped []skipSend
+	skipSeq uint32
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -99,6 +106,8 @@ type uringRing interface {
 	PrepareRecvmsgMultishot(fd int, msg *unix.Msghdr, flags uint32, b *ring.BufRing, userData uint64) error
 	PrepareSendmsg(fd int, msg *unix.Msghdr, userData uint64) error
 	PrepareSend(fd int, p []byte, userData uint64) error
+	PrepareSendNoWait(fd int, p []byte, userData uint64) error
+	SkipSuccess()
 	PrepareShutdown(fd, how int, userData uint64) error
 	Submit() error
 	SubmitAndWait(timeout time.Duration) error
@@ -138,6 +147,9 @@ type uringConn struct {
 	// queues behind it.
 	waiting  []deferredRecv
 	waitHead int
+	// skipSeq numbers the skipped send in flight (ufSendSkip), as the
+	// driver's list of them does (uring_skip.go).
+	skipSeq uint32
 }
 
 // uringFlags are the io_uring driver's flags of a connection.
@@ -153,20 +165,28 @@ const (
 	ufSendCancel                         // the send in flight's cancel is queued
 	ufReleasing                          // closed, its cancels or close still to be queued
 	ufListed                             // on the driver's list of connections with waiting receives to deliver
+	ufSendSkip                           // the send in flight is a skipped send (uring_skip.go)
+	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
-	r, err := ring.Open(ring.Config{Entries: cfg.RingEntries, Flags: *cfg.RingFlags})
-	if err != nil {
-		return nil, err
-	}
 	support, err := ring.Probe()
 	if err == nil {
 		err = support.Require(uringOps...)
 	}
 	if err != nil {
-		r.Close()
 		return nil, err
+	}
+	feats := uringFeaturesFor(*cfg.UringFeatures, *cfg.RingFlags, support)
+	r, err := ring.Open(ring.Config{Entries: cfg.RingEntries, Flags: *cfg.RingFlags,
+		RegisterRing: feats&UringRegisteredRing != 0})
+	if err != nil {
+		return nil, err
+	}
+	if ok, _ := r.RingRegistered(); !ok {
+		// Refused (the thread's table is full): the ring enters
+		// through its descriptor.
+		feats &^= UringRegisteredRing
 	}
 	if err := r.SetBatchWait(cfg.WaitBatch, cfg.WaitMin); err != nil {
 		r.Close()
@@ -185,6 +205,10 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	}
 	d := newUringDriverOn(l, l.env(), r, br, sys.NewWaker(ev), 512)
 	d.br = br
+	if feats&UringNAPI != 0 && !d.registerNAPI(r) {
+		feats &^= UringNAPI
+	}
+	d.feats = feats
 	// Config.eventfdWake (a benchmark's, export_test.go) compares the
 	// eventfd with MSG_RING (docs/performance.md).
 	d.msgRing = support.Has(ring.OpMsgRing) && !cfg.eventfdWake
@@ -223,14 +247,15 @@ func (d *uringDriver) submit() {
 func (d *uringDriver) prepare() { d.sendDirty() }
 
 // enter submits what is prepared and waits, unless completions are ready
-// already, receives were deferred, or prepare's callbacks listed more sends
-// (the next prepare prepares them): then it enters without waiting.
+// already, receives were deferred, prepare's callbacks listed more sends
+// (the next prepare prepares them), or something waits for the end of a
+// skipped send (uring_skip.go): then it enters without waiting.
 func (d *uringDriver) enter(timeout time.Duration) error {
 	var err error
 	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
 		timeout = retryWait
 	}
-	if d.r.Ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 {
+	if d.r.Ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 && !d.skipsAwaited() {
 		d.waitsN++
 		err = d.r.SubmitAndWait(timeout)
 	} else {
@@ -244,7 +269,9 @@ func (d *uringDriver) enter(timeout time.Duration) error {
 
 // dispatch hands the loop what the kernel reported: the receives earlier
 // turns deferred first, then every completion ready, by the kind in its
-// user data (complete, uring_dispatch.go); then it re-arms what ran out.
+// user data (complete, uring_dispatch.go), then the skipped sends the
+// enter completed without a word (uring_skip.go); then it re-arms what ran
+// out.
 func (d *uringDriver) dispatch() {
 	if d.r.Overflowed() {
 		// The kernel holds completions the queue had no room for
@@ -253,6 +280,7 @@ func (d *uringDriver) dispatch() {
 		// too small for the load (Config.RingEntries).
 		d.cnt[sCQOverflows]++
 	}
+	known := d.skipsKnown() // before anything below prepares more
 	if len(d.deferred) > 0 {
 		d.deliverDeferred()
 	}
@@ -267,6 +295,7 @@ func (d *uringDriver) dispatch() {
 			break
 		}
 	}
+	d.skipsDone(known)
 	if len(d.retry) > 0 {
 		d.retryReleases()
 	}

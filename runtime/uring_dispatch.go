@@ -68,7 +68,11 @@ func (d *uringDriver) complete(e *ring.Completion) {
 	case kindSend:
 		c.ur.ops--
 		c.ur.flags &^= ufSendCancel
-		d.sent(c, e.Res)
+		if c.ur.flags&ufSendSkip != 0 {
+			d.skipFailed(c, e.Res)
+		} else {
+			d.sent(c, e.Res)
+		}
 	case kindConnect:
 		c.ur.ops--
 		var err error

@@ -36,13 +36,27 @@ func (d *uringDriver) markDirty(c *Conn) {
 	}
 }
 
-// send prepares a send of the next bytes of c's queue, at most maxSend.
+// send prepares a send of the next bytes of c's queue, at most maxSend:
+// a skipped send where the loop uses them (uring_skip.go), unless one
+// found the socket full since the queue last drained.
 func (d *uringDriver) send(c *Conn) {
+	d.sendOut(c, d.feats&UringSkipSends != 0 && c.ur.flags&ufSendFull == 0)
+}
+
+// sendOut is send, skipped (it never waits) or not (it waits for room).
+func (d *uringDriver) sendOut(c *Conn, skip bool) {
 	p := c.out.pending()
 	if c.closed() || len(p) == 0 {
 		return
 	}
-	if err := d.r.PrepareSend(c.fd, p[:min(len(p), maxSend)], userData(kindSend, c.slot, c.gen)); err != nil {
+	p, ud := p[:min(len(p), maxSend)], userData(kindSend, c.slot, c.gen)
+	var err error
+	if skip {
+		err = d.sendSkipped(c, p, ud)
+	} else {
+		err = d.r.PrepareSend(c.fd, p, ud)
+	}
+	if err != nil {
 		d.l.fail(c, "write", err)
 		return
 	}
@@ -89,5 +103,7 @@ func (d *uringDriver) sent(c *Conn, res int32) {
 	}
 	if d.l.sendResult(c, n, err) {
 		d.send(c)
+	} else {
+		c.ur.flags &^= ufSendFull // drained (or failed): the next write may skip again
 	}
 }

@@ -1,36 +1,76 @@
 #!/usr/bin/env bash
-# ab.sh: compare two checkouts' examples/echo, interleaved (A B A B ...),
-# for the before/after runs of a change on the loop's path. It changes
-# nothing on the host: it builds both servers and the load generator (from
-# this checkout) into a temporary directory and runs them on loopback.
+# ab.sh: compare checkouts' examples/echo, interleaved (A B A B ...), for
+# the before/after runs of a change on the loop's path. It changes nothing
+# on the host: it builds the servers and the load generator (from this
+# checkout) into a temporary directory and runs them on loopback.
 #
 #   scripts/ab.sh /path/to/before /path/to/after
-#   REPEATS=5 CONNS="50 1000" BACKENDS="uring epoll" scripts/ab.sh A B
+#   REPEATS=5 CONNS="50 1000" BYTES="64 16384" BACKENDS="uring epoll" scripts/ab.sh A B
+#   LOAD_FLAGS=-perf scripts/ab.sh A B   (extra load flags: -perf counts the server's syscalls)
 #   scripts/ab.sh --dry-run A B
 #
-# One line per run: checkout, backend, connections, requests/s and server
-# CPU per request (utime+stime over the window / requests, as bench.sh);
-# then the median and range of each. Server on cpu0, load on cpu1.
+# More than two sides may be given. A side is a checkout, a checkout with
+# the echo's extra flags after "::" (one build per checkout, so that the
+# variants of one tree are Config switches run side by side), or
+# "liburing", the plain C liburing echo (examples/bench/baseline/uringc,
+# built with gcc -luring; it has no backend, so it runs once per row):
+#
+#   scripts/ab.sh /tmp/main . .::-uring-features=none liburing
+#
+# One line per run: side, backend, connections, bytes, requests/s,
+# server CPU per request (utime+stime over the window / requests, as
+# bench.sh), the server's context switches per request and, with
+# LOAD_FLAGS=-perf, its system calls per request (else NA); then the
+# median and range of each CPU figure. Server on cpu0, load on
+# cpu1.
 set -euo pipefail
 
 dry=0
 if [ "${1:-}" = "--dry-run" ]; then dry=1; shift; fi
-[ $# -eq 2 ] || { echo "usage: scripts/ab.sh [--dry-run] BEFORE AFTER" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: scripts/ab.sh [--dry-run] BEFORE AFTER [MORE...]" >&2; exit 2; }
 here=$(cd "$(dirname "$0")/.." && pwd)
-a=$(cd "$1" && pwd)
-b=$(cd "$2" && pwd)
 reps=${REPEATS:-4}
 conns_list=${CONNS:-50 1000}
+bytes_list=${BYTES:-64}
 backends=${BACKENDS:-uring epoll}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-build() { # tree out
-  if [ "$dry" = 1 ]; then echo "+ build $1/examples/echo -> $2"; return; fi
-  (cd "$1" && GOFLAGS="${GOFLAGS:--ldflags=-checklinkname=0}" go build -o "$2" ./examples/echo)
-}
-build "$a" "$work/echo-a"
-build "$b" "$work/echo-b"
+# The sides: names a, b, c, ...; each with its binary and flags.
+names=(a b c d e f g h)
+[ $# -le ${#names[@]} ] || { echo "ab.sh: at most ${#names[@]} sides" >&2; exit 2; }
+declare -a bin flags desc
+declare -A built
+i=0
+for side in "$@"; do
+  tree=${side%%::*}
+  extra=""
+  if [[ "$side" == *::* ]]; then extra=${side#*::}; fi
+  if [ "$tree" = liburing ]; then
+    exe="$work/liburing-echo"
+    if [ -z "${built[liburing]:-}" ]; then
+      if [ "$dry" = 1 ]; then echo "+ gcc $here/examples/bench/baseline/uringc/echo.c -> $exe"; else
+        gcc -O2 -o "$exe" "$here/examples/bench/baseline/uringc/echo.c" -luring
+      fi
+      built[liburing]=1
+    fi
+  else
+    dir=$(cd "$tree" && pwd)
+    if [ -z "${built[$dir]:-}" ]; then
+      exe="$work/echo-${names[$i]}"
+      if [ "$dry" = 1 ]; then echo "+ build $dir/examples/echo -> $exe"; else
+        (cd "$dir" && GOFLAGS="${GOFLAGS:--ldflags=-checklinkname=0}" go build -o "$exe" ./examples/echo)
+      fi
+      built[$dir]=$exe
+    fi
+    exe=${built[$dir]}
+  fi
+  bin[i]=$exe
+  flags[i]=$extra
+  desc[i]="$side"
+  i=$((i + 1))
+done
+nsides=$i
 if [ "$dry" = 1 ]; then echo "+ build $here/examples/bench/load"; exit 0; fi
 (cd "$here" && go build -C examples/bench -o "$work/load" ./load)
 
@@ -39,33 +79,51 @@ port=27900
 for ((r = 1; r <= reps; r++)); do
   for be in $backends; do
     for n in $conns_list; do
-      for side in a b; do
-        port=$((port + 1))
-        taskset -c 0 "$work/echo-$side" -addr "127.0.0.1:$port" -cores 0 -backend "$be" >/dev/null 2>&1 &
-        srv=$!
-        sleep 0.5
-        out=$(taskset -c 1 "$work/load" -addr "127.0.0.1:$port" -conns "$n" -bytes 64 -warmup 1 -seconds 5 \
-          -json -server-pid "$srv" 2>/dev/null) || true
-        kill -TERM "$srv" 2>/dev/null || true
-        wait "$srv" 2>/dev/null || true
-        rps=$(echo "$out" | sed -n 's/.*"rps":\([0-9.]*\).*/\1/p')
-        cpu=$(echo "$out" | sed -n 's/.*"server_cpu_us_per_req":\([0-9.]*\).*/\1/p')
-        echo "$side $be c$n ${rps:-0} ${cpu:-0}" | tee -a "$work/runs"
+      for sz in $bytes_list; do
+        for ((s = 0; s < nsides; s++)); do
+          side=${names[$s]}
+          port=$((port + 1))
+          if [ "${desc[s]}" = liburing ]; then
+            # No backend: once per row, under the first backend only.
+            [ "$be" = "${backends%% *}" ] || continue
+            # shellcheck disable=SC2086
+            taskset -c 0 "${bin[s]}" "127.0.0.1:$port" >/dev/null 2>&1 &
+          else
+            # shellcheck disable=SC2086
+            taskset -c 0 "${bin[s]}" -addr "127.0.0.1:$port" -cores 0 -backend "$be" ${flags[s]} >/dev/null 2>&1 &
+          fi
+          srv=$!
+          sleep 0.5
+          # shellcheck disable=SC2086
+          out=$(taskset -c 1 "$work/load" -addr "127.0.0.1:$port" -conns "$n" -bytes "$sz" -warmup 1 -seconds 5 \
+            -json -server-pid "$srv" ${LOAD_FLAGS:-} 2>/dev/null) || true
+          kill -TERM "$srv" 2>/dev/null || true
+          wait "$srv" 2>/dev/null || true
+          rps=$(echo "$out" | sed -n 's/.*"rps":\([0-9.]*\).*/\1/p')
+          cpu=$(echo "$out" | sed -n 's/.*"server_cpu_us_per_req":\([0-9.]*\).*/\1/p')
+          cs=$(echo "$out" | sed -n 's/.*"server_ctxsw_per_req":\([0-9.]*\).*/\1/p')
+          sc=$(echo "$out" | sed -n 's/.*"server_syscalls_per_req":\([0-9.]*\).*/\1/p')
+          echo "$side $be c$n ${sz}B ${rps:-0} ${cpu:-0} ${cs:-NA} ${sc:-NA}" | tee -a "$work/runs"
+        done
       done
     done
   done
 done
-echo "# median (min-max) of $reps runs; a = $a, b = $b"
-for be in $backends; do
-  for n in $conns_list; do
-    for side in a b; do
-      awk -v s="$side" -v be="$be" -v n="c$n" '$1 == s && $2 == be && $3 == n {print $5, $4}' "$work/runs" |
-        sort -n | awk -v s="$side" -v be="$be" -v n="$n" '
-          {cpu[NR] = $1; rps[NR] = $2}
-          END {
-            m = (NR % 2) ? cpu[(NR + 1) / 2] : (cpu[NR / 2] + cpu[NR / 2 + 1]) / 2
-            printf "%s %s c%s: %.2f us/req (%.2f-%.2f)\n", s, be, n, m, cpu[1], cpu[NR]
-          }'
-    done
-  done
-done
+echo "# median (min-max) of $reps runs"
+for ((s = 0; s < nsides; s++)); do echo "# ${names[$s]} = ${desc[s]}"; done
+# One line per side and row, in the order the runs came: the median server
+# CPU per request with its range, mean requests/s and context switches.
+awk '
+  NF >= 8 { key = $2 " " $3 " " $4 " " $1
+    if (!(key in n)) order[++rows] = key
+    n[key]++; cpu[key, n[key]] = $6; rps[key] += $5; cs[key] += $7 }
+  END {
+    for (r = 1; r <= rows; r++) {
+      k = order[r]; m = n[k]
+      for (i = 1; i <= m; i++) v[i] = cpu[k, i]
+      for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      med = (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+      split(k, f, " ")
+      printf "%s %s %s %s: %.2f us/req (%.2f-%.2f), %.0f req/s mean, %.3f ctxsw/req\n", f[4], f[1], f[2], f[3], med, v[1], v[m], rps[k] / m, cs[k] / m
+    }
+  }' "$work/runs" | sort -s -k2,4

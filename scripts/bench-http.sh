@@ -60,7 +60,8 @@
 # Environment (defaults in parentheses):
 #   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
-#   SERVERS ("percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt")
+#   SERVERS ("percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt";
+#   also percore-uring-plain: percore-uring with -uring-features=none)
 #   JSON_SERVERS ("percore-uring percore-old nethttp nethttp-adapt")
 #   SLEEP_SERVERS ("sleep-nethttp sleep-adapt sleep-httpd")
 #   OLD_HTTP_REF (the parent of the last commit that touched examples/http/server.go)
@@ -176,6 +177,9 @@ start() {
   case "$name" in
     percore-uring | percore-epoll)
       cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend "${name#percore-}" -cores "${cpus%%[,-]*}")
+      ;;
+    percore-uring-plain) # percore-uring without issue 28's io_uring features, for their A/B
+      cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}" -uring-features=none)
       ;;
     percore-old)
       cmd=("${go[@]}" "$tmp/http-old" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")

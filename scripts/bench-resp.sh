@@ -47,7 +47,7 @@
 #   PROXY_SERVERS ("proxy-uring proxy-epoll twemproxy direct")  LOOP_SERVERS ("kv1-uring kv2-uring")
 #   OUT (docs/results/HOST-DATE-resp)
 #   (KV_SERVERS may also name handkept: issue 14's one-loop server written without its API,
-#   examples/kv/testdata/handkept)
+#   examples/kv/testdata/handkept; and kv-uring-plain: kv-uring with -uring-features=none)
 set -euo pipefail
 
 # shellcheck source=scripts/lib/bench-common.sh
@@ -143,6 +143,12 @@ start_server() {
       local backend=${name#*-}
       spawn "$name" env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
         -backend "$backend" -cores "$first"
+      ;;
+    kv-uring-plain)
+      # kv-uring without the io_uring features of issue 28 (Config.UringFeatures),
+      # for their A/B: KV_SERVERS="kv-uring kv-uring-plain redis".
+      spawn "$name" env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
+        -backend uring -cores "$first" -uring-features=none
       ;;
     kv2-uring)
       spawn "$name" env GOMAXPROCS=2 taskset -c "$LOOP_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \

@@ -167,15 +167,31 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// UringFeaturesEnv names the variable that sets Config.UringFeatures
+// (percore.ParseUringFeatures' names: "none", "skip_sends", ...) for every
+// runtime Start starts without its own, so that the whole suite runs the
+// io_uring driver without the features too: `PERCORE_URING_FEATURES=none
+// go test ./...` is the path of a kernel that has none of them.
+const UringFeaturesEnv = "PERCORE_URING_FEATURES"
+
 // Start starts a runtime for a test and closes it at cleanup; it is every
 // package's way to start one. Zero fields of cfg get the tests' defaults:
 // one loop on the first CPU the test may use, a listener on 127.0.0.1:0
-// when h is not nil, and a logger that writes warnings and errors to the
-// test log. An io_uring runtime needs io_uring (NeedURing).
+// when h is not nil, a logger that writes warnings and errors to the
+// test log, and the io_uring features of PERCORE_URING_FEATURES
+// (UringFeaturesEnv) when it is set. An io_uring runtime needs io_uring
+// (NeedURing).
 func Start(t testing.TB, cfg percore.Config, h percore.Handler) *percore.Runtime {
 	t.Helper()
 	if cfg.Backend == percore.IOURing {
 		NeedURing(t)
+	}
+	if v := os.Getenv(UringFeaturesEnv); v != "" && cfg.UringFeatures == nil {
+		f, err := percore.ParseUringFeatures(v)
+		if err != nil {
+			t.Fatalf("%s: %v", UringFeaturesEnv, err)
+		}
+		cfg.UringFeatures = &f
 	}
 	if cfg.Addr == "" && len(cfg.Listen) == 0 && len(cfg.Inherited) == 0 && h != nil {
 		cfg.Addr = "127.0.0.1:0"

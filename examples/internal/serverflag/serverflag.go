@@ -11,6 +11,10 @@
 //	-backend  auto, uring or epoll
 //	-metrics  an address to serve Prometheus metrics at /metrics and the Go
 //	          profiles at /debug/pprof/ on (package runtime/metrics); empty: off
+//	-uring-features
+//	          the io_uring features the loops use where the kernel has them
+//	          (percore.ParseUringFeatures: default, none, or a list such as
+//	          registered_ring,skip_sends), for A/B runs of each
 //
 // A bad -cores or -backend is refused by flag.Parse with the flag's name,
 // the value and what is wrong, before anything starts. A program registers
@@ -49,6 +53,8 @@ type Flags struct {
 	Backend percore.Backend
 	// Metrics is -metrics: the metrics side port's address, empty for none.
 	Metrics string
+	// UringFeatures is -uring-features: nil for the default.
+	UringFeatures *percore.UringFeatures
 }
 
 // Register defines -addr (with addr as its default), -cores, -backend and
@@ -59,15 +65,36 @@ func Register(fs *flag.FlagSet, addr string) *Flags {
 	fs.Var((*coresValue)(&f.Cores), "cores", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
 	fs.Var((*backendValue)(&f.Backend), "backend", "auto, uring or epoll")
 	fs.StringVar(&f.Metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9100 (default: off)")
+	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi")
 	return f
 }
 
-// Apply sets cfg's Cores and Backend from the flags. It leaves cfg.Addr to
+// Apply sets cfg's Cores, Backend and UringFeatures from the flags. It leaves cfg.Addr to
 // the caller, because what -addr names depends on the program: Config.Addr
 // for a TCP server, a Config.Listen entry for a UDP or Unix one.
 func (f *Flags) Apply(cfg *percore.Config) {
 	cfg.Cores = f.Cores
 	cfg.Backend = f.Backend
+	cfg.UringFeatures = f.UringFeatures
+}
+
+// featuresValue is -uring-features, checked when it is parsed.
+type featuresValue struct{ p **percore.UringFeatures }
+
+func (v *featuresValue) String() string {
+	if v == nil || v.p == nil || *v.p == nil {
+		return "default"
+	}
+	return (*v.p).String()
+}
+
+func (v *featuresValue) Set(s string) error {
+	f, err := percore.ParseUringFeatures(s)
+	if err != nil {
+		return err
+	}
+	*v.p = &f
+	return nil
 }
 
 // ServeMetrics serves rt's counters and the extra collectors (a pool's, say)

@@ -74,11 +74,36 @@ func TestApply(t *testing.T) {
 	}
 }
 
+// -uring-features parses percore.ParseUringFeatures' names into
+// Config.UringFeatures, and leaves it nil (the default) when not given.
+func TestUringFeatures(t *testing.T) {
+	f, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg percore.Config
+	f.Apply(&cfg)
+	if cfg.UringFeatures != nil {
+		t.Fatalf("no -uring-features gave %v, want nil (the default)", *cfg.UringFeatures)
+	}
+	f, err = parse(t, "-uring-features", "skip_sends,napi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Apply(&cfg)
+	if cfg.UringFeatures == nil || *cfg.UringFeatures != percore.UringSkipSends|percore.UringNAPI {
+		t.Fatalf("-uring-features skip_sends,napi gave %v", cfg.UringFeatures)
+	}
+	if _, err := parse(t, "-uring-features", "sqpoll"); err == nil || !strings.Contains(err.Error(), `unknown io_uring feature "sqpoll"`) {
+		t.Fatalf("-uring-features sqpoll: %v, want an unknown-feature error", err)
+	}
+}
+
 // The defaults print as they parse, so that -h shows them.
 func TestDefaultsInUsage(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	Register(fs, "127.0.0.1:7000")
-	for name, want := range map[string]string{"addr": "127.0.0.1:7000", "cores": "", "backend": "auto", "metrics": ""} {
+	for name, want := range map[string]string{"addr": "127.0.0.1:7000", "cores": "", "backend": "auto", "metrics": "", "uring-features": "default"} {
 		if got := fs.Lookup(name).DefValue; got != want {
 			t.Errorf("-%s default %q, want %q", name, got, want)
 		}

@@ -1,0 +1,135 @@
+//go:build linux
+
+package runtime
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/percore/percore/ring"
+)
+
+// UringFeatures are the io_uring features beyond its opcodes that an
+// io_uring loop uses where the kernel has them (ring.Probe answers for
+// each; a kernel without one runs the loop as before, without it). See
+// docs/decisions/0051 and docs/performance.md, "io_uring features, part 2",
+// for what each saves and what it was measured to pay.
+type UringFeatures uint32
+
+const (
+	// UringRegisteredRing registers the ring's descriptor with the kernel
+	// (IORING_REGISTER_RING_FDS, 5.18+): every enter names the ring by
+	// its index in the loop thread's table and skips the file lookup.
+	UringRegisteredRing UringFeatures = 1 << iota
+	// UringSkipSends sends without a send completion where the send
+	// needs none (IOSQE_CQE_SKIP_SUCCESS, 5.17+, on a send that never
+	// waits: ring.PrepareSendNoWait): a send that the socket takes whole
+	// within the turn's enter posts nothing, and the loop learns it from
+	// the enter having returned; one that finds the socket full posts
+	// what it did, and the rest goes as an ordinary send. It saves the
+	// one enter per round trip that only reaped a send's completion.
+	// Not with SQPoll (the kernel's thread submits after the enter).
+	UringSkipSends
+	// UringNAPI registers NAPI busy polling (IORING_REGISTER_NAPI, 6.9+,
+	// and a kernel built with CONFIG_NET_RX_BUSY_POLL): while the loop
+	// waits, the kernel polls the receive queues of its sockets' NICs for
+	// up to Config.NAPIBusyPoll before it sleeps, which trades a core's
+	// busy polling for the interrupt-to-wake-up latency of a quiet
+	// connection. It pays only on a real NIC with a queue per loop
+	// (scripts/tune-nic.sh); loopback has no NAPI context, and the
+	// registration there polls nothing. Off by default. Where the kernel
+	// refuses it, the loop runs without it (logged once).
+	UringNAPI
+)
+
+// DefaultUringFeatures are the features a loop uses unless
+// Config.UringFeatures says otherwise: those measured to pay
+// (docs/performance.md, "io_uring features, part 2").
+const DefaultUringFeatures = UringRegisteredRing | UringSkipSends
+
+var uringFeatureNames = []struct {
+	f    UringFeatures
+	name string
+}{
+	{UringRegisteredRing, "registered_ring"},
+	{UringSkipSends, "skip_sends"},
+	{UringNAPI, "napi"},
+}
+
+// String lists the features by ParseUringFeatures' names, "none" for none.
+func (f UringFeatures) String() string {
+	if f == 0 {
+		return "none"
+	}
+	var names []string
+	for _, n := range uringFeatureNames {
+		if f&n.f != 0 {
+			names = append(names, n.name)
+			f &^= n.f
+		}
+	}
+	if f != 0 {
+		names = append(names, fmt.Sprintf("%#x", uint32(f)))
+	}
+	return strings.Join(names, ",")
+}
+
+// ParseUringFeatures parses a comma-separated list of feature names
+// (registered_ring, skip_sends, napi), case-insensitive; "none" is no features
+// and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
+// pointer to the result.
+func ParseUringFeatures(s string) (UringFeatures, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "default":
+		return DefaultUringFeatures, nil
+	case "none":
+		return 0, nil
+	}
+	var f UringFeatures
+next:
+	for name := range strings.SplitSeq(s, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		for _, n := range uringFeatureNames {
+			if n.name == name {
+				f |= n.f
+				continue next
+			}
+		}
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi or none)", name)
+	}
+	return f, nil
+}
+
+// uringFeaturesFor returns the features of want that a loop uses with
+// setup flags flags on a kernel whose probe answered s: each only where
+// the kernel has it.
+func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) UringFeatures {
+	var got UringFeatures
+	if want&UringRegisteredRing != 0 && s.HasFeature(ring.RegisteredRing) {
+		got |= UringRegisteredRing
+	}
+	if want&UringSkipSends != 0 && s.HasFeature(ring.CQESkip) && flags&ring.SQPoll == 0 {
+		got |= UringSkipSends
+	}
+	if want&UringNAPI != 0 && s.HasFeature(ring.NAPI) {
+		got |= UringNAPI
+	}
+	return got
+}
+
+// DefaultNAPIBusyPoll is the busy poll of UringNAPI when
+// Config.NAPIBusyPoll is zero: the value the kernel's documentation
+// suggests for net.core.busy_poll (Documentation/networking/napi.rst).
+const DefaultNAPIBusyPoll = 50 * time.Microsecond
+
+// registerNAPI registers NAPI busy polling on r for a loop that asked for
+// it (UringNAPI), and reports whether it took; a refusal leaves the loop
+// without it, logged by the first loop.
+func (d *uringDriver) registerNAPI(r *ring.Ring) bool {
+	err := r.RegisterNAPI(d.cfg.NAPIBusyPoll, false)
+	if err != nil && d.id == 0 {
+		d.log.Warn("percore: NAPI busy polling refused: the loops wait without it", "err", err)
+	}
+	return err == nil
+}

@@ -1,0 +1,151 @@
+package runtime_test
+
+import (
+	"bytes"
+	"io"
+	"testing"
+
+	"github.com/percore/percore/internal/pctest"
+	"github.com/percore/percore/internal/rawconn"
+	"github.com/percore/percore/ring"
+	percore "github.com/percore/percore/runtime"
+)
+
+func TestParseUringFeatures(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want percore.UringFeatures
+	}{
+		{"", percore.DefaultUringFeatures},
+		{"default", percore.DefaultUringFeatures},
+		{"none", 0},
+		{"registered_ring", percore.UringRegisteredRing},
+		{" Skip_Sends ", percore.UringSkipSends},
+		{"registered_ring,skip_sends", percore.UringRegisteredRing | percore.UringSkipSends},
+		{"napi", percore.UringNAPI},
+	} {
+		got, err := percore.ParseUringFeatures(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseUringFeatures(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+		if back, err := percore.ParseUringFeatures(got.String()); err != nil || back != got {
+			t.Errorf("ParseUringFeatures(%q) = %v, %v: String does not parse back", got.String(), back, err)
+		}
+	}
+	if _, err := percore.ParseUringFeatures("skip_sends,bundles2"); err == nil {
+		t.Error("an unknown feature parsed")
+	}
+}
+
+// uringFeatureSets are the settings each feature is tested under: each
+// alone, none (a kernel without any), and the default.
+var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, percore.UringSkipSends,
+	percore.DefaultUringFeatures, percore.DefaultUringFeatures | percore.UringNAPI}
+
+// kernelFeatures is what of want the kernel here lets a loop use (the
+// driver's own rule, with the default setup flags).
+func kernelFeatures(t *testing.T, want percore.UringFeatures) percore.UringFeatures {
+	s, err := ring.Probe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got percore.UringFeatures
+	if want&percore.UringRegisteredRing != 0 && s.HasFeature(ring.RegisteredRing) {
+		got |= percore.UringRegisteredRing
+	}
+	if want&percore.UringSkipSends != 0 && s.HasFeature(ring.CQESkip) {
+		got |= percore.UringSkipSends
+	}
+	if want&percore.UringNAPI != 0 && s.HasFeature(ring.NAPI) {
+		got |= percore.UringNAPI
+	}
+	return got
+}
+
+// replyClose answers each read with its bytes, then closes: the bytes
+// queued go out first.
+type replyClose struct{}
+
+func (replyClose) OnData(c *percore.Conn, data []byte) {
+	c.Write(data)
+	c.Close()
+}
+
+// TestUringFeaturesEach runs the send path under each feature setting:
+// the report says what the loop uses, small and large echoes (past one
+// send's 256 KiB) arrive whole and in order, and a close after a write
+// sends the write first, then ends the stream.
+func TestUringFeaturesEach(t *testing.T) {
+	pctest.NeedURing(t)
+	for _, f := range uringFeatureSets {
+		t.Run(f.String(), func(t *testing.T) {
+			rt := start(t, percore.Config{Backend: percore.IOURing, UringFeatures: &f}, echoHandler{})
+			if got, want := rt.Report().UringFeatures, kernelFeatures(t, f); got != want {
+				t.Fatalf("the loop uses %v, want %v", got, want)
+			}
+			c := dial(t, rt)
+			for i, size := range []int{1, 64, 4 << 10, 300 << 10, 1 << 20, 64} {
+				p := bytes.Repeat([]byte{byte(i + 1)}, size)
+				got, err := roundTrip(c, p)
+				if err != nil {
+					t.Fatalf("echo of %d bytes: %v", size, err)
+				}
+				if !bytes.Equal(got, p) {
+					t.Fatalf("echo of %d bytes came back different", size)
+				}
+			}
+
+			rc := start(t, percore.Config{Backend: percore.IOURing, UringFeatures: &f}, replyClose{})
+			cc := dial(t, rc)
+			p := bytes.Repeat([]byte("abcdefgh"), 8<<10)
+			if _, err := cc.Write(p); err != nil {
+				t.Fatal(err)
+			}
+			// The server answers each read and closes after the first:
+			// what comes back is a prefix of p, then the end of the stream.
+			got, err := io.ReadAll(cc)
+			if err != nil {
+				t.Fatalf("read to the end: %v", err)
+			}
+			if len(got) == 0 || !bytes.HasPrefix(p, got) {
+				t.Fatalf("got %d bytes that are not a prefix of what was sent", len(got))
+			}
+		})
+	}
+}
+
+// TestSkipSendsSaveAnEnter counts the loop's kernel enters per round trip
+// of one connection's echo: with skipped sends the enter that submits the
+// reply also waits for the next request, where without them a second
+// enter reaps the send's completion. (A count, not a timing: the figure
+// that says the feature is in use.)
+func TestSkipSendsSaveAnEnter(t *testing.T) {
+	pctest.NeedURing(t)
+	if kernelFeatures(t, percore.UringSkipSends) == 0 {
+		t.Skip("the kernel lacks IOSQE_CQE_SKIP_SUCCESS (5.17+)")
+	}
+	const trips = 300
+	perTrip := func(f percore.UringFeatures) float64 {
+		rt := start(t, percore.Config{Backend: percore.IOURing, UringFeatures: &f}, echoHandler{})
+		c := rawconn.Dial(t, rt.Addr())
+		p := make([]byte, 64)
+		for range 20 {
+			if err := c.RoundTrip(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := rt.Stats()
+		for range trips {
+			if err := c.RoundTrip(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := rt.Stats()
+		return float64(after.Syscalls-before.Syscalls) / trips
+	}
+	plain, skip := perTrip(0), perTrip(percore.UringSkipSends)
+	t.Logf("enters per round trip: %.2f with plain sends, %.2f with skipped sends", plain, skip)
+	if skip > plain-0.5 {
+		t.Errorf("skipped sends: %.2f enters per round trip, plain sends %.2f: want at least half an enter fewer", skip, plain)
+	}
+}
