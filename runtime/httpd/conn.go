@@ -75,6 +75,10 @@ func (s *Server) OnView(c *percore.Conn, in []byte) (int, error) {
 	n, err := cn.view(in)
 	cn.inView = false
 	cn.headIn = nil
+	if cn.w.kept > 0 {
+		cn.ls.views++
+		cn.w.commitKept() // the answers of this read, in one Commit
+	}
 	return n, err
 }
 
@@ -161,10 +165,12 @@ func (cn *conn) begin(hr *http1.Request) {
 			cn.serve(h)
 			if !c.Closed() {
 				cn.endResponse()
+				cn.w.commitKept()
 				c.CloseLinger()
 			}
 			return
 		}
+		cn.w.commitKept()
 		c.Write(http1.Continue)
 	}
 	if cn.sh == nil && hr.HasBody() && s.maxBody > 0 && hr.ContentLength > int64(s.maxBody) {
@@ -331,9 +337,11 @@ func (cn *conn) finish() {
 		// A shutdown closes the connection once it is idle and its
 		// queue sent: the response goes out whole.
 		cn.begun = false
+		cn.w.commitKept()
 		c.EndRequest()
 	}
 	if cn.closeAfter || cn.shutdown || cn.eof || cn.w.broken {
+		cn.w.commitKept()
 		c.Close()
 		return
 	}

@@ -205,6 +205,8 @@ func (s *Server) Stats() Stats {
 type loopState struct {
 	date    http1.Date
 	scratch []byte   // a Response's bytes while its reserved room grows
+	commits uint64   // Commits of in-place answers (several answers of a read in one)
+	views   uint64   // OnView calls that answered something in place
 	free    [][]byte // buffers for heads and bodies that span reads
 	// head is the fields every response starts with (Server, Date),
 	// formatted again when the second changes.
@@ -386,7 +388,9 @@ func (cn *conn) fail(status int, reason string) {
 		cn.begun = false
 		c.EndRequest() // the connection closes: a shutdown need not wait for it
 	}
-	if !cn.w.committed && !c.Closed() {
+	// The response committed, if any, is the last request's when none is
+	// in progress: the error is answered after it.
+	if (!cn.inRequest || !cn.w.committed) && !c.Closed() {
 		ls := cn.ls
 		ls.scratch = http1.AppendError(ls.scratch[:0], status, reason, ls.date.Get(c.Loop().Now()))
 		c.Write(ls.scratch)
