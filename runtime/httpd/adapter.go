@@ -32,7 +32,8 @@ var ErrHijack = errors.New("httpd: Hijack is not supported: the connection's soc
 // doing every socket operation: the handler starts once the head has
 // arrived, with an http.Request whose Body is fed from the loop as the
 // body arrives and whose context is cancelled when the client goes away,
-// the request passes Config.HandlerTimeout or the server closes; its
+// the request passes Config.HandlerTimeout, a graceful shutdown begins
+// (its cause ErrShuttingDown, as for Server.Go) or the server closes; its
 // ResponseWriter sends through the loop, its writes waiting while the
 // connection's outbound queue is over its cap (Config.MaxOutbound). It
 // implements http.Flusher, and http.ResponseController's SetReadDeadline
@@ -67,7 +68,7 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 		w.WriteString("400 Bad Request: malformed request target\n")
 		return
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancelCause(s.ctx)
 	ar := &adaptedRequest{cn: cn, ack: make(chan struct{}, 1)}
 	ar.cond.L = &ar.mu
 	hdr := make(http.Header, hr.Header.Len())
@@ -102,7 +103,7 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	j.back = func() {}
 	ar.job = j // before the worker can start
 	if !s.pool.submit(j) {
-		cancel()
+		cancel(nil)
 		s.nReject.Add(1)
 		busy(w)
 		return
@@ -111,6 +112,9 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	cn.hold(false)
 	cn.job = j
 	cn.aw = ar
+	if cn.shutdown {
+		cancel(ErrShuttingDown)
+	}
 }
 
 // OnBody hands a piece of the body to the handler's reads; past the
@@ -178,7 +182,7 @@ func (ar *adaptedRequest) gone() {
 		ar.waiting = false
 		ar.signal()
 	}
-	ar.job.cancel()
+	ar.job.cancel(nil)
 }
 
 // drained is OnDrain: a write waiting for the queue goes on.
@@ -389,7 +393,7 @@ func (rw *responseWriter) finish(p any) {
 		rw.WriteHeader(200)
 	}
 	rw.flush(true, p)
-	rw.ar.job.cancel()
+	rw.ar.job.cancel(nil)
 }
 
 // flush hands the gathered bytes to the loop and waits until it took them.

@@ -15,6 +15,10 @@ import (
 	"github.com/percore/percore/runtime/frame/http1"
 )
 
+// ErrShuttingDown is the cause (context.Cause) of the cancellation of
+// off-loop work (Server.Go, Adapt) when a graceful shutdown begins.
+var ErrShuttingDown = errors.New("httpd: the server is shutting down")
+
 // The defaults of Config's zero fields.
 const (
 	// DefaultHeadTimeout is how long a request head may take to arrive
@@ -305,11 +309,17 @@ func (s *Server) OnClose(c *percore.Conn, err error) {
 }
 
 // OnShutdown marks the connection: the response in flight, if any, says
-// Connection: close and the connection closes after it. (Idle
-// connections the runtime closes itself.)
+// Connection: close and the connection closes after it, and the context
+// of the off-loop work answering it (Server.Go, Adapt) is cancelled with
+// ErrShuttingDown. (Idle connections the runtime closes itself.)
 func (s *Server) OnShutdown(c *percore.Conn) {
 	if cn, ok := c.Value().(*conn); ok {
 		cn.shutdown = true
+		if cn.job != nil {
+			// The work answering the request in flight is told, so
+			// that it answers now (its answer still goes out).
+			cn.job.cancel(ErrShuttingDown)
+		}
 		if cn.up != nil {
 			if sh, ok := cn.up.(percore.ShutdownHandler); ok {
 				sh.OnShutdown(c)
