@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"os"
 	"strconv"
@@ -60,47 +59,20 @@ const flushAt = 32 << 10
 func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	cn := w.cn
 	s := cn.s
-	hr := r.hr
-	u, err := url.ParseRequestURI(string(hr.Target))
-	if err != nil {
+	ar := newAdaptedRequest(cn, r.hr, a.h)
+	if ar == nil {
 		w.WriteHeader(400)
 		w.CloseAfter()
 		w.WriteString("400 Bad Request: malformed request target\n")
 		return
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
-	ar := &adaptedRequest{cn: cn, ack: make(chan struct{}, 1)}
-	ar.cond.L = &ar.mu
-	hdr := make(http.Header, hr.Header.Len())
-	for _, f := range hr.Header.All() {
-		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
-		hdr[k] = append(hdr[k], string(f.Value))
+	ar.req = ar.base.WithContext(ctx)
+	if ls := cn.ls; ls.done.drain == nil {
+		ls.done.drain = ls.done.drainAll
 	}
-	req := &http.Request{
-		Method: string(hr.Method), URL: u, RequestURI: string(hr.Target),
-		Proto: "HTTP/1." + strconv.Itoa(hr.Minor), ProtoMajor: 1, ProtoMinor: hr.Minor,
-		Header: hdr, Host: string(hr.Host), Close: hr.Close, ContentLength: hr.ContentLength,
-	}
-	if u.Host != "" {
-		req.Host = u.Host
-	}
-	if ra := cn.c.RemoteAddr(); ra != nil {
-		req.RemoteAddr = ra.String()
-	}
-	if hr.Chunked {
-		req.TransferEncoding = []string{"chunked"}
-	}
-	if hr.HasBody() {
-		req.Body = &adaptedBody{ar: ar}
-	} else {
-		req.Body = http.NoBody
-		ar.bodyDone = true
-	}
-	ar.req = req.WithContext(ctx)
-	ar.rw = &responseWriter{ar: ar, hdr: make(http.Header)}
-	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel}
-	j.exec = func() { ar.run(a.h) }
-	j.back = func() {}
+	j := &ar.jobv
+	*j = job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel, ar: ar}
 	ar.job = j // before the worker can start
 	if !s.pool.submit(j) {
 		cancel(nil)
@@ -153,9 +125,20 @@ func (a *adapted) OnEnd(w *Response, r *Request) {
 // loop's until it acks.
 type adaptedRequest struct {
 	cn  *conn // the loop's only
+	h   http.Handler
 	job *job
 	req *http.Request
 	rw  *responseWriter
+
+	// What the request is built of (newAdaptedRequest): one allocation.
+	base     http.Request // req without its context
+	url      url.URL
+	bodyv    adaptedBody
+	rwv      responseWriter
+	jobv     job
+	out      [512]byte // the ResponseWriter's first buffer
+	finalBuf []byte    // the last flush, for doneBox
+	finalP   any
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -215,7 +198,8 @@ func (cn *conn) resumeBody() {
 }
 
 // run is the handler's goroutine.
-func (ar *adaptedRequest) run(h http.Handler) {
+func (ar *adaptedRequest) run() {
+	h := ar.h
 	rw := ar.rw
 	defer func() {
 		p := recover()
@@ -403,10 +387,16 @@ func (rw *responseWriter) flush(final bool, p any) error {
 		return rw.goneErr()
 	}
 	buf := rw.buf
-	ar.job.post(func() { ar.onLoop(buf, final, p) })
 	if final {
-		return nil // the loop no longer needs the worker
+		// The loop no longer needs the worker: its end goes through the
+		// loop's doneBox, without a closure of its own.
+		ar.finalBuf, ar.finalP = buf, p
+		if d := &ar.cn.ls.done; d.push(ar) {
+			ar.job.post(d.drain)
+		}
+		return nil
 	}
+	ar.job.post(func() { ar.onLoop(buf, final, p) })
 	var timeout <-chan time.Time
 	if !rw.writeDL.IsZero() {
 		t := time.NewTimer(time.Until(rw.writeDL))

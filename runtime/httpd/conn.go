@@ -56,6 +56,8 @@ type conn struct {
 	headArmed bool
 
 	up UpgradeHandler // the connection was upgraded: it gets the input
+
+	remote string // the peer's address, formatted for the adapter
 }
 
 // adapterRequest is what the net/http adapter keeps for a request, told

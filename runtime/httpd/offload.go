@@ -70,7 +70,6 @@ func (s *Server) Go(w *Response, work func(ctx context.Context) func(w *Response
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
 	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel, work: work}
-	j.exec, j.back = j.runGo, j.answerGo
 	if !s.pool.submit(j) {
 		cancel(nil)
 		s.nReject.Add(1)
@@ -106,8 +105,16 @@ type job struct {
 	work   func(ctx context.Context) func(w *Response)
 	answer func(w *Response)
 	panic  any
-	exec   func() // on a worker
-	back   func() // posted to the loop
+	ar     *adaptedRequest // the adapter's request, or nil: a Go job
+}
+
+// run is the job on its worker.
+func (j *job) run() {
+	if j.ar != nil {
+		j.ar.run()
+		return
+	}
+	j.runGo()
 }
 
 // runGo is a Go job on its worker.
@@ -120,7 +127,7 @@ func (j *job) runGo() {
 		}()
 		j.answer = j.work(j.ctx)
 	}()
-	j.post(j.back)
+	j.post(j.answerGo)
 }
 
 // post runs f on the job's loop, waiting while the loop's queue is full
@@ -239,7 +246,7 @@ func (p *workers) worker() {
 	for {
 		select {
 		case j := <-p.jobs:
-			j.exec()
+			j.run()
 			p.pending.Add(-1)
 		case <-p.done:
 			return

@@ -205,12 +205,14 @@ func (s *Server) Stats() Stats {
 		TimedOut: s.nTimeout.Load(), Panics: s.nPanic.Load()}
 }
 
-// loopState is one loop's: touched only on that loop's thread.
+// loopState is one loop's: touched only on that loop's thread, but for
+// done, which workers push to.
 type loopState struct {
 	date    http1.Date
 	scratch []byte   // a Response's bytes while its reserved room grows
 	commits uint64   // Commits of in-place answers (several answers of a read in one)
 	views   uint64   // OnView calls that answered something in place
+	done    doneBox  // adapted requests whose handlers returned (workers push)
 	free    [][]byte // buffers for heads and bodies that span reads
 	// head is the fields every response starts with (Server, Date),
 	// formatted again when the second changes.
