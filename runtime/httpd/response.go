@@ -327,6 +327,10 @@ func (w *Response) startHead() bool {
 // body fit, so that most responses reserve once.
 const startRoom = 1024
 
+// viewRoom is the room the first answer of a read reserves: a pipelined
+// read's answers (16 small ones) fit without moving it.
+const viewRoom = 4096
+
 // grow makes room for n more bytes in buf: in the connection's queue
 // during a handler's call, in the spill buffer outside one. It returns
 // false when the connection can no longer be written to.
@@ -355,6 +359,12 @@ func (w *Response) grow(n int) bool {
 	}
 	size := max(len(w.buf)+n, 2*cap(w.buf), 512)
 	if len(w.buf) == 0 {
+		if cn.inView {
+			// The first answer of a read: room for the others it may
+			// hold too (they are kept after it), so that the room
+			// seldom moves.
+			size = max(size, viewRoom)
+		}
 		r := cn.c.Reserve(size)
 		if r == nil {
 			return false
