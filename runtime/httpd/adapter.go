@@ -168,6 +168,19 @@ func (ar *adaptedRequest) gone() {
 	ar.job.cancel(nil)
 }
 
+// eof is the end of the client's stream (on the loop): the body's reads
+// end (io.ErrUnexpectedEOF when it was not whole) and the context is
+// cancelled, but the answer still goes out.
+func (ar *adaptedRequest) eof() {
+	ar.mu.Lock()
+	if !ar.bodyDone {
+		ar.dead = true
+	}
+	ar.cond.Broadcast()
+	ar.mu.Unlock()
+	ar.job.cancel(nil)
+}
+
 // drained is OnDrain: a write waiting for the queue goes on.
 func (ar *adaptedRequest) drained() {
 	if ar.waiting {

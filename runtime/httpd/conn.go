@@ -64,6 +64,7 @@ type conn struct {
 // when its connection goes away or its outbound queue drains.
 type adapterRequest interface {
 	gone()
+	eof()
 	drained()
 }
 

@@ -364,9 +364,13 @@ func (s *Server) OnEOF(c *percore.Conn) {
 	}
 	cn.eof = true
 	if cn.held {
-		cn.cancelJob()
+		// The client may only have shut its side (a half close): the
+		// work is told, and its answer still goes out before the close.
+		if cn.job != nil {
+			cn.job.cancel(nil)
+		}
 		if cn.aw != nil {
-			cn.aw.gone()
+			cn.aw.eof()
 		}
 		return
 	}

@@ -4,6 +4,7 @@ package httpd_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -77,6 +78,50 @@ func TestShutdownCancelsWork(t *testing.T) {
 		}
 		if err := pctest.Recv(t, shut, "Shutdown"); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestHalfCloseAnswered: a client that shuts its write side after its
+// request still gets the answer of work off the loop (Server.Go, Adapt),
+// its context cancelled, and then the end of the stream, not a wait for
+// HandlerTimeout.
+func TestHalfCloseAnswered(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		for _, tc := range []struct {
+			name, path, body string
+			start            func(t *testing.T) (addr string, canceled <-chan struct{})
+		}{
+			{"go", "/sleep?ms=20000", "slept\n", func(t *testing.T) (string, <-chan struct{}) {
+				return start(t, b, httpd.Config{}).addr, nil
+			}},
+			{"adapt", "/wait", "", func(t *testing.T) (string, <-chan struct{}) {
+				a := &app{items: map[string]string{}, canceled: make(chan struct{})}
+				return startAdapted(t, b, a).addr, a.canceled
+			}},
+		} {
+			addr, canceled := tc.start(t)
+			c := pctest.Dial(t, addr)
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			if _, err := c.Write([]byte("GET " + tc.path + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+				t.Fatal(err)
+			}
+			c.CloseWrite()
+			out, err := io.ReadAll(c)
+			if err != nil {
+				t.Fatalf("%s: %v after %q", tc.name, err, out)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(out)), nil)
+			if err != nil {
+				t.Fatalf("%s: %v in %q", tc.name, err, out)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || string(body) != tc.body || !resp.Close {
+				t.Fatalf("%s: %q", tc.name, out)
+			}
+			if canceled != nil {
+				pctest.Recv(t, canceled, "the context's cancellation")
+			}
 		}
 	})
 }
