@@ -99,3 +99,32 @@ func TestKeptAnswersInOrder(t *testing.T) {
 		}
 	})
 }
+
+// TestErrorOnReusedConnection: a request the codec rejects on a
+// keep-alive connection that answered before gets its error answer (it
+// was closed without one: the last response's "committed" was taken for
+// this one's, and net/http's client, retrying on a fresh connection or
+// not depending on timing, made TestNetHTTPClientFacts fail now and then).
+func TestErrorOnReusedConnection(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		ts := start(t, b, httpd.Config{})
+		c := pctest.Dial(t, ts.addr)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		rd := bufio.NewReader(c)
+		if _, err := c.Write([]byte("GET /plaintext HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		readResponses(t, rd, 1)
+		big := "GET /plaintext HTTP/1.1\r\nHost: x\r\n"
+		for i := range 120 {
+			big += "X-H" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + ": v\r\n"
+		}
+		if _, err := c.Write([]byte(big + "\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(rd, nil)
+		if err != nil || resp.StatusCode != 431 || !resp.Close {
+			t.Fatalf("%v %v, want 431 with Connection: close", resp, err)
+		}
+	})
+}
