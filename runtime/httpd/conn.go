@@ -16,7 +16,6 @@ type conn struct {
 	s  *Server
 	ls *loopState // the connection's loop's
 	c  *percore.Conn
-	d  http1.RequestDecoder
 
 	req Request
 	w   Response
@@ -29,9 +28,8 @@ type conn struct {
 	buf     []byte
 	copied  bool
 	bodyOff int
-	head    http1.Request // the copied head, parsed again
-	piece   []byte        // a Handler's body while it is one piece of this read
-	headIn  []byte        // the input of the last Head, during that OnView
+	piece   []byte // a Handler's body while it is one piece of this read
+	headIn  []byte // the input of the last Head, during that OnView
 	headAt  int
 
 	inRequest  bool // between a head and the end of its response
@@ -58,6 +56,11 @@ type conn struct {
 	up UpgradeHandler // the connection was upgraded: it gets the input
 
 	remote string // the peer's address, formatted for the adapter
+
+	// The large parts last (3 KiB each), so that the fields every
+	// request touches share a few cache lines.
+	d    http1.RequestDecoder
+	head http1.Request // the copied head, parsed again
 }
 
 // adapterRequest is what the net/http adapter keeps for a request, told
