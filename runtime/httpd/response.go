@@ -126,20 +126,6 @@ func (w *Response) AddHeaderBytes(name string, value []byte) {
 }
 
 func validField[T string | []byte](v T) bool {
-	i := 0
-	for ; i+8 <= len(v); i += 8 {
-		// Eight bytes at a time: a word with no byte under '\r'+1 has
-		// neither CR nor LF (the classic has-less-than test).
-		x := uint64(v[i]) | uint64(v[i+1])<<8 | uint64(v[i+2])<<16 | uint64(v[i+3])<<24 |
-			uint64(v[i+4])<<32 | uint64(v[i+5])<<40 | uint64(v[i+6])<<48 | uint64(v[i+7])<<56
-		if (x-0x0e0e0e0e0e0e0e0e)&^x&0x8080808080808080 != 0 && !validBytes(v[i:i+8]) {
-			return false
-		}
-	}
-	return validBytes(v[i:])
-}
-
-func validBytes[T string | []byte](v T) bool {
 	for i := 0; i < len(v); i++ {
 		// One comparison per byte: CR and LF are under '\r'+1, and so
 		// are the few other bytes that need the exact test.
