@@ -103,8 +103,8 @@ func TestKeptAnswersInOrder(t *testing.T) {
 // TestErrorOnReusedConnection: a request the codec rejects on a
 // keep-alive connection that answered before gets its error answer (it
 // was closed without one: the last response's "committed" was taken for
-// this one's, and net/http's client, retrying on a fresh connection or
-// not depending on timing, made TestNetHTTPClientFacts fail now and then).
+// this one's; net/http's client retries on a fresh connection, which hid
+// it).
 func TestErrorOnReusedConnection(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		ts := start(t, b, httpd.Config{})
