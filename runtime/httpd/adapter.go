@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/textproto"
 	"net/url"
 	"os"
 	"strconv"
@@ -32,7 +31,8 @@ var ErrHijack = errors.New("httpd: Hijack is not supported: the connection's soc
 // doing every socket operation: the handler starts once the head has
 // arrived, with an http.Request whose Body is fed from the loop as the
 // body arrives and whose context is cancelled when the client goes away,
-// the request passes Config.HandlerTimeout or the server closes; its
+// the request passes Config.HandlerTimeout, a graceful shutdown begins
+// (its cause ErrShuttingDown, as for Server.Go) or the server closes; its
 // ResponseWriter sends through the loop, its writes waiting while the
 // connection's outbound queue is over its cap (Config.MaxOutbound). It
 // implements http.Flusher, and http.ResponseController's SetReadDeadline
@@ -59,50 +59,23 @@ const flushAt = 32 << 10
 func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	cn := w.cn
 	s := cn.s
-	hr := r.hr
-	u, err := url.ParseRequestURI(string(hr.Target))
-	if err != nil {
+	ar := newAdaptedRequest(cn, r.hr, a.h)
+	if ar == nil {
 		w.WriteHeader(400)
 		w.CloseAfter()
 		w.WriteString("400 Bad Request: malformed request target\n")
 		return
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	ar := &adaptedRequest{cn: cn, ack: make(chan struct{}, 1)}
-	ar.cond.L = &ar.mu
-	hdr := make(http.Header, hr.Header.Len())
-	for _, f := range hr.Header.All() {
-		k := textproto.CanonicalMIMEHeaderKey(string(f.Name))
-		hdr[k] = append(hdr[k], string(f.Value))
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	ar.req = ar.base.WithContext(ctx)
+	if ls := cn.ls; ls.done.drain == nil {
+		ls.done.drain = ls.done.drainAll
 	}
-	req := &http.Request{
-		Method: string(hr.Method), URL: u, RequestURI: string(hr.Target),
-		Proto: "HTTP/1." + strconv.Itoa(hr.Minor), ProtoMajor: 1, ProtoMinor: hr.Minor,
-		Header: hdr, Host: string(hr.Host), Close: hr.Close, ContentLength: hr.ContentLength,
-	}
-	if u.Host != "" {
-		req.Host = u.Host
-	}
-	if ra := cn.c.RemoteAddr(); ra != nil {
-		req.RemoteAddr = ra.String()
-	}
-	if hr.Chunked {
-		req.TransferEncoding = []string{"chunked"}
-	}
-	if hr.HasBody() {
-		req.Body = &adaptedBody{ar: ar}
-	} else {
-		req.Body = http.NoBody
-		ar.bodyDone = true
-	}
-	ar.req = req.WithContext(ctx)
-	ar.rw = &responseWriter{ar: ar, hdr: make(http.Header)}
-	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel}
-	j.exec = func() { ar.run(a.h) }
-	j.back = func() {}
+	j := &ar.jobv
+	*j = job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel, ar: ar}
 	ar.job = j // before the worker can start
 	if !s.pool.submit(j) {
-		cancel()
+		cancel(nil)
 		s.nReject.Add(1)
 		busy(w)
 		return
@@ -111,6 +84,9 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	cn.hold(false)
 	cn.job = j
 	cn.aw = ar
+	if cn.shutdown {
+		cancel(ErrShuttingDown)
+	}
 }
 
 // OnBody hands a piece of the body to the handler's reads; past the
@@ -149,9 +125,20 @@ func (a *adapted) OnEnd(w *Response, r *Request) {
 // loop's until it acks.
 type adaptedRequest struct {
 	cn  *conn // the loop's only
+	h   http.Handler
 	job *job
 	req *http.Request
 	rw  *responseWriter
+
+	// What the request is built of (newAdaptedRequest): one allocation.
+	base     http.Request // req without its context
+	url      url.URL
+	bodyv    adaptedBody
+	rwv      responseWriter
+	jobv     job
+	out      [512]byte // the ResponseWriter's first buffer
+	finalBuf []byte    // the last flush, for doneBox
+	finalP   any
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -178,7 +165,20 @@ func (ar *adaptedRequest) gone() {
 		ar.waiting = false
 		ar.signal()
 	}
-	ar.job.cancel()
+	ar.job.cancel(nil)
+}
+
+// eof is the end of the client's stream (on the loop): the body's reads
+// end (io.ErrUnexpectedEOF when it was not whole) and the context is
+// cancelled, but the answer still goes out.
+func (ar *adaptedRequest) eof() {
+	ar.mu.Lock()
+	if !ar.bodyDone {
+		ar.dead = true
+	}
+	ar.cond.Broadcast()
+	ar.mu.Unlock()
+	ar.job.cancel(nil)
 }
 
 // drained is OnDrain: a write waiting for the queue goes on.
@@ -211,7 +211,8 @@ func (cn *conn) resumeBody() {
 }
 
 // run is the handler's goroutine.
-func (ar *adaptedRequest) run(h http.Handler) {
+func (ar *adaptedRequest) run() {
+	h := ar.h
 	rw := ar.rw
 	defer func() {
 		p := recover()
@@ -389,7 +390,7 @@ func (rw *responseWriter) finish(p any) {
 		rw.WriteHeader(200)
 	}
 	rw.flush(true, p)
-	rw.ar.job.cancel()
+	rw.ar.job.cancel(nil)
 }
 
 // flush hands the gathered bytes to the loop and waits until it took them.
@@ -399,10 +400,16 @@ func (rw *responseWriter) flush(final bool, p any) error {
 		return rw.goneErr()
 	}
 	buf := rw.buf
-	ar.job.post(func() { ar.onLoop(buf, final, p) })
 	if final {
-		return nil // the loop no longer needs the worker
+		// The loop no longer needs the worker: its end goes through the
+		// loop's doneBox, without a closure of its own.
+		ar.finalBuf, ar.finalP = buf, p
+		if d := &ar.cn.ls.done; d.push(ar) {
+			ar.job.post(d.drain)
+		}
+		return nil
 	}
+	ar.job.post(func() { ar.onLoop(buf, final, p) })
 	var timeout <-chan time.Time
 	if !rw.writeDL.IsZero() {
 		t := time.NewTimer(time.Until(rw.writeDL))

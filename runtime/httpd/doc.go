@@ -25,8 +25,9 @@
 // Config.MaxBodyBuffer); a StreamHandler is called at the head and then
 // with each piece of the body as it arrives. The Response builds the
 // status line, fields and body in the connection's outbound queue
-// (Conn.Reserve and Commit): the answers to the requests of one read go
-// out in one write at the end of the loop's turn. A body gets a
+// (Conn.Reserve and Commit): the answers to the requests of one read are
+// committed together, once, when the read is done, and go out in one
+// write at the end of the loop's turn. A body gets a
 // Content-Length when it is whole by the end of the handler (or declared
 // with Response.ContentLength), else it is sent chunked. Keep-alive,
 // pipelining, HEAD, Expect: 100-continue (granted for a routed request,
@@ -34,7 +35,10 @@
 // the head timeout (408), the idle timeout, Upgrade (Response.Upgrade
 // hands the connection to another protocol) and graceful shutdown are the
 // server's: a request in flight when Shutdown begins is answered with
-// Connection: close. A request the codec rejects is answered with its
+// Connection: close, and the off-loop work answering one (Server.Go,
+// Adapt) sees its context cancelled as the shutdown begins (its cause
+// ErrShuttingDown), so that it answers at once instead of holding the
+// shutdown to its deadline. A request the codec rejects is answered with its
 // status (400, 413, 414, 417, 431, 501, 505) and Connection: close, and the
 // connection closes lingering (Conn.CloseLinger), so that a client still
 // sending reads the answer instead of a reset. A handler that panics is
@@ -60,7 +64,8 @@
 // a forgotten EndRequest; Config.HandlerTimeout bounds the wait (503 and
 // a close past it); past Config.Workers busy workers and Config.MaxQueue
 // waiting jobs a request is answered 503 at once (Stats.Rejected); and
-// the work's context is cancelled when the client goes away.
+// the work's context is cancelled when the client goes away or a graceful
+// shutdown begins.
 //
 // # Threads
 //

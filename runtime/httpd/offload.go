@@ -35,6 +35,12 @@ import (
 //		})
 //	})
 //
+// A graceful shutdown (Runtime.Shutdown) cancels the context too, as it
+// begins, with ErrShuttingDown as its cause (context.Cause): the work
+// returns early and its answer, written as usual, goes out with
+// Connection: close; the shutdown waits for that answer, not for the
+// work's natural end or HandlerTimeout.
+//
 // Meanwhile the loop serves its other connections; this connection's
 // later requests (pipelined ones) wait and are answered after this one,
 // in order; a graceful shutdown waits for it (Conn.BeginRequest and
@@ -62,11 +68,10 @@ func (s *Server) Go(w *Response, work func(ctx context.Context) func(w *Response
 	if !cn.inRequest || cn.job != nil || cn.c.Closed() {
 		return
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancelCause(s.ctx)
 	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel, work: work}
-	j.exec, j.back = j.runGo, j.answerGo
 	if !s.pool.submit(j) {
-		cancel()
+		cancel(nil)
 		s.nReject.Add(1)
 		busy(w)
 		return
@@ -74,6 +79,9 @@ func (s *Server) Go(w *Response, work func(ctx context.Context) func(w *Response
 	s.nOffload.Add(1)
 	cn.hold(true)
 	cn.job = j
+	if cn.shutdown {
+		j.cancel(ErrShuttingDown) // work begun during a shutdown is told at once
+	}
 }
 
 // busy answers 503 for a job the pool refused.
@@ -93,12 +101,20 @@ type job struct {
 	cn     *conn
 	l      *percore.Loop
 	ctx    context.Context
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	work   func(ctx context.Context) func(w *Response)
 	answer func(w *Response)
 	panic  any
-	exec   func() // on a worker
-	back   func() // posted to the loop
+	ar     *adaptedRequest // the adapter's request, or nil: a Go job
+}
+
+// run is the job on its worker.
+func (j *job) run() {
+	if j.ar != nil {
+		j.ar.run()
+		return
+	}
+	j.runGo()
 }
 
 // runGo is a Go job on its worker.
@@ -111,7 +127,7 @@ func (j *job) runGo() {
 		}()
 		j.answer = j.work(j.ctx)
 	}()
-	j.post(j.back)
+	j.post(j.answerGo)
 }
 
 // post runs f on the job's loop, waiting while the loop's queue is full
@@ -121,7 +137,7 @@ func (j *job) post(f func()) {
 		err := j.l.Post(f)
 		if err == nil || !errors.Is(err, percore.ErrLoopBusy) {
 			if err != nil {
-				j.cancel()
+				j.cancel(nil)
 			}
 			return
 		}
@@ -131,7 +147,7 @@ func (j *job) post(f func()) {
 
 // answerGo runs a Go job's answer on the loop and ends the response.
 func (j *job) answerGo() {
-	j.cancel()
+	j.cancel(nil)
 	cn := j.cn
 	if cn.job != j || cn.gone || cn.c.Closed() {
 		return // the request timed out, or its client went away
@@ -168,7 +184,7 @@ func (cn *conn) runHeld(f func(w *Response)) {
 // request and forgets it: its answer will not run.
 func (cn *conn) cancelJob() {
 	if cn.job != nil {
-		cn.job.cancel()
+		cn.job.cancel(nil)
 		cn.job = nil
 	}
 }
@@ -230,7 +246,7 @@ func (p *workers) worker() {
 	for {
 		select {
 		case j := <-p.jobs:
-			j.exec()
+			j.run()
 			p.pending.Add(-1)
 		case <-p.done:
 			return
@@ -249,7 +265,7 @@ func (p *workers) close() {
 	for {
 		select {
 		case j := <-p.jobs:
-			j.cancel()
+			j.cancel(nil)
 		default:
 			return
 		}

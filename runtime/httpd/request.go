@@ -160,8 +160,8 @@ func (r *Request) Body() []byte { return r.body }
 // otherwise.
 func (r *Request) Trailer() *http1.Headers { return r.trailer }
 
-// Conn returns the request's connection.
-func (r *Request) Conn() *percore.Conn { return r.cn.c }
+// Conn returns the request's connection (as Response.Conn does).
+func (r *Request) Conn() *percore.Conn { return r.cn.w.Conn() }
 
 // PathValue returns the value of the path parameter name ({name} or
 // {name...} in the route's pattern), unescaped; nil if there is none.

@@ -43,6 +43,11 @@ type Response struct {
 	buf     []byte // bytes not handed to the connection: room it reserved (inPlace), or spill
 	spill   []byte // the buffer of writes made outside a handler's call
 	inPlace bool
+	// kept is how much of buf (a prefix, in place) is the answers that
+	// ended earlier in this read, not committed yet: the answers of one
+	// read go to the connection in one Commit, when OnView returns
+	// (commitKept), or before anything else is written or closed.
+	kept int
 
 	status int
 	minor  int
@@ -59,7 +64,9 @@ type Response struct {
 
 // start readies w for the request whose head is hr.
 func (w *Response) start(hr *http1.Request) {
-	w.buf, w.inPlace = nil, false
+	if w.kept == 0 {
+		w.buf, w.inPlace = nil, false
+	}
 	w.status, w.minor = 200, hr.Minor
 	w.noBody = string(hr.Method) == "HEAD"
 	w.bodyAt, w.length, w.count = 0, -1, 0
@@ -67,8 +74,13 @@ func (w *Response) start(hr *http1.Request) {
 	w.chunked, w.untilClose, w.broken = false, false, false
 }
 
-// Conn returns the connection the response goes to.
-func (w *Response) Conn() *percore.Conn { return w.cn.c }
+// Conn returns the connection the response goes to. The answers that
+// ended before this one are handed to it first, so that what is written
+// to it directly follows them.
+func (w *Response) Conn() *percore.Conn {
+	w.commitKept()
+	return w.cn.c
+}
 
 // Started reports whether the status line is written (WriteHeader,
 // AddHeader or Write was called).
@@ -315,6 +327,10 @@ func (w *Response) startHead() bool {
 // body fit, so that most responses reserve once.
 const startRoom = 1024
 
+// viewRoom is the room the first answer of a read reserves: a pipelined
+// read's answers (16 small ones) fit without moving it.
+const viewRoom = 4096
+
 // grow makes room for n more bytes in buf: in the connection's queue
 // during a handler's call, in the spill buffer outside one. It returns
 // false when the connection can no longer be written to.
@@ -343,6 +359,12 @@ func (w *Response) grow(n int) bool {
 	}
 	size := max(len(w.buf)+n, 2*cap(w.buf), 512)
 	if len(w.buf) == 0 {
+		if cn.inView {
+			// The first answer of a read: room for the others it may
+			// hold too (they are kept after it), so that the room
+			// seldom moves.
+			size = max(size, viewRoom)
+		}
 		r := cn.c.Reserve(size)
 		if r == nil {
 			return false
@@ -361,13 +383,15 @@ func (w *Response) grow(n int) bool {
 	return true
 }
 
-// send hands what buf holds to the connection.
+// send hands what buf holds to the connection (the answers kept before
+// it too).
 func (w *Response) send() {
 	c := w.cn.c
 	if w.inPlace {
-		n := len(w.buf)
-		w.buf, w.inPlace = nil, false
-		if c.Commit(n) == nil && n > 0 {
+		n, k := len(w.buf), w.kept
+		w.buf, w.inPlace, w.kept = nil, false, 0
+		w.cn.ls.commits++
+		if c.Commit(n) == nil && n > k {
 			w.committed = true
 		}
 		return
@@ -381,13 +405,61 @@ func (w *Response) send() {
 	w.buf = nil
 }
 
+// keep ends a response written in place during OnView without committing
+// it: the next response of the read appends after it, and commitKept
+// hands them all over at once. It reports false when the response must be
+// sent now (outside OnView, or too big to keep).
+func (w *Response) keep() bool {
+	if !w.inPlace || !w.cn.inView || len(w.buf) > bufferedBody {
+		return false
+	}
+	if len(w.buf) > w.kept {
+		w.committed = true
+	}
+	w.kept = len(w.buf)
+	return true
+}
+
+// commitKept hands the kept answers to the connection. Bytes of the
+// response in progress after them (a handler asked for Conn) move to new
+// room.
+func (w *Response) commitKept() {
+	k := w.kept
+	if k == 0 {
+		return
+	}
+	cn := w.cn
+	c := cn.c
+	w.kept = 0
+	cn.ls.commits++
+	if len(w.buf) == k {
+		w.buf, w.inPlace = nil, false
+		c.Commit(k)
+		return
+	}
+	ls := cn.ls
+	ls.scratch = append(ls.scratch[:0], w.buf[k:]...)
+	room := cap(w.buf) - k
+	c.Commit(k)
+	if w.bodyAt > 0 {
+		w.bodyAt -= k
+	}
+	w.buf, w.inPlace = nil, false
+	if r := c.Reserve(max(room, len(ls.scratch), 512)); r != nil {
+		w.buf, w.inPlace = append(r[:0:len(r)], ls.scratch...), true
+	}
+}
+
 // drop forgets what was written and not sent (an error answer replaces
 // it).
 func (w *Response) drop() {
 	if w.inPlace {
-		w.cn.c.Commit(0)
+		if w.kept > 0 {
+			w.cn.ls.commits++
+		}
+		w.cn.c.Commit(w.kept) // the answers before it go out
 	}
-	w.buf, w.inPlace = nil, false
+	w.buf, w.inPlace, w.kept = nil, false, 0
 	w.bodyAt = 0
 	w.ended = true
 }
@@ -413,7 +485,9 @@ func (w *Response) end() {
 	case w.length >= 0 && w.count < w.length && w.bodyAllowed() && !w.noBody:
 		w.broken = true // fewer bytes than declared: only a close tells the client
 	}
-	w.send()
+	if !w.keep() {
+		w.send()
+	}
 }
 
 // releaseSpill gives the spill buffer back to the loop.

@@ -15,6 +15,10 @@ import (
 	"github.com/percore/percore/runtime/frame/http1"
 )
 
+// ErrShuttingDown is the cause (context.Cause) of the cancellation of
+// off-loop work (Server.Go, Adapt) when a graceful shutdown begins.
+var ErrShuttingDown = errors.New("httpd: the server is shutting down")
+
 // The defaults of Config's zero fields.
 const (
 	// DefaultHeadTimeout is how long a request head may take to arrive
@@ -201,10 +205,14 @@ func (s *Server) Stats() Stats {
 		TimedOut: s.nTimeout.Load(), Panics: s.nPanic.Load()}
 }
 
-// loopState is one loop's: touched only on that loop's thread.
+// loopState is one loop's: touched only on that loop's thread, but for
+// done, which workers push to.
 type loopState struct {
 	date    http1.Date
 	scratch []byte   // a Response's bytes while its reserved room grows
+	commits uint64   // Commits of in-place answers (several answers of a read in one)
+	views   uint64   // OnView calls that answered something in place
+	done    doneBox  // adapted requests whose handlers returned (workers push)
 	free    [][]byte // buffers for heads and bodies that span reads
 	// head is the fields every response starts with (Server, Date),
 	// formatted again when the second changes.
@@ -303,11 +311,17 @@ func (s *Server) OnClose(c *percore.Conn, err error) {
 }
 
 // OnShutdown marks the connection: the response in flight, if any, says
-// Connection: close and the connection closes after it. (Idle
-// connections the runtime closes itself.)
+// Connection: close and the connection closes after it, and the context
+// of the off-loop work answering it (Server.Go, Adapt) is cancelled with
+// ErrShuttingDown. (Idle connections the runtime closes itself.)
 func (s *Server) OnShutdown(c *percore.Conn) {
 	if cn, ok := c.Value().(*conn); ok {
 		cn.shutdown = true
+		if cn.job != nil {
+			// The work answering the request in flight is told, so
+			// that it answers now (its answer still goes out).
+			cn.job.cancel(ErrShuttingDown)
+		}
 		if cn.up != nil {
 			if sh, ok := cn.up.(percore.ShutdownHandler); ok {
 				sh.OnShutdown(c)
@@ -350,9 +364,13 @@ func (s *Server) OnEOF(c *percore.Conn) {
 	}
 	cn.eof = true
 	if cn.held {
-		cn.cancelJob()
+		// The client may only have shut its side (a half close): the
+		// work is told, and its answer still goes out before the close.
+		if cn.job != nil {
+			cn.job.cancel(nil)
+		}
 		if cn.aw != nil {
-			cn.aw.gone()
+			cn.aw.eof()
 		}
 		return
 	}
@@ -386,7 +404,9 @@ func (cn *conn) fail(status int, reason string) {
 		cn.begun = false
 		c.EndRequest() // the connection closes: a shutdown need not wait for it
 	}
-	if !cn.w.committed && !c.Closed() {
+	// The response committed, if any, is the last request's when none is
+	// in progress: the error is answered after it.
+	if (!cn.inRequest || !cn.w.committed) && !c.Closed() {
 		ls := cn.ls
 		ls.scratch = http1.AppendError(ls.scratch[:0], status, reason, ls.date.Get(c.Loop().Now()))
 		c.Write(ls.scratch)

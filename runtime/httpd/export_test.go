@@ -1,0 +1,20 @@
+//go:build linux
+
+package httpd
+
+import percore "github.com/percore/percore/runtime"
+
+// CommitCounts returns, read on l's thread, how many Commits of answers
+// written in place the server made on l, and how many reads (OnView calls)
+// answered something in place.
+func (s *Server) CommitCounts(l *percore.Loop) (commits, reads uint64) {
+	ch := make(chan [2]uint64, 1)
+	if err := l.Post(func() {
+		ls := s.loopOf(l)
+		ch <- [2]uint64{ls.commits, ls.views}
+	}); err != nil {
+		panic(err)
+	}
+	v := <-ch
+	return v[0], v[1]
+}

@@ -1,0 +1,5 @@
+//go:build linux && !race
+
+package httpd_test
+
+const raceEnabled = false
