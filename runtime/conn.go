@@ -235,6 +235,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if err := c.dropsWrite(len(p)); err != nil {
+		return 0, err
+	}
 	if c.sf != nil {
 		c.sf.after.add(c.loop, p)
 		c.loop.queued(c)
@@ -262,6 +265,9 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	}
 	if n == 0 {
 		return 0, nil
+	}
+	if err := c.dropsWrite(n); err != nil {
+		return 0, err
 	}
 	if c.sf != nil {
 		for _, b := range bufs {
@@ -568,6 +574,10 @@ func (c *Conn) Commit(n int) error {
 	if n <= 0 {
 		q.reserved = 0
 		return nil
+	}
+	if err := c.dropsWrite(n); err != nil {
+		q.reserved = 0
+		return err
 	}
 	if c.sf != nil {
 		q.commit(n)
