@@ -15,6 +15,8 @@ import (
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame/ws"
 	"github.com/percore/percore/runtime/httpd"
+	"github.com/percore/percore/runtime/pool"
+	"github.com/percore/percore/runtime/pool/upstream"
 )
 
 // maxTopic is the longest topic, in bytes (examples/bench/gwproto).
@@ -29,6 +31,8 @@ type gateway struct {
 	wsCfg        ws.Config
 	loops        percore.PerLoop[loopState]
 
+	upstream *pool.Pool[*upstream.Conn] // nil without -upstream
+
 	mu       sync.Mutex
 	counters map[int]*loopCounters // by loop id: the collector's view
 }
@@ -41,6 +45,7 @@ type loopState struct {
 	pool    *ws.Pool
 	topics  map[string]map[*client]struct{}
 	clients []*client
+	up      *upLink // nil without -upstream
 	n       loopCounters
 }
 
@@ -53,6 +58,7 @@ type client struct {
 	wc     ws.Conn
 	topics []string // the topics it is in (to leave them when it closes)
 	idx    int32    // in ls.clients; -1 once gone
+	upID   uint32   // its id on the upstream link (with the loop's); 0 until its first message
 	silent uint8    // heartbeat sweeps since it last sent anything
 }
 
@@ -63,6 +69,9 @@ func newGateway(secret string, pingInterval time.Duration) *gateway {
 // setup builds l's state (Config.LoopSetup) and starts its heartbeat.
 func (g *gateway) setup(l *percore.Loop) error {
 	ls := g.loops.Set(l, loopState{g: g, pool: ws.NewPool(g.wsCfg), topics: map[string]map[*client]struct{}{}})
+	if g.upstream != nil {
+		ls.up = newUpLink(g.upstream, l)
+	}
 	g.mu.Lock()
 	g.counters[l.ID()] = &ls.n
 	g.mu.Unlock()
@@ -176,7 +185,11 @@ func (cl *client) OnView(c *percore.Conn, in []byte) (int, error) {
 		case ws.Text:
 			cl.command(p)
 		case ws.Binary:
-			cl.send(ws.OpBinary, p) // echo
+			if up := cl.ls.up; up != nil {
+				up.forward(cl, p)
+			} else {
+				cl.send(ws.OpBinary, p) // echo
+			}
 		case ws.Ping:
 			cl.control(ws.OpPong, p)
 		case ws.Close:
@@ -309,10 +322,18 @@ func (cl *client) OnClose(c *percore.Conn, err error) {
 	ls.clients = ls.clients[:len(ls.clients)-1]
 	cl.idx = -1
 	ls.n.closes.Add(1)
+	if ls.up != nil {
+		ls.up.gone(cl)
+	}
 }
 
 // OnShutdown says goodbye with 1001 (percore.ShutdownHandler).
-func (cl *client) OnShutdown(c *percore.Conn) { cl.closeWith(ws.CloseGoingAway, "shutting down") }
+func (cl *client) OnShutdown(c *percore.Conn) {
+	if cl.ls.up != nil {
+		cl.ls.up.stop()
+	}
+	cl.closeWith(ws.CloseGoingAway, "shutting down")
+}
 
 // sweep is the heartbeat, every half ping interval: a client silent for
 // a whole interval is pinged, one silent for two is closed. One pass over

@@ -6,7 +6,8 @@
 // 401 before the upgrade otherwise; text frames SUB topic and UNSUB topic,
 // acknowledged; POST /publish?topic=T fans the body out to every
 // subscriber on every loop, encoded once, and answers how many took it;
-// binary frames echoed), pings silent clients and closes those that miss
+// binary frames echoed, or with -upstream relayed to a TCP service over
+// persistent pooled connections, upstream.go), pings silent clients and closes those that miss
 // two intervals, and drops what a subscriber that does not read cannot
 // take (Conn.TryReserve at the outbound cap, -queue messages of
 // -message-bytes) before the write timeout closes it.
@@ -28,6 +29,8 @@ import (
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/httpd"
 	"github.com/percore/percore/runtime/metrics"
+	"github.com/percore/percore/runtime/pool"
+	"github.com/percore/percore/runtime/pool/upstream"
 )
 
 // options are the flags beyond serverflag's four.
@@ -37,6 +40,7 @@ type options struct {
 	headTimeout                time.Duration
 	queue, messageBytes        int
 	maxConns                   int
+	upstream                   string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -46,6 +50,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.headTimeout, "head-timeout", 10*time.Second, "close a connection whose upgrade request is not whole this long after its first byte (half-open upgrades)")
 	fs.IntVar(&o.queue, "queue", 256, "the outbound cap, in messages of -message-bytes: a publish past it is dropped for that subscriber")
 	fs.IntVar(&o.messageBytes, "message-bytes", 1024, "the message size -queue counts in (the cap is -queue times this, in bytes)")
+	fs.StringVar(&o.upstream, "upstream", "", "relay binary messages to this TCP service (length-prefixed, with the client's id; upstream.go) instead of echoing them")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 }
 
@@ -97,6 +102,15 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger) (*running, erro
 		return nil, fmt.Errorf("-queue and -message-bytes must be positive")
 	}
 	g := newGateway(o.secret, o.pingInterval)
+	if o.upstream != "" {
+		m, err := upstream.New(o.upstream)
+		if err != nil {
+			return nil, fmt.Errorf("-upstream: %w", err)
+		}
+		if g.upstream, err = pool.New[*upstream.Conn](m, pool.Config{MaxSize: 1, ConnectionTimeout: 2 * time.Second}); err != nil {
+			return nil, err
+		}
+	}
 	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger}, g.routes())
 	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns,
 		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout}
@@ -109,4 +123,10 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger) (*running, erro
 	return &running{g: g, srv: srv, rt: rt}, nil
 }
 
-func (r *running) close() { r.rt.Close(); r.srv.Close() }
+func (r *running) close() {
+	r.rt.Close()
+	r.srv.Close()
+	if r.g.upstream != nil {
+		r.g.upstream.Close()
+	}
+}

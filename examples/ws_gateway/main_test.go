@@ -282,13 +282,14 @@ func TestHalfOpenUpgradesAreBounded(t *testing.T) {
 		}
 		for i, hc := range conns {
 			resp, err := http.ReadResponse(bufio.NewReader(hc), nil)
+			hc.(*net.TCPConn).CloseWrite() // the lingering close then ends at once
 			if err == nil {
 				resp.Body.Close()
 				if resp.StatusCode != http.StatusRequestTimeout {
 					t.Fatalf("half-open %d: %d, want 408", i, resp.StatusCode)
 				}
 			}
-			if _, err := io.Copy(io.Discard, hc); err != nil && !strings.Contains(err.Error(), "reset") {
+			if _, err := io.Copy(io.Discard, bufio.NewReader(hc)); err != nil && !strings.Contains(err.Error(), "reset") {
 				t.Fatalf("half-open %d: %v, want it closed", i, err)
 			}
 		}
