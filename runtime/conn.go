@@ -438,6 +438,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 	if d <= 0 {
 		if c.idleTimer != nil {
 			c.idleTimer.Stop()
+			c.idleTimer = nil // an idle connection keeps no timer it does not use
 		}
 		return
 	}

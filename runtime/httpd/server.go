@@ -283,6 +283,11 @@ func (s *Server) OnOpen(c *percore.Conn) {
 func (s *Server) OnClose(c *percore.Conn, err error) {
 	cn, ok := c.Value().(*conn)
 	if !ok {
+		forwardUpgraded(c, func(up UpgradeHandler) {
+			if ch, ok := up.(percore.CloseHandler); ok {
+				ch.OnClose(c, err)
+			}
+		})
 		return
 	}
 	cn.gone = true
@@ -306,6 +311,13 @@ func (s *Server) OnClose(c *percore.Conn, err error) {
 // Connection: close and the connection closes after it. (Idle
 // connections the runtime closes itself.)
 func (s *Server) OnShutdown(c *percore.Conn) {
+	if forwardUpgraded(c, func(up UpgradeHandler) {
+		if sh, ok := up.(percore.ShutdownHandler); ok {
+			sh.OnShutdown(c)
+		}
+	}) {
+		return
+	}
 	if cn, ok := c.Value().(*conn); ok {
 		cn.shutdown = true
 		if cn.up != nil {
@@ -319,6 +331,13 @@ func (s *Server) OnShutdown(c *percore.Conn) {
 // OnDrain lets an offloaded response that waits for the outbound queue
 // go on.
 func (s *Server) OnDrain(c *percore.Conn) {
+	if forwardUpgraded(c, func(up UpgradeHandler) {
+		if dh, ok := up.(percore.DrainHandler); ok {
+			dh.OnDrain(c)
+		}
+	}) {
+		return
+	}
 	if cn, ok := c.Value().(*conn); ok {
 		if cn.aw != nil {
 			cn.aw.drained()
@@ -337,6 +356,12 @@ func (s *Server) OnDrain(c *percore.Conn) {
 func (s *Server) OnEOF(c *percore.Conn) {
 	cn, ok := c.Value().(*conn)
 	if !ok {
+		if up, ok := upgradedOf(c); ok {
+			if eh, ok := up.(percore.EOFHandler); ok {
+				eh.OnEOF(c)
+				return
+			}
+		}
 		c.Close()
 		return
 	}
@@ -367,7 +392,7 @@ func (s *Server) OnEOF(c *percore.Conn) {
 func (s *Server) OnFrameError(c *percore.Conn, err error) {
 	cn, ok := c.Value().(*conn)
 	if !ok {
-		return
+		return // an upgraded connection: View closes it
 	}
 	status, reason := 431, "request too large"
 	var he *http1.Error
