@@ -370,6 +370,7 @@ func (c *Conn) watchWrite() {
 // leaves it disarmed until the next write queues bytes.
 func (c *Conn) checkWrite() {
 	if c.state&stClosed != 0 || c.idleOut() {
+		c.writeTimer = nil // an idle connection keeps no timer; the next write arms a new one
 		return
 	}
 	l := c.loop

@@ -206,6 +206,7 @@ type loopState struct {
 	date    http1.Date
 	scratch []byte   // a Response's bytes while its reserved room grows
 	free    [][]byte // buffers for heads and bodies that span reads
+	spare   []*conn  // the states of upgraded connections, for new ones (upgraded.go)
 	// head is the fields every response starts with (Server, Date),
 	// formatted again when the second changes.
 	head    []byte
@@ -270,7 +271,9 @@ var (
 // OnOpen starts a connection's state. (The percore.Handler's callbacks
 // are the Server's so that frame.View can forward them; call none.)
 func (s *Server) OnOpen(c *percore.Conn) {
-	cn := &conn{s: s, ls: s.loopOf(c.Loop()), c: c, d: http1.RequestDecoder{Limits: s.cfg.Limits}}
+	ls := s.loopOf(c.Loop())
+	cn := ls.newConn()
+	*cn = conn{s: s, ls: ls, c: c, d: http1.RequestDecoder{Limits: s.cfg.Limits}}
 	cn.req.cn, cn.w.cn = cn, cn
 	c.SetValue(cn)
 	if s.idle > 0 {
