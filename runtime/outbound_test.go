@@ -20,6 +20,7 @@ type refuser struct {
 	msg     []byte
 	count   int
 	every   time.Duration // the rounds repeat on a timer until the connection closes (0: once per input)
+	large   []byte        // the message of a round asked with '2'
 	write   func(c *percore.Conn, p []byte) error
 	rounds  *pctest.Inbox[refuserRound]
 	drained *pctest.Inbox[int]
@@ -36,15 +37,24 @@ func newRefuser(count int, write func(c *percore.Conn, p []byte) error) *refuser
 		rounds: pctest.NewInbox[refuserRound](), drained: pctest.NewInbox[int](), closed: pctest.NewInbox[error]()}
 }
 
-func (f *refuser) OnData(c *percore.Conn, data []byte) { f.round(c) }
+// OnData runs a round; an input of '2' asks for one message larger than
+// the cap instead (large), decided on the loop so that the test's
+// goroutine never writes what the loop reads.
+func (f *refuser) OnData(c *percore.Conn, data []byte) {
+	if data[len(data)-1] == '2' {
+		f.round(c, f.large, 1)
+		return
+	}
+	f.round(c, f.msg, f.count)
+}
 
-func (f *refuser) round(c *percore.Conn) {
+func (f *refuser) round(c *percore.Conn, msg []byte, count int) {
 	if c.Closed() {
 		return
 	}
 	var r refuserRound
-	for range f.count {
-		err := f.write(c, f.msg)
+	for range count {
+		err := f.write(c, msg)
 		switch {
 		case err == nil:
 			r.taken++
@@ -57,7 +67,7 @@ func (f *refuser) round(c *percore.Conn) {
 	}
 	f.rounds.Put(r)
 	if f.every > 0 {
-		c.Loop().AfterFunc(f.every, func() { f.round(c) })
+		c.Loop().AfterFunc(f.every, func() { f.round(c, msg, count) })
 	}
 }
 
@@ -141,6 +151,7 @@ func TestTryWriteRefusesAndDrains(t *testing.T) {
 			}
 			return c.Commit(copy(room, p))
 		}
+		f.large = bytes.Repeat([]byte("L"), refuseCap+1)
 		rt := start(t, percore.Config{Backend: b, MaxOutbound: refuseCap}, f)
 		c := dial(t, rt)
 		if _, err := c.Write([]byte("1")); err != nil {
@@ -157,8 +168,6 @@ func TestTryWriteRefusesAndDrains(t *testing.T) {
 		}
 		pctest.WaitFor(t, "the refusals counted", func() bool { return rt.Stats().WritesRefused == uint64(r.refused) })
 		// Empty again: a message larger than the cap fits an empty queue.
-		f.msg = bytes.Repeat([]byte("L"), refuseCap+1)
-		f.count = 1
 		if _, err := c.Write([]byte("2")); err != nil {
 			t.Fatal(err)
 		}
