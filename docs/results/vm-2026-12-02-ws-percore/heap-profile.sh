@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Heap profile of examples/ws_gateway holding 18,000 idle subscribed WebSockets (bounded: ~1 min).
+# Build first: go build -o /tmp/i27bin/ ./examples/ws_gateway && go build -C examples/bench -o /tmp/i27bin/ ./wsload
+# Run through the benchmark lock (/work/wt/bench); it writes /tmp/i27cpu or /tmp/i27prof. Undo: delete them.
 set -euo pipefail
 ulimit -n "$(ulimit -Hn)"
 out=/tmp/i27prof; rm -rf "$out"; mkdir -p "$out"
