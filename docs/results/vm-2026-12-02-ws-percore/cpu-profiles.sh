@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # CPU profiles of examples/ws_gateway (1 loop, cpu0) under wsload (cpu1): echo of 64 B at
+# 1,000 connections, and a publish every 10 ms to 1,000 subscribers. Bounded: about 40 s.
 # Build first: go build -o /tmp/i27bin/ ./examples/ws_gateway && go build -C examples/bench -o /tmp/i27bin/ ./wsload
 # Run through the benchmark lock (/work/wt/bench); it writes /tmp/i27cpu or /tmp/i27prof. Undo: delete them.
-# 1,000 connections, and a publish every 10 ms to 1,000 subscribers. Bounded: about 40 s.
 set -euo pipefail
 ulimit -n "$(ulimit -Hn)"
 out=/tmp/i27cpu; rm -rf "$out"; mkdir -p "$out"
