@@ -293,8 +293,10 @@ type Config struct {
 	OutboundLowWater int
 	// OutboundPolicy says what happens at MaxOutbound. The zero value,
 	// PauseReading, stops reading from the connection until its queue
-	// drains below OutboundLowWater; CloseSlowConsumer closes it with
-	// ErrSlowConsumer.
+	// drains below OutboundLowWater (writes are still queued);
+	// CloseSlowConsumer closes it with ErrSlowConsumer; DropWrites
+	// refuses the writes that do not fit (ErrOutboundFull). Conn.TryWrite
+	// refuses under every policy.
 	OutboundPolicy OutboundPolicy
 	// TurnBudget is how many received bytes one connection may have
 	// delivered to its handler per loop turn before the rest waits for the
@@ -375,6 +377,14 @@ const (
 	// CloseSlowConsumer closes the connection with ErrSlowConsumer,
 	// discarding what is queued.
 	CloseSlowConsumer
+	// DropWrites refuses a write that would take the queue past
+	// MaxOutbound (Write, Writev and Commit return ErrOutboundFull and
+	// queue nothing of it; Stats.WritesRefused counts it) and keeps
+	// reading: the messages a slow peer cannot take are dropped for it,
+	// and WriteTimeout closes a peer that takes nothing at all. For
+	// servers that write without being asked (pub/sub, fan-out), whose
+	// queues PauseReading does not bound.
+	DropWrites
 )
 
 // The defaults a zero Config field stands for.
@@ -484,7 +494,7 @@ func (c Config) validate() error {
 	if n := c.BufferCount; n < 0 || n > 1<<15 || (n != 0 && n&(n-1) != 0) {
 		return fmt.Errorf("config: buffer count %d is not a power of two up to 32768", n)
 	}
-	if c.OutboundPolicy != PauseReading && c.OutboundPolicy != CloseSlowConsumer {
+	if c.OutboundPolicy < PauseReading || c.OutboundPolicy > DropWrites {
 		return fmt.Errorf("config: unknown outbound policy %d", int(c.OutboundPolicy))
 	}
 	if c.PacketBufferSize < 0 || c.PacketBufferSize > 1<<20 {

@@ -246,6 +246,9 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	if err := c.dropsWrite(len(p)); err != nil {
+		return 0, err
+	}
 	if c.sf != nil {
 		c.sf.after.add(c.loop, p)
 		c.loop.queued(c)
@@ -276,6 +279,9 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	}
 	if n == 0 {
 		return 0, nil
+	}
+	if err := c.dropsWrite(n); err != nil {
+		return 0, err
 	}
 	if c.sf != nil {
 		for _, b := range bufs {
@@ -384,6 +390,7 @@ func (c *Conn) watchWrite() {
 // leaves it disarmed until the next write queues bytes.
 func (c *Conn) checkWrite() {
 	if c.state&stClosed != 0 || c.idleOut() {
+		c.writeTimer = nil // an idle connection keeps no timer; the next write arms a new one
 		return
 	}
 	l := c.loop
@@ -455,6 +462,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 	if d <= 0 {
 		if c.idleTimer != nil {
 			c.idleTimer.Stop()
+			c.idleTimer = nil // an idle connection keeps no timer it does not use
 		}
 		return
 	}
@@ -597,6 +605,10 @@ func (c *Conn) Commit(n int) error {
 	if n <= 0 {
 		q.reserved = 0
 		return nil
+	}
+	if err := c.dropsWrite(n); err != nil {
+		q.reserved = 0
+		return err
 	}
 	if c.sf != nil {
 		q.commit(n)

@@ -58,7 +58,12 @@
 //     until the queue drains; a handler that writes without being asked
 //     checks Conn.Backpressured and continues in DrainHandler.OnDrain
 //     (Conn.ReadPaused says whether reading is paused for either reason:
-//     the cap, or the handler's own PauseRead).
+//     the cap, or the handler's own PauseRead). A producer that would
+//     rather drop than queue (a fan-out to subscribers that may not read)
+//     writes with Conn.TryWrite or TryReserve, which refuse what does not
+//     fit under the cap with ErrOutboundFull, or runs with the DropWrites
+//     policy, under which Write refuses too; Config.WriteTimeout closes a
+//     peer that takes nothing (docs/decisions/0049-a-write-that-can-refuse.md).
 //   - A handler whose request outlives OnData (a timer, an upstream call)
 //     marks it with Conn.BeginRequest and EndRequest, so that a graceful
 //     Shutdown waits for it.

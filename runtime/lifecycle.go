@@ -247,7 +247,8 @@ func (l *Loop) lingerDiscard(c *Conn, n int) {
 // the write timeout and applies the outbound cap.
 func (l *Loop) queued(c *Conn) {
 	c.watchWrite()
-	if l.cfg.MaxOutbound == 0 || c.Buffered() < l.cfg.MaxOutbound || c.state&(stPaused|stClosed) != 0 {
+	if l.cfg.MaxOutbound == 0 || c.Buffered() < l.cfg.MaxOutbound || c.state&(stPaused|stClosed) != 0 ||
+		l.cfg.OutboundPolicy == DropWrites {
 		return
 	}
 	if l.cfg.OutboundPolicy == CloseSlowConsumer {

@@ -95,6 +95,11 @@ type Stats struct {
 	// percore_slow_consumers_total.
 	SlowConsumers uint64
 
+	// WritesRefused counts the writes refused at the outbound cap
+	// (Conn.TryWrite, and every write under the DropWrites policy): nothing of
+	// them was queued. Metric: percore_writes_refused_total.
+	WritesRefused uint64
+
 	// Pauses counts the times a connection's reads were paused for
 	// backpressure. Metric: percore_read_pauses_total.
 	Pauses uint64
@@ -328,6 +333,7 @@ func (s Stats) Add(o Stats) Stats {
 	s.IdleTimeouts += o.IdleTimeouts
 	s.LifetimeCloses += o.LifetimeCloses
 	s.SlowConsumers += o.SlowConsumers
+	s.WritesRefused += o.WritesRefused
 	s.Pauses += o.Pauses
 	s.Deferrals += o.Deferrals
 	s.Panics += o.Panics
@@ -400,6 +406,7 @@ const (
 	sIdleTimeouts
 	sLifetimeCloses
 	sSlowConsumers
+	sWritesRefused
 	sPauses
 	sDeferrals
 	sPanics
@@ -469,6 +476,7 @@ func loadStats(v *[numStats]uint64, s *Stats) {
 	s.IdleTimeouts = v[sIdleTimeouts]
 	s.LifetimeCloses = v[sLifetimeCloses]
 	s.SlowConsumers = v[sSlowConsumers]
+	s.WritesRefused = v[sWritesRefused]
 	s.Pauses = v[sPauses]
 	s.Deferrals = v[sDeferrals]
 	s.Panics = v[sPanics]

@@ -198,10 +198,23 @@ func TestErrorAnswersEndCleanly(t *testing.T) {
 }
 
 // TestUpgrade: the connection is handed to the handler's protocol after a
-// 101, with the bytes that followed the head.
+// 101, with the bytes that followed the head; the server's state for it
+// goes to the next connections (the third reuses it, while the others
+// still speak their protocol and plain requests are served).
 func TestUpgrade(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		ts := start(t, b, httpd.Config{})
+		for range 3 {
+			upgradeOnce(t, ts)
+		}
+		if got := pctest.HTTPGet(t, "http://"+ts.addr+"/plaintext"); got != "Hello, World!" {
+			t.Fatalf("a plain request after the upgrades: %q", got)
+		}
+	})
+}
+
+func upgradeOnce(t *testing.T, ts *testServer) {
+	{
 		c := pctest.Dial(t, ts.addr)
 		c.SetDeadline(time.Now().Add(10 * time.Second))
 		c.Write([]byte("GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\nhello"))
@@ -215,7 +228,7 @@ func TestUpgrade(t *testing.T) {
 		if _, err := io.ReadFull(rd, got); err != nil || string(got) != "hello world" {
 			t.Fatalf("%q %v", got, err)
 		}
-	})
+	}
 }
 
 // TestIdleTimeout: a keep-alive connection that sends nothing is closed.

@@ -76,7 +76,13 @@ type adapterRequest interface {
 // sent together once the loop's turn ends: the answers of one read go out
 // in one write.
 func (s *Server) OnView(c *percore.Conn, in []byte) (int, error) {
-	cn := c.Value().(*conn)
+	cn, ok := c.Value().(*conn)
+	if !ok {
+		if up, ok := upgradedOf(c); ok {
+			return up.OnView(c, in)
+		}
+		return len(in), nil
+	}
 	cn.inView = true
 	n, err := cn.view(in)
 	cn.inView = false
@@ -93,7 +99,7 @@ func (cn *conn) view(in []byte) (int, error) {
 	off := 0
 	for {
 		if cn.up != nil {
-			n, err := cn.up.OnView(c, in[off:])
+			n, err := cn.handOff().OnView(c, in[off:])
 			return off + n, err
 		}
 		if cn.bodyPaused {

@@ -214,6 +214,7 @@ type loopState struct {
 	views   uint64   // OnView calls that answered something in place
 	done    doneBox  // adapted requests whose handlers returned (workers push)
 	free    [][]byte // buffers for heads and bodies that span reads
+	spare   []*conn  // the states of upgraded connections, for new ones (upgraded.go)
 	// head is the fields every response starts with (Server, Date),
 	// formatted again when the second changes.
 	head    []byte
@@ -278,7 +279,9 @@ var (
 // OnOpen starts a connection's state. (The percore.Handler's callbacks
 // are the Server's so that frame.View can forward them; call none.)
 func (s *Server) OnOpen(c *percore.Conn) {
-	cn := &conn{s: s, ls: s.loopOf(c.Loop()), c: c, d: http1.RequestDecoder{Limits: s.cfg.Limits}}
+	ls := s.loopOf(c.Loop())
+	cn := ls.newConn()
+	*cn = conn{s: s, ls: ls, c: c, d: http1.RequestDecoder{Limits: s.cfg.Limits}}
 	cn.req.cn, cn.w.cn = cn, cn
 	c.SetValue(cn)
 	if s.idle > 0 {
@@ -291,6 +294,11 @@ func (s *Server) OnOpen(c *percore.Conn) {
 func (s *Server) OnClose(c *percore.Conn, err error) {
 	cn, ok := c.Value().(*conn)
 	if !ok {
+		forwardUpgraded(c, func(up UpgradeHandler) {
+			if ch, ok := up.(percore.CloseHandler); ok {
+				ch.OnClose(c, err)
+			}
+		})
 		return
 	}
 	cn.gone = true
@@ -315,6 +323,13 @@ func (s *Server) OnClose(c *percore.Conn, err error) {
 // of the off-loop work answering it (Server.Go, Adapt) is cancelled with
 // ErrShuttingDown. (Idle connections the runtime closes itself.)
 func (s *Server) OnShutdown(c *percore.Conn) {
+	if forwardUpgraded(c, func(up UpgradeHandler) {
+		if sh, ok := up.(percore.ShutdownHandler); ok {
+			sh.OnShutdown(c)
+		}
+	}) {
+		return
+	}
 	if cn, ok := c.Value().(*conn); ok {
 		cn.shutdown = true
 		if cn.job != nil {
@@ -333,6 +348,13 @@ func (s *Server) OnShutdown(c *percore.Conn) {
 // OnDrain lets an offloaded response that waits for the outbound queue
 // go on.
 func (s *Server) OnDrain(c *percore.Conn) {
+	if forwardUpgraded(c, func(up UpgradeHandler) {
+		if dh, ok := up.(percore.DrainHandler); ok {
+			dh.OnDrain(c)
+		}
+	}) {
+		return
+	}
 	if cn, ok := c.Value().(*conn); ok {
 		if cn.aw != nil {
 			cn.aw.drained()
@@ -351,6 +373,12 @@ func (s *Server) OnDrain(c *percore.Conn) {
 func (s *Server) OnEOF(c *percore.Conn) {
 	cn, ok := c.Value().(*conn)
 	if !ok {
+		if up, ok := upgradedOf(c); ok {
+			if eh, ok := up.(percore.EOFHandler); ok {
+				eh.OnEOF(c)
+				return
+			}
+		}
 		c.Close()
 		return
 	}
@@ -385,7 +413,7 @@ func (s *Server) OnEOF(c *percore.Conn) {
 func (s *Server) OnFrameError(c *percore.Conn, err error) {
 	cn, ok := c.Value().(*conn)
 	if !ok {
-		return
+		return // an upgraded connection: View closes it
 	}
 	status, reason := 431, "request too large"
 	var he *http1.Error

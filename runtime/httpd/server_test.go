@@ -171,6 +171,9 @@ func withUser(next httpd.Handler) httpd.Handler {
 type rawEcho struct{}
 
 func (rawEcho) OnView(c *percore.Conn, in []byte) (int, error) {
+	if _, ok := c.Value().(rawEcho); !ok {
+		c.Write([]byte("the server kept its state: ")) // handed off, it keeps none
+	}
 	c.Write(in)
 	return len(in), nil
 }

@@ -32,6 +32,7 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_idle_timeouts_total":                dto.MetricType_COUNTER,
 	"percore_lifetime_closes_total":              dto.MetricType_COUNTER,
 	"percore_slow_consumers_total":               dto.MetricType_COUNTER,
+	"percore_writes_refused_total":               dto.MetricType_COUNTER,
 	"percore_read_pauses_total":                  dto.MetricType_COUNTER,
 	"percore_receive_deferrals_total":            dto.MetricType_COUNTER,
 	"percore_handler_panics_total":               dto.MetricType_COUNTER,

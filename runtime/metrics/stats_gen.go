@@ -47,6 +47,8 @@ var statMetrics = []statMetric{
 		func(s *runtime.Stats) float64 { return float64(s.LifetimeCloses) }},
 	{"SlowConsumers", "slow_consumers_total", "Connections closed because their peer did not read their replies (the outbound cap was reached).", counter,
 		func(s *runtime.Stats) float64 { return float64(s.SlowConsumers) }},
+	{"WritesRefused", "writes_refused_total", "Writes refused because the connection's outbound queue was at its cap (the message was dropped for that connection).", counter,
+		func(s *runtime.Stats) float64 { return float64(s.WritesRefused) }},
 	{"Pauses", "read_pauses_total", "Times a connection's reads were paused for outbound backpressure.", counter,
 		func(s *runtime.Stats) float64 { return float64(s.Pauses) }},
 	{"Deferrals", "receive_deferrals_total", "Receives deferred to a later turn by the per-turn fairness budget.", counter,

@@ -109,6 +109,11 @@ var loopTable = Table{
 				"did not read and the outbound cap was reached.",
 			Help: "Connections closed because their peer did not read their replies (the " +
 				"outbound cap was reached)."},
+		{Name: "WritesRefused", Kind: Counter, Metric: "writes_refused_total",
+			Doc: "WritesRefused counts the writes refused at the outbound cap (Conn.TryWrite, " +
+				"and every write under the DropWrites policy): nothing of them was queued.",
+			Help: "Writes refused because the connection's outbound queue was at its cap " +
+				"(the message was dropped for that connection)."},
 		{Name: "Pauses", Kind: Counter, Metric: "read_pauses_total",
 			Doc:  "Pauses counts the times a connection's reads were paused for backpressure.",
 			Help: "Times a connection's reads were paused for outbound backpressure."},

@@ -1,0 +1,427 @@
+//go:build linux
+
+package main
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/frame/ws"
+	"github.com/percore/percore/runtime/httpd"
+	"github.com/percore/percore/runtime/pool"
+	"github.com/percore/percore/runtime/pool/upstream"
+)
+
+// maxTopic is the longest topic, in bytes (examples/bench/gwproto).
+const maxTopic = 128
+
+// gateway is the protocol of examples/bench/gwproto on httpd and ws: the
+// routes, and each loop's share of the clients (loopState). It is safe
+// for concurrent use; what belongs to a loop is reached only on it.
+type gateway struct {
+	secret       []byte
+	pingInterval time.Duration
+	wsCfg        ws.Config
+	loops        percore.PerLoop[loopState]
+
+	upstream *pool.Pool[*upstream.Conn] // nil without -upstream
+
+	mu       sync.Mutex
+	counters map[int]*loopCounters // by loop id: the collector's view
+}
+
+// loopState is one loop's clients: its codec pool, its topics, the list
+// the heartbeat sweeps and its counters. Only its loop touches it (the
+// counters are read by the metrics collector).
+type loopState struct {
+	g       *gateway
+	pool    *ws.Pool
+	topics  map[string]map[*client]struct{}
+	clients []*client
+	up      *upLink // nil without -upstream
+	n       loopCounters
+}
+
+// client is one upgraded connection: it is the httpd.UpgradeHandler that
+// gets the connection's input. It is all a WebSocket connection costs
+// above the runtime's and httpd's per-connection state.
+type client struct {
+	c      *percore.Conn
+	ls     *loopState
+	wc     ws.Conn
+	topics []string // the topics it is in (to leave them when it closes)
+	idx    int32    // in ls.clients; -1 once gone
+	upID   uint32   // its id on the upstream link (with the loop's); 0 until its first message
+	silent uint8    // heartbeat sweeps since it last sent anything
+}
+
+func newGateway(secret string, pingInterval time.Duration) *gateway {
+	return &gateway{secret: []byte(secret), pingInterval: pingInterval, counters: map[int]*loopCounters{}}
+}
+
+// setup builds l's state (Config.LoopSetup) and starts its heartbeat.
+func (g *gateway) setup(l *percore.Loop) error {
+	ls := g.loops.Set(l, loopState{g: g, pool: ws.NewPool(g.wsCfg), topics: map[string]map[*client]struct{}{}})
+	if g.upstream != nil {
+		ls.up = newUpLink(g.upstream, l)
+	}
+	g.mu.Lock()
+	g.counters[l.ID()] = &ls.n
+	g.mu.Unlock()
+	if g.pingInterval > 0 {
+		var sweep func()
+		sweep = func() {
+			g.sweep(ls)
+			l.AfterFunc(g.pingInterval/2, sweep)
+		}
+		l.AfterFunc(g.pingInterval/2, sweep)
+	}
+	return nil
+}
+
+// routes are the protocol's: /ws, POST /publish, and 401 for every other
+// path.
+func (g *gateway) routes() *httpd.Mux {
+	m := httpd.NewMux()
+	m.HandleFunc("/ws", g.upgrade)
+	m.HandleFunc("POST /publish", g.publish)
+	m.NotFound = httpd.HandlerFunc(func(w *httpd.Response, r *httpd.Request) { refuse(w, 401, "unauthorized") })
+	return m
+}
+
+func refuse(w *httpd.Response, code int, reason string) {
+	w.WriteHeader(code)
+	w.AddHeader("Content-Type", "text/plain")
+	w.WriteString(reason + "\n")
+}
+
+// authorized reports whether the request carries a user and the hex
+// HMAC-SHA256 of it under the secret, compared in constant time.
+func (g *gateway) authorized(r *httpd.Request) bool {
+	user, _ := r.Query("user")
+	token, _ := r.Query("token")
+	if len(user) == 0 || len(token) != 2*sha256.Size {
+		return false
+	}
+	var want [sha256.Size]byte
+	if _, err := hex.Decode(want[:], token); err != nil || !isLowerHex(token) {
+		return false
+	}
+	m := hmac.New(sha256.New, g.secret)
+	m.Write(user)
+	return hmac.Equal(m.Sum(nil), want[:])
+}
+
+func isLowerHex(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// upgrade answers /ws: 401 before anything else without a good token,
+// the codec's refusal for a bad handshake, else 101 and the connection
+// is the client's.
+func (g *gateway) upgrade(w *httpd.Response, r *httpd.Request) {
+	if !g.authorized(r) {
+		refuse(w, 401, "unauthorized")
+		return
+	}
+	hs, herr := ws.Accept(r.Head(), &g.wsCfg)
+	if herr != nil {
+		if herr.Status == 426 {
+			w.AddHeader("Sec-WebSocket-Version", "13")
+		}
+		w.CloseAfter()
+		refuse(w, herr.Status, herr.Reason)
+		return
+	}
+	c := r.Conn()
+	ls := g.loops.Get(c.Loop())
+	cl := &client{c: c, ls: ls, idx: int32(len(ls.clients))}
+	cl.wc.Init(ls.pool, ws.Server, &hs)
+	ls.clients = append(ls.clients, cl)
+	ls.n.upgrades.Add(1)
+	w.WriteHeader(101)
+	w.AddHeader("Upgrade", "websocket")
+	w.AddHeader("Connection", "Upgrade")
+	w.AddHeaderBytes("Sec-WebSocket-Accept", hs.Accept[:])
+	c.SetIdleTimeout(0) // the heartbeat's, from now on
+	w.Upgrade(cl)
+}
+
+// OnView takes the client's frames (httpd.UpgradeHandler).
+func (cl *client) OnView(c *percore.Conn, in []byte) (int, error) {
+	if c.Closed() || cl.wc.CloseSent() {
+		return len(in), nil // what follows our Close is not read
+	}
+	cl.silent = 0
+	off := 0
+	for {
+		n, ev, p, err := cl.wc.Next(in[off:])
+		off += n
+		if err != nil {
+			var ce *ws.CloseError
+			code := ws.CloseProtocolError
+			if errors.As(err, &ce) {
+				code = ce.Code
+			}
+			cl.ls.n.protocolCloses.Add(1)
+			cl.closeWith(code, "")
+			return len(in), nil
+		}
+		switch ev {
+		case ws.NeedMore:
+			return off, nil
+		case ws.Text:
+			cl.command(p)
+		case ws.Binary:
+			if up := cl.ls.up; up != nil {
+				up.forward(cl, p)
+			} else {
+				cl.send(ws.OpBinary, p) // echo
+			}
+		case ws.Ping:
+			cl.control(ws.OpPong, p)
+		case ws.Close:
+			cl.closeWith(cl.wc.CloseCode(), "")
+			return len(in), nil
+		}
+	}
+}
+
+// command answers SUB topic and UNSUB topic, and anything else with ERR.
+func (cl *client) command(p []byte) {
+	var sub bool
+	var topic []byte
+	switch {
+	case len(p) > 4 && string(p[:4]) == "SUB ":
+		sub, topic = true, p[4:]
+	case len(p) > 6 && string(p[:6]) == "UNSUB ":
+		topic = p[6:]
+	default:
+		cl.send(ws.OpText, []byte("ERR want SUB topic or UNSUB topic"))
+		return
+	}
+	if !validTopic(topic) {
+		cl.send(ws.OpText, []byte("ERR a topic is 1 to 128 bytes without spaces"))
+		return
+	}
+	t := string(topic)
+	ls := cl.ls
+	if sub {
+		set := ls.topics[t]
+		if set == nil {
+			set = map[*client]struct{}{}
+			ls.topics[t] = set
+		}
+		if _, in := set[cl]; !in {
+			set[cl] = struct{}{}
+			cl.topics = append(cl.topics, t)
+		}
+	} else {
+		cl.leave(t)
+	}
+	var reply [9 + maxTopic]byte
+	b := append(reply[:0], "OK "...)
+	if !sub {
+		b = append(b, "UN"...)
+	}
+	b = append(append(b, "SUB "...), t...)
+	cl.send(ws.OpText, b)
+}
+
+func validTopic(t []byte) bool {
+	if len(t) == 0 || len(t) > maxTopic {
+		return false
+	}
+	for _, c := range t {
+		if c == ' ' || c == '\t' || c == '\r' || c == '\n' {
+			return false
+		}
+	}
+	return true
+}
+
+// leave takes cl out of topic t.
+func (cl *client) leave(t string) {
+	set := cl.ls.topics[t]
+	if _, in := set[cl]; !in {
+		return
+	}
+	delete(set, cl)
+	if len(set) == 0 {
+		delete(cl.ls.topics, t)
+	}
+	for i, x := range cl.topics {
+		if x == t {
+			cl.topics = append(cl.topics[:i], cl.topics[i+1:]...)
+			break
+		}
+	}
+	if len(cl.topics) == 0 {
+		cl.topics = nil
+	}
+}
+
+// send writes a message in place into the outbound queue. Answers and
+// echoes are never dropped: past the outbound cap the runtime pauses
+// reading from the client (its own requests wait), and the write timeout
+// closes it if it never reads.
+func (cl *client) send(op ws.Opcode, p []byte) {
+	room := cl.c.Reserve(cl.wc.MaxLen(len(p)))
+	if room == nil {
+		return
+	}
+	n, _ := cl.wc.PutMessage(room, op, p)
+	cl.c.Commit(n)
+}
+
+func (cl *client) control(op ws.Opcode, p []byte) {
+	if room := cl.c.Reserve(ws.FrameLen(len(p), false)); room != nil {
+		n, _ := cl.wc.PutControl(room, op, p)
+		cl.c.Commit(n)
+	}
+}
+
+// closeWith sends a Close with code (unless one was sent) and closes once
+// it is sent, reading and discarding what the client still sends.
+func (cl *client) closeWith(code ws.CloseCode, reason string) {
+	if !cl.wc.CloseSent() {
+		if room := cl.c.Reserve(ws.FrameLen(2+len(reason), false)); room != nil {
+			n, _ := cl.wc.PutClose(room, code, reason)
+			cl.c.Commit(n)
+		}
+	}
+	cl.c.CloseLinger()
+}
+
+// OnClose leaves the client's topics and the heartbeat's list
+// (percore.CloseHandler, forwarded by httpd).
+func (cl *client) OnClose(c *percore.Conn, err error) {
+	if cl.idx < 0 {
+		return
+	}
+	for len(cl.topics) > 0 {
+		cl.leave(cl.topics[len(cl.topics)-1])
+	}
+	ls := cl.ls
+	last := ls.clients[len(ls.clients)-1]
+	last.idx = cl.idx
+	ls.clients[cl.idx] = last
+	ls.clients[len(ls.clients)-1] = nil
+	ls.clients = ls.clients[:len(ls.clients)-1]
+	cl.idx = -1
+	ls.n.closes.Add(1)
+	if ls.up != nil {
+		ls.up.gone(cl)
+	}
+}
+
+// OnShutdown says goodbye with 1001 (percore.ShutdownHandler).
+func (cl *client) OnShutdown(c *percore.Conn) {
+	if cl.ls.up != nil {
+		cl.ls.up.stop()
+	}
+	cl.closeWith(ws.CloseGoingAway, "shutting down")
+}
+
+// sweep is the heartbeat, every half ping interval: a client silent for
+// a whole interval is pinged, one silent for two is closed. One pass over
+// the loop's clients, no timer per connection. It also takes the loop's
+// outbound backlog for the metrics.
+func (g *gateway) sweep(ls *loopState) {
+	backlog := 0
+	for i := 0; i < len(ls.clients); i++ {
+		cl := ls.clients[i]
+		backlog += cl.c.Buffered()
+		if cl.silent < 255 {
+			cl.silent++
+		}
+		switch {
+		case cl.silent > 4:
+			ls.n.heartbeatCloses.Add(1)
+			cl.closeWith(ws.CloseGoingAway, "no pong")
+			// closed at once if nothing is queued: OnClose moved
+			// another client into slot i.
+			if cl.idx < 0 {
+				i--
+			}
+		case cl.silent >= 2 && !cl.wc.CloseSent():
+			ls.n.pings.Add(1)
+			cl.control(ws.OpPing, nil)
+		}
+	}
+	ls.n.backlog.Store(uint64(backlog))
+	ls.n.clients.Store(uint64(len(ls.clients)))
+}
+
+// publish answers POST /publish?topic=T: the body, encoded once, goes to
+// the subscribers of T on every loop, one cross-loop call per loop, and
+// the answer is how many took it.
+func (g *gateway) publish(w *httpd.Response, r *httpd.Request) {
+	topic, _ := r.Query("topic")
+	if len(topic) == 0 || len(topic) > maxTopic {
+		refuse(w, 400, "want ?topic=T")
+		return
+	}
+	body := r.Body()
+	if !utf8.Valid(body) {
+		refuse(w, 400, "the body goes out as a text frame: it must be UTF-8")
+		return
+	}
+	l := r.Conn().Loop()
+	pm, err := g.loops.Get(l).pool.Prepare(ws.OpText, body)
+	if err != nil {
+		refuse(w, 500, err.Error())
+		return
+	}
+	t := string(topic)
+	loops := l.Runtime().Loops()
+	pending, total := len(loops), 0
+	w.Hold()
+	for _, to := range loops {
+		var n int
+		l.Call(to, func() { n = g.deliver(to, t, pm) }, func(err error) {
+			if err == nil {
+				total += n
+			}
+			if pending--; pending == 0 {
+				w.AddHeader("Content-Type", "text/plain")
+				var b [20]byte
+				w.Write(strconv.AppendInt(b[:0], int64(total), 10))
+				w.End()
+			}
+		})
+	}
+}
+
+// deliver hands pm to the subscribers of t on loop l (on l) and returns
+// how many took it. A subscriber whose outbound queue cannot take the
+// frame is skipped: the runtime refuses the write (Conn.TryReserve) and
+// counts it, and the write timeout closes a client that takes nothing.
+func (g *gateway) deliver(l *percore.Loop, t string, pm *ws.Prepared) int {
+	ls := g.loops.Get(l)
+	n := 0
+	for cl := range ls.topics[t] {
+		room, err := cl.c.TryReserve(cl.wc.PreparedLen(pm))
+		if err != nil {
+			ls.n.dropped.Add(1)
+			continue
+		}
+		k, _ := cl.wc.PutPrepared(room, pm)
+		cl.c.Commit(k)
+		n++
+	}
+	ls.n.delivered.Add(uint64(n))
+	return n
+}

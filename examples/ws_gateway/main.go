@@ -1,0 +1,132 @@
+//go:build linux
+
+// Command ws_gateway is the reference gateway of issue 27 on runtime/httpd
+// and runtime/frame/ws: it speaks the protocol of examples/bench/gwproto
+// (GET /ws?user=U&token=T with T the hex HMAC-SHA256 of U under -secret,
+// 401 before the upgrade otherwise; text frames SUB topic and UNSUB topic,
+// acknowledged; POST /publish?topic=T fans the body out to every
+// subscriber on every loop, encoded once, and answers how many took it;
+// binary frames echoed, or with -upstream relayed to a TCP service over
+// persistent pooled connections, upstream.go), pings silent clients and closes those that miss
+// two intervals, and drops what a subscriber that does not read cannot
+// take (Conn.TryReserve at the outbound cap, -queue messages of
+// -message-bytes) before the write timeout closes it.
+//
+//	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/percore/percore/examples/internal/serverflag"
+	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/httpd"
+	"github.com/percore/percore/runtime/metrics"
+	"github.com/percore/percore/runtime/pool"
+	"github.com/percore/percore/runtime/pool/upstream"
+)
+
+// options are the flags beyond serverflag's four.
+type options struct {
+	secret                     string
+	pingInterval, writeTimeout time.Duration
+	headTimeout                time.Duration
+	queue, messageBytes        int
+	maxConns                   int
+	upstream                   string
+}
+
+func (o *options) register(fs *flag.FlagSet) {
+	fs.StringVar(&o.secret, "secret", "percore", "the token secret: a client's token is the hex HMAC-SHA256 of its user under it")
+	fs.DurationVar(&o.pingInterval, "ping-interval", 30*time.Second, "ping a client silent this long; close one silent twice as long")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", 10*time.Second, "close a client whose queued messages make no progress this long")
+	fs.DurationVar(&o.headTimeout, "head-timeout", 10*time.Second, "close a connection whose upgrade request is not whole this long after its first byte (half-open upgrades)")
+	fs.IntVar(&o.queue, "queue", 256, "the outbound cap, in messages of -message-bytes: a publish past it is dropped for that subscriber")
+	fs.IntVar(&o.messageBytes, "message-bytes", 1024, "the message size -queue counts in (the cap is -queue times this, in bytes)")
+	fs.StringVar(&o.upstream, "upstream", "", "relay binary messages to this TCP service (length-prefixed, with the client's id; upstream.go) instead of echoing them")
+	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
+}
+
+func main() {
+	var o options
+	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:8080")
+	o.register(flag.CommandLine)
+	flag.Parse()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(sf, o, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "ws_gateway:", err)
+		os.Exit(1)
+	}
+}
+
+func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
+	gw, err := start(sf, o, logger)
+	if err != nil {
+		return err
+	}
+	var ms *metrics.Server // nil without -metrics
+	if ms, err = sf.ServeMetrics(gw.rt, newCollector(gw.g)); err != nil {
+		gw.close()
+		return err
+	}
+	if ms != nil {
+		defer ms.Close()
+	}
+	fmt.Fprintf(os.Stderr, "ws_gateway: %d loops (%s), listening on %s\n", len(gw.rt.Loops()), gw.rt.Loops()[0].Backend(), gw.rt.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	<-ctx.Done()
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	gw.rt.Shutdown(sctx) // clients are sent 1001 and closed; publishes in flight are answered
+	gw.close()
+	return nil
+}
+
+// running is a started gateway.
+type running struct {
+	g   *gateway
+	srv *httpd.Server
+	rt  *percore.Runtime
+}
+
+func start(sf *serverflag.Flags, o options, logger *slog.Logger) (*running, error) {
+	if o.queue <= 0 || o.messageBytes <= 0 {
+		return nil, fmt.Errorf("-queue and -message-bytes must be positive")
+	}
+	g := newGateway(o.secret, o.pingInterval)
+	if o.upstream != "" {
+		m, err := upstream.New(o.upstream)
+		if err != nil {
+			return nil, fmt.Errorf("-upstream: %w", err)
+		}
+		if g.upstream, err = pool.New[*upstream.Conn](m, pool.Config{MaxSize: 1, ConnectionTimeout: 2 * time.Second}); err != nil {
+			return nil, err
+		}
+	}
+	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger}, g.routes())
+	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns,
+		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout}
+	sf.Apply(&cfg)
+	rt, err := percore.New(cfg, srv.Handler())
+	if err != nil {
+		srv.Close()
+		return nil, err
+	}
+	return &running{g: g, srv: srv, rt: rt}, nil
+}
+
+func (r *running) close() {
+	r.rt.Close()
+	r.srv.Close()
+	if r.g.upstream != nil {
+		r.g.upstream.Close()
+	}
+}
