@@ -165,7 +165,7 @@ func TestBadFramesCloseWithTheRFCCode(t *testing.T) {
 		{"invalid UTF-8", frame(0x80|0x1, []byte{'S', 0xff, 0xfe}, false), ws.CloseInvalidPayload},
 		{"length over the limit", append(binary.BigEndian.AppendUint64([]byte{0x82, 0x80 | 127}, 1<<40), 1, 2, 3, 4), ws.CloseTooBig},
 		{"close with a bad code", frame(0x80|0x8, []byte{0x03, 0xe7}, false), ws.CloseProtocolError}, // 999
-		{"continuation without a start", frame(0x80|0x0, []byte("x"), false), ws.CloseProtocolError},
+		{"continuation without a start", frame(0x80, []byte("x"), false), ws.CloseProtocolError},     // FIN, opcode 0 (continuation)
 	}
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		r := startGateway(t, b, nil)

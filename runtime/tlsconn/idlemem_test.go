@@ -36,8 +36,6 @@ const (
 	idleCAEnv     = pctest.IdleTLSCAEnv
 )
 
-var idleRequest = pctest.IdleTLSRequest
-
 const idleReply = pctest.IdleTLSReply
 
 func init() {
