@@ -45,8 +45,13 @@ const (
 
 // DefaultUringFeatures are the features a loop uses unless
 // Config.UringFeatures says otherwise: those measured to pay
-// (docs/performance.md, "io_uring features, part 2").
-const DefaultUringFeatures = UringRegisteredRing | UringSkipSends
+// (docs/performance.md, "io_uring features, part 2") and known correct.
+// Skipped sends are not among them: until dispatch completes them, which
+// it does after the turn's handlers ran, Conn.Buffered still counts bytes
+// the kernel has sent, so a handler's TryWrite or the outbound cap can
+// refuse or pause on a queue that is in fact empty (decision 0051,
+// "Skipped sends off by default").
+const DefaultUringFeatures = UringRegisteredRing
 
 var uringFeatureNames = []struct {
 	f    UringFeatures
