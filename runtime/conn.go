@@ -105,87 +105,6 @@ func (c *Conn) wantsInput() bool {
 // handler or for a hand-over to a new process.
 func (c *Conn) readPaused() bool { return c.state&(stPaused|stPauseRead|stHandoff) != 0 }
 
-// outQueue is a connection's outbound bytes: those the kernel is taking
-// (sending, from sent on) and those written after them (next). Bytes never
-// move once queued, so a long queue drains in linear time, and the bytes of
-// a send in flight stay where the kernel reads them. Both backends use it
-// the same way: pending gives the bytes to send, advance takes the count
-// the kernel accepted.
-type outQueue struct {
-	next     []byte
-	sending  []byte
-	sent     int
-	reserved int // room the last reserve gave, until commit
-}
-
-// buffered returns how many queued bytes the kernel has not taken yet.
-func (q *outQueue) buffered() int { return len(q.next) + len(q.sending) - q.sent }
-
-// inFlight reports whether the driver is taking bytes from sending.
-func (q *outQueue) inFlight() bool { return q.sending != nil }
-
-// pending returns the bytes to send next: the rest of the buffer being
-// sent, or, once that is done, everything written since (which becomes the
-// buffer being sent).
-func (q *outQueue) pending() []byte {
-	if q.sending == nil {
-		if len(q.next) == 0 {
-			return nil
-		}
-		q.sending, q.next, q.sent = q.next, nil, 0
-	}
-	return q.sending[q.sent:]
-}
-
-// advance records that the kernel took n bytes of pending, and gives the
-// buffer back to l's pool once all of it is sent.
-func (q *outQueue) advance(l *Loop, n int) {
-	q.sent += n
-	if q.sent >= len(q.sending) {
-		l.putBuf(q.sending)
-		q.sending, q.sent = nil, 0
-	}
-}
-
-// add queues p after everything queued (and ends a reservation: the room
-// may move). Past the loop's largest pooled
-// size the buffer at least doubles when it grows, so that a long burst of
-// writes costs amortised constant time per byte.
-func (q *outQueue) add(l *Loop, p []byte) {
-	q.reserved = 0
-	if n := len(q.next) + len(p); n > cap(q.next) {
-		b := append(l.getBuf(max(n, 2*cap(q.next))), q.next...)
-		l.putBuf(q.next)
-		q.next = b
-	}
-	q.next = append(q.next, p...)
-}
-
-// reserve makes room for n more bytes after next and returns it.
-func (q *outQueue) reserve(l *Loop, n int) []byte {
-	if len(q.next)+n > cap(q.next) {
-		b := append(l.getBuf(max(len(q.next)+n, 2*cap(q.next))), q.next...)
-		l.putBuf(q.next)
-		q.next = b
-	}
-	q.reserved = n
-	return q.next[len(q.next) : len(q.next)+n]
-}
-
-// commit adds the first n bytes (at most what reserve gave) of the room
-// reserve returned to next.
-func (q *outQueue) commit(n int) {
-	q.next = q.next[:len(q.next)+n]
-	q.reserved = 0
-}
-
-// dropNext gives back the bytes not yet being sent (a closed connection's);
-// the buffer being sent, if any, goes back when the slot is freed.
-func (q *outQueue) dropNext(l *Loop) {
-	l.putBuf(q.next)
-	q.next = nil
-}
-
 // Loop returns the loop that owns c.
 func (c *Conn) Loop() *Loop { return c.loop }
 
@@ -371,37 +290,6 @@ func (c *Conn) lingerExpired() {
 	}
 }
 
-// watchWrite arms the write timeout for bytes just queued, unless it is
-// armed already.
-func (c *Conn) watchWrite() {
-	d := c.loop.cfg.WriteTimeout
-	switch {
-	case d <= 0:
-	case c.writeTimer == nil:
-		c.writeTimer = c.loop.AfterFunc(d, c.checkWrite)
-	case c.writeTimer.index < 0:
-		c.writeTimer.Reset(d)
-	}
-}
-
-// checkWrite runs when the write timer fires: a queue that the kernel has
-// taken nothing of for WriteTimeout closes the connection; a queue that
-// moved re-arms the timer for the rest of the period; an empty queue
-// leaves it disarmed until the next write queues bytes.
-func (c *Conn) checkWrite() {
-	if c.state&stClosed != 0 || c.idleOut() {
-		c.writeTimer = nil // an idle connection keeps no timer; the next write arms a new one
-		return
-	}
-	l := c.loop
-	if left := c.progress.Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
-		c.writeTimer.Reset(left)
-		return
-	}
-	l.cnt[sWriteTimeouts]++
-	l.closeConn(c, c.opError("write", ErrWriteTimeout))
-}
-
 // Abort closes the connection at once, discarding queued writes.
 func (c *Conn) Abort() {
 	if c.state&stClosed == 0 {
@@ -452,76 +340,6 @@ func (c *Conn) RemoteAddr() net.Addr {
 		}
 	}
 	return c.raddr
-}
-
-// SetIdleTimeout closes c with ErrIdleTimeout once it has received
-// nothing for d; zero turns the idle timeout off. The clock restarts now.
-func (c *Conn) SetIdleTimeout(d time.Duration) {
-	c.idleTimeout = d
-	c.lastRead = c.loop.now
-	if d <= 0 {
-		if c.idleTimer != nil {
-			c.idleTimer.Stop()
-			c.idleTimer = nil // an idle connection keeps no timer it does not use
-		}
-		return
-	}
-	if c.state&stClosed != 0 {
-		return
-	}
-	if c.idleTimer == nil {
-		c.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
-	} else {
-		c.idleTimer.Reset(d)
-	}
-}
-
-// checkIdle runs when the idle timer fires. Reads only record their time,
-// so the timer is re-armed for the rest of the period instead of being
-// reset on every read.
-func (c *Conn) checkIdle() {
-	if c.state&stClosed != 0 || c.idleTimeout <= 0 {
-		return
-	}
-	l := c.loop
-	if left := c.lastRead.Add(c.idleTimeout).Sub(l.now); left > 0 {
-		c.idleTimer.Reset(left)
-		return
-	}
-	l.cnt[sIdleTimeouts]++
-	l.closeConn(c, c.opError("read", ErrIdleTimeout))
-}
-
-// SetMaxLifetime closes c with ErrMaxLifetime once d has passed since it
-// opened; zero removes the limit.
-func (c *Conn) SetMaxLifetime(d time.Duration) {
-	if c.lifeTimer != nil {
-		c.lifeTimer.Stop()
-	}
-	if d <= 0 || c.state&stClosed != 0 {
-		return
-	}
-	left := c.opened.Add(d).Sub(c.loop.now)
-	if c.lifeTimer == nil {
-		c.lifeTimer = c.loop.AfterFunc(left, c.expire)
-	} else {
-		c.lifeTimer.Reset(left)
-	}
-}
-
-func (c *Conn) expire() {
-	if c.state&stClosed == 0 {
-		c.loop.cnt[sLifetimeCloses]++
-		c.loop.closeConn(c, c.opError("close", ErrMaxLifetime))
-	}
-}
-
-func (c *Conn) stopTimers() {
-	for _, t := range [...]*Timer{c.idleTimer, c.lifeTimer, c.writeTimer, c.lingerTimer} {
-		if t != nil {
-			t.Stop()
-		}
-	}
 }
 
 // BeginRequest marks a request in flight on c: a graceful Shutdown waits

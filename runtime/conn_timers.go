@@ -1,0 +1,111 @@
+//go:build linux
+
+package runtime
+
+import (
+	"time"
+)
+
+// A connection's timers: the write timeout, the idle timeout and the
+// maximum lifetime.
+
+// SetIdleTimeout closes c with ErrIdleTimeout once it has received
+// nothing for d; zero turns the idle timeout off. The clock restarts now.
+func (c *Conn) SetIdleTimeout(d time.Duration) {
+	c.idleTimeout = d
+	c.lastRead = c.loop.now
+	if d <= 0 {
+		if c.idleTimer != nil {
+			c.idleTimer.Stop()
+			c.idleTimer = nil // an idle connection keeps no timer it does not use
+		}
+		return
+	}
+	if c.state&stClosed != 0 {
+		return
+	}
+	if c.idleTimer == nil {
+		c.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
+	} else {
+		c.idleTimer.Reset(d)
+	}
+}
+
+// checkIdle runs when the idle timer fires. Reads only record their time,
+// so the timer is re-armed for the rest of the period instead of being
+// reset on every read.
+func (c *Conn) checkIdle() {
+	if c.state&stClosed != 0 || c.idleTimeout <= 0 {
+		return
+	}
+	l := c.loop
+	if left := c.lastRead.Add(c.idleTimeout).Sub(l.now); left > 0 {
+		c.idleTimer.Reset(left)
+		return
+	}
+	l.cnt[sIdleTimeouts]++
+	l.closeConn(c, c.opError("read", ErrIdleTimeout))
+}
+
+// SetMaxLifetime closes c with ErrMaxLifetime once d has passed since it
+// opened; zero removes the limit.
+func (c *Conn) SetMaxLifetime(d time.Duration) {
+	if c.lifeTimer != nil {
+		c.lifeTimer.Stop()
+	}
+	if d <= 0 || c.state&stClosed != 0 {
+		return
+	}
+	left := c.opened.Add(d).Sub(c.loop.now)
+	if c.lifeTimer == nil {
+		c.lifeTimer = c.loop.AfterFunc(left, c.expire)
+	} else {
+		c.lifeTimer.Reset(left)
+	}
+}
+
+func (c *Conn) expire() {
+	if c.state&stClosed == 0 {
+		c.loop.cnt[sLifetimeCloses]++
+		c.loop.closeConn(c, c.opError("close", ErrMaxLifetime))
+	}
+}
+
+func (c *Conn) stopTimers() {
+	for _, t := range [...]*Timer{c.idleTimer, c.lifeTimer, c.writeTimer, c.lingerTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+}
+
+// watchWrite arms the write timeout for bytes just queued, unless it is
+// armed already.
+func (c *Conn) watchWrite() {
+	d := c.loop.cfg.WriteTimeout
+	switch {
+	case d <= 0:
+	case c.writeTimer == nil:
+		c.writeTimer = c.loop.AfterFunc(d, c.checkWrite)
+	case c.writeTimer.index < 0:
+		c.writeTimer.Reset(d)
+	}
+}
+
+// checkWrite runs when the write timer fires: a queue that the kernel has
+// taken nothing of for WriteTimeout closes the connection; a queue that
+// moved re-arms the timer for the rest of the period; an empty queue
+// leaves it disarmed until the next write queues bytes.
+func (c *Conn) checkWrite() {
+	if c.state&stClosed != 0 || c.idleOut() {
+		c.writeTimer = nil // an idle connection keeps no timer; the next write arms a new one
+		return
+	}
+	l := c.loop
+	if left := c.progress.Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
+		c.writeTimer.Reset(left)
+		return
+	}
+	l.cnt[sWriteTimeouts]++
+	l.closeConn(c, c.opError("write", ErrWriteTimeout))
+}
