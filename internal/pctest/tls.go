@@ -25,6 +25,7 @@ type PKI struct {
 	CA     *x509.Certificate
 	caKey  *ecdsa.PrivateKey
 	Server tls.Certificate
+	Other  tls.Certificate // a second server certificate, for "other.test" (SNI tests)
 	Client tls.Certificate
 }
 
@@ -59,6 +60,7 @@ func TestPKI() *PKI {
 		thePKI.Pool.AddCert(ca)
 		thePKI.Server = thePKI.leaf(2, "example.test", x509.ExtKeyUsageServerAuth)
 		thePKI.Client = thePKI.leaf(3, "client.test", x509.ExtKeyUsageClientAuth)
+		thePKI.Other = thePKI.leaf(4, "other.test", x509.ExtKeyUsageServerAuth)
 	})
 	return &thePKI
 }

@@ -1,90 +1,33 @@
 package tlsconn_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/runtime/tlsconn"
 )
 
-// pki is a test CA with server and client certificates, made once.
+// pki is the test binary's CA and certificates (pctest.TestPKI), under
+// the names these tests use.
 type pki struct {
 	pool   *x509.CertPool
 	caCert *x509.Certificate
-	caKey  *ecdsa.PrivateKey
 	server tls.Certificate // example.test
 	other  tls.Certificate // other.test
 	client tls.Certificate
 }
 
-var (
-	pkiOnce sync.Once
-	thePKI  pki
-)
-
 func testPKI(t testing.TB) *pki {
-	pkiOnce.Do(func() {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			panic(err)
-		}
-		tmpl := &x509.Certificate{
-			SerialNumber:          big.NewInt(1),
-			Subject:               pkix.Name{CommonName: "percore test CA"},
-			NotBefore:             time.Now().Add(-time.Hour),
-			NotAfter:              time.Now().Add(24 * time.Hour),
-			IsCA:                  true,
-			KeyUsage:              x509.KeyUsageCertSign,
-			BasicConstraintsValid: true,
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-		if err != nil {
-			panic(err)
-		}
-		ca, _ := x509.ParseCertificate(der)
-		thePKI.caCert, thePKI.caKey = ca, key
-		thePKI.pool = x509.NewCertPool()
-		thePKI.pool.AddCert(ca)
-		thePKI.server = leaf(2, "example.test", x509.ExtKeyUsageServerAuth)
-		thePKI.other = leaf(3, "other.test", x509.ExtKeyUsageServerAuth)
-		thePKI.client = leaf(4, "client.test", x509.ExtKeyUsageClientAuth)
-	})
-	return &thePKI
-}
-
-func leaf(serial int64, name string, usage x509.ExtKeyUsage) tls.Certificate {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		panic(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial),
-		Subject:      pkix.Name{CommonName: name},
-		DNSNames:     []string{name},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, thePKI.caCert, &key.PublicKey, thePKI.caKey)
-	if err != nil {
-		panic(err)
-	}
-	c, _ := x509.ParseCertificate(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: c}
+	p := pctest.TestPKI()
+	return &pki{pool: p.Pool, caCert: p.CA, server: p.Server, other: p.Other, client: p.Client}
 }
 
 func serverConfig(t testing.TB) *tls.Config {
