@@ -52,21 +52,6 @@ func (h *idleReplier) OnData(c *percore.Conn, data []byte) {
 	h.opened.Add(1)
 }
 
-func vmRSSKiB(t testing.TB) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
-
 // startIdleClient runs the idle client on addr (on the CPU that
 // PERCORE_CLIENT_CPU names, with taskset) and returns its "ready" line.
 func startIdleClient(t *testing.T, addr string, n int) string {
@@ -135,7 +120,7 @@ func TestTLSIdleMemory(t *testing.T) {
 	debug.FreeOSMemory()
 	var ms0 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
-	rss0 := vmRSSKiB(t)
+	rss0 := pctest.VmRSSKiB(t)
 	began := time.Now()
 	line := startIdleClient(t, addr, n)
 	var got, failed int
@@ -146,13 +131,13 @@ func TestTLSIdleMemory(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling a counter
 	}
-	rss1 := vmRSSKiB(t)
+	rss1 := pctest.VmRSSKiB(t)
 	goruntime.GC()
 	var ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms1)
-	rss2 := vmRSSKiB(t)
+	rss2 := pctest.VmRSSKiB(t)
 	debug.FreeOSMemory()
-	rss3 := vmRSSKiB(t)
+	rss3 := pctest.VmRSSKiB(t)
 	per := func(kib int64) float64 { return float64(kib-rss0) * 1024 / float64(got) }
 	heap := float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc)) / float64(got)
 	fmt.Printf("tls idle mode=%s n=%d failed=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%.0f took=%v\n",

@@ -46,21 +46,6 @@ func init() {
 	}
 }
 
-func rssKiB(t testing.TB) int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return n
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
-}
-
 // TestIdleMemory measures the process memory of idle TLS connections after
 // their handshake and one request: RSS growth / N, with the client in a
 // child process. Run it alone, under the exclusive lock:
@@ -109,7 +94,7 @@ func TestIdleMemory(t *testing.T) {
 	debug.FreeOSMemory()
 	var ms0 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	rss0 := rssKiB(t)
+	rss0 := pctest.VmRSSKiB(t)
 
 	cmd := clientCommand()
 	cmd.Env = append(os.Environ(), idleClientEnv+"="+addr+","+strconv.Itoa(n),
@@ -130,13 +115,13 @@ func TestIdleMemory(t *testing.T) {
 	fmt.Sscanf(line, "ready %d %d", &got, &failed)
 	waitFor(t, "every connection idle on the server", func() bool { return live() >= got })
 	took := time.Since(start)
-	rss1 := rssKiB(t)
+	rss1 := pctest.VmRSSKiB(t)
 	runtime.GC()
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
-	rss2 := rssKiB(t)
+	rss2 := pctest.VmRSSKiB(t)
 	debug.FreeOSMemory()
-	rss3 := rssKiB(t)
+	rss3 := pctest.VmRSSKiB(t)
 	per := func(kib int64) float64 { return float64(kib-rss0) * 1024 / float64(got) }
 	t.Logf("mode %s: %d idle connections (%d failed) in %v", *idleMode, got, failed, took.Round(time.Millisecond))
 	t.Logf("RSS before %d KiB; with them %d KiB: %.0f B/conn; after a GC %.0f B/conn; after FreeOSMemory %.0f B/conn",
