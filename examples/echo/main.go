@@ -106,9 +106,11 @@ func run(probe bool, sf *serverflag.Flags, tf *serverflag.TLSFlags, ringFlags st
 		defer ms.Close()
 		fmt.Printf("metrics on http://%s/metrics, profiles on http://%s/debug/pprof/\n", ms.Addr(), ms.Addr())
 	}
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	fmt.Printf("listening on %s\n", rt.Addr())
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if stats {
 		go printStats(ctx, rt)

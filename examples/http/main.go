@@ -60,8 +60,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "http:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("http: %d loops listening on %s (%s)\n", len(r.rt.Loops()), r.rt.Addr(), r.rt.Loops()[0].Backend())
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	fmt.Printf("http: %d loops listening on %s (%s)\n", len(r.rt.Loops()), r.rt.Addr(), r.rt.Loops()[0].Backend())
 	<-ctx.Done()
 	stop()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

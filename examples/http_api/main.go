@@ -228,9 +228,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "http_api:", err)
 		os.Exit(1)
 	}
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	fmt.Printf("http_api: %d loops listening on %s (%s), mode %s, redis %s\n",
 		len(s.rt.Loops()), s.rt.Addr(), s.rt.Loops()[0].Backend(), cfg.mode, cfg.redis)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	<-ctx.Done()
 	stop()
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -118,9 +118,11 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	fmt.Printf("http_proxy: %d loops listening on %s (%s), upstream %s\n",
 		len(s.rt.Loops()), s.rt.Addr(), s.rt.Loops()[0].Backend(), cfg.upstreams)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	stop()

@@ -108,6 +108,9 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	fmt.Printf("kv: %d loops listening on %s\n", len(rt.Loops()), rt.Addr())
 	ms, err := cfg.ServeMetrics(rt)
 	if err != nil {
@@ -117,7 +120,6 @@ func run(cfg config) error {
 	if ms != nil {
 		defer ms.Close()
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

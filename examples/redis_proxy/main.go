@@ -105,9 +105,11 @@ func run(cfg config) error {
 	if err != nil {
 		return err
 	}
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	fmt.Printf("redis_proxy: %d loops listening on %s, servers %s, at most %d connections per server per loop\n",
 		len(s.rt.Loops()), s.rt.Addr(), strings.Join(cfg.servers, ","), cfg.max)
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	<-ctx.Done()
 	stop()

@@ -107,9 +107,11 @@ func run() error {
 		defer ms.Close()
 		fmt.Printf("wal: metrics on http://%s/metrics\n", ms.Addr())
 	}
-	fmt.Printf("wal: listening on %s (%v, sync %v, depth %d)\n", rt.Addr(), rt.Loops()[0].Backend(), *sync, *depth)
+	// Signals are caught before the line that says it listens: whoever reads
+	// it may stop the server at once.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	fmt.Printf("wal: listening on %s (%v, sync %v, depth %d)\n", rt.Addr(), rt.Loops()[0].Backend(), *sync, *depth)
 	<-sig
 	stats := make(chan string, 1)
 	if rt.Loops()[0].Post(func() { stats <- s.stats() }) == nil {

@@ -79,8 +79,10 @@ func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
 	if ms != nil {
 		defer ms.Close()
 	}
-	fmt.Fprintf(os.Stderr, "ws_gateway: %d loops (%s), listening on %s\n", len(gw.rt.Loops()), gw.rt.Loops()[0].Backend(), gw.rt.Addr())
+	// The signals are caught before the line that says the gateway
+	// listens: whoever reads it may stop the gateway at once.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	fmt.Fprintf(os.Stderr, "ws_gateway: %d loops (%s), listening on %s\n", len(gw.rt.Loops()), gw.rt.Loops()[0].Backend(), gw.rt.Addr())
 	<-ctx.Done()
 	stop()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
