@@ -3,8 +3,6 @@
 package ring
 
 import (
-	"fmt"
-	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -160,33 +158,6 @@ func (r *Ring) PreparePollOut(fd int, userData uint64) error {
 	e.rw(OpPollAdd, fd, 0, 0, 0)
 	e.opFlags = poll32Events(unix.POLLOUT)
 	e.userData = userData
-	return nil
-}
-
-// Reserve makes room for n submissions, handing the queue to the kernel
-// first if it has fewer free entries, so that the next n Prepare calls
-// land in one submission: a chain made with Link must not be split
-// between two enters. It fails when the kernel takes nothing, or when n
-// is more than the queue holds.
-func (r *Ring) Reserve(n uint32) error {
-	sq := &r.sq
-	if n > sq.entries {
-		return fmt.Errorf("reserve %d submissions: the queue holds %d", n, sq.entries)
-	}
-	for try := 0; sq.sqeTail+n-atomic.LoadUint32(sq.head) > sq.entries; try++ {
-		if try == 8 {
-			return fmt.Errorf("submission queue full: the kernel took no entries after %d submits", try)
-		}
-		var err error
-		if r.flags&SQPoll != 0 {
-			err = r.sqWait()
-		} else {
-			err = r.Submit()
-		}
-		if err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
