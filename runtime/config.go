@@ -149,7 +149,11 @@ type Config struct {
 	// systemd's socket activation or a parent process, see ListenFiles
 	// (and Runtime.ListenerFiles on the parent's side). New duplicates
 	// them, so the caller may close them once New returns; every loop
-	// serves each one, and its Listener says Inherited. Nil means none.
+	// serves each one, and its Listener says Inherited. A TCP socket is
+	// TLS (served with TLS) when its file's name says so: the name
+	// ListenerFiles gives a tls:// listener's socket ("tls://host:port",
+	// or "tls_//host_port" as HandoverEnv passes it), or a systemd
+	// FileDescriptorName= of "tls" or "tls-anything". Nil means none.
 	// (A File is something else: a regular file opened on a loop.)
 	Inherited []*os.File
 	// UnixMode, when not zero, is the permission bits of the socket files

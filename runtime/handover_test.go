@@ -44,7 +44,7 @@ func childServer() int {
 	}
 	cores, _ := cpu.Cores()
 	rt, err := percore.New(percore.Config{Backend: b, Inherited: files, Cores: cores[:1], PacketHandler: packetEcho{},
-		Logger: discard}, echoHandler{})
+		TLS: childTLS(), Logger: discard}, echoHandler{})
 	if err != nil {
 		fmt.Println("child:", err)
 		return 2

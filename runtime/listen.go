@@ -35,8 +35,10 @@ type Listener struct {
 	// SO_REUSEPORT cannot split, or an inherited one); otherwise each loop
 	// has its own SO_REUSEPORT socket bound to Addr.
 	Shared bool
-	// TLS says the listener's connections are TLS (a tls:// address,
-	// served with Config.TLS).
+	// TLS says the listener's connections are TLS (a tls:// address, or
+	// an inherited socket whose file name says TLS, as ListenerFiles and
+	// HandoverEnv name a TLS listener's: see Config.Inherited), served with
+	// Config.TLS.
 	TLS bool
 }
 
@@ -127,10 +129,13 @@ func listenSpecs(cfg Config) (specs []*listenSpec, err error) {
 	}
 	for i, f := range cfg.Inherited {
 		s, err := inheritedSpec(f, len(specs))
+		if err == nil {
+			specs = append(specs, s) // closed by the deferred closeSpecs on failure
+			err = markInheritedTLS(s, f.Name())
+		}
 		if err != nil {
 			return specs, fmt.Errorf("percore: Config.Inherited[%d] (%s): %w", i, f.Name(), err)
 		}
-		specs = append(specs, s)
 	}
 	return specs, nil
 }

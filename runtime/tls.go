@@ -133,6 +133,40 @@ func splitTLSScheme(a string) (string, bool) {
 	return a, false
 }
 
+// tlsFileName reports whether the name of an inherited socket marks it
+// TLS: the name Runtime.ListenerFiles gives it (Listener.String:
+// "tls://127.0.0.1:7000", "tls6://[::1]:7000"), that name after
+// HandoverEnv replaced its colons ("tls_//127.0.0.1_7000", as
+// LISTEN_FDNAMES carries it), or a systemd FileDescriptorName= (which
+// cannot hold a colon) that is "tls" or begins with "tls-" ("tls-web").
+func tlsFileName(name string) bool {
+	if name == "tls" || strings.HasPrefix(name, "tls-") {
+		return true
+	}
+	for _, n := range [...]string{"tls", "tls4", "tls6"} {
+		if strings.HasPrefix(name, n+"://") || strings.HasPrefix(name, n+"_//") {
+			return true
+		}
+	}
+	return false
+}
+
+// markInheritedTLS makes s, the inherited socket of the file named name,
+// a TLS listener when the name says so (tlsFileName): so a tls://
+// listener handed over in a restart stays TLS in the new process, served
+// with its Config.TLS. TLS is served on TCP only: a TLS name on another
+// socket is an error.
+func markInheritedTLS(s *listenSpec, name string) error {
+	if !tlsFileName(name) {
+		return nil
+	}
+	if s.info.Network != "tcp" {
+		return fmt.Errorf("named %q (TLS) but a %s socket: TLS is served on TCP listeners only", name, s.info.Network)
+	}
+	s.info.TLS = true
+	return nil
+}
+
 // checkTLSListeners reports a Config.TLS without a TLS listener, or a TLS
 // listener without Config.TLS.
 func checkTLSListeners(cfg Config, specs []*listenSpec) error {

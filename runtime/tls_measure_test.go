@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -32,6 +33,7 @@ var (
 	tlsIdleN    = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
 	tlsIdleMode = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop) or nethttp (net/http with crypto/tls)")
 	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
+	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 )
 
 // tlsIdleClientEnv makes the test binary the idle client: addr,N.
@@ -84,6 +86,9 @@ func TestTLSIdleMemory(t *testing.T) {
 		t.Skip("a measurement: -tls.idle N runs it")
 	}
 	n := *tlsIdleN
+	if *tlsIdleHeap != "" {
+		goruntime.MemProfileRate = 512 // before anything the connections allocate
+	}
 	cfg := pctest.TestPKI().ServerTLS()
 	cfg.NextProtos = nil
 	var addr string
@@ -136,6 +141,16 @@ func TestTLSIdleMemory(t *testing.T) {
 	var ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms1)
 	rss2 := pctest.VmRSSKiB(t)
+	if *tlsIdleHeap != "" {
+		f, err := os.Create(*tlsIdleHeap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
 	debug.FreeOSMemory()
 	rss3 := pctest.VmRSSKiB(t)
 	per := func(kib int64) float64 { return float64(kib-rss0) * 1024 / float64(got) }

@@ -40,6 +40,7 @@
 # Environment (defaults in parentheses):
 #   REPEATS (3)  DURATION (5)  WARMUP (1)  CONNS (100)  CLOSE_CONNS (50)
 #   SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28700)  TLS_PROCS (2: percore-tls's GOMAXPROCS)
+#   MODES ("ka close": which wrk runs each server gets)
 #   SERVERS ("percore-tls nginx-tls nethttp-tls percore-plain nginx-plain")
 #   OUT (docs/results/HOST-DATE-tls)
 set -euo pipefail
@@ -57,6 +58,7 @@ SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28700}
 TLS_PROCS=${TLS_PROCS:-2}
+MODES=${MODES:-ka close}
 SERVERS=${SERVERS-percore-tls nginx-tls nethttp-tls percore-plain nginx-plain}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-tls}
 
@@ -208,7 +210,7 @@ for repeat in $(seq "$REPEATS"); do
     port=$((port + 1))
     start "$name" "$port" "$SERVER_CPUS"
     if [ "$repeat" = 1 ]; then probe "$name" "$port"; fi
-    for mode in ka close; do
+    for mode in $MODES; do
       measure "$name" "$port" "$mode" "$SERVER_PID" "$repeat"
     done
     stop "$SERVER_PID"
@@ -249,7 +251,7 @@ awk -F'\t' '
   }' "$OUT/tls-runs.tsv" >"$OUT/tls-summary.md"
 {
   echo
-  echo "Command: TLS_PROCS=$TLS_PROCS REPEATS=$REPEATS DURATION=$DURATION CONNS=$CONNS CLOSE_CONNS=$CLOSE_CONNS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-tls.sh"
+  echo "Command: MODES=\"$MODES\" TLS_PROCS=$TLS_PROCS REPEATS=$REPEATS DURATION=$DURATION CONNS=$CONNS CLOSE_CONNS=$CLOSE_CONNS SERVER_CPUS=$SERVER_CPUS CLIENT_CPUS=$CLIENT_CPUS scripts/bench-tls.sh"
   echo
   echo "Negotiated:"
   sed 's/^/    /' "$OUT/negotiated.txt"

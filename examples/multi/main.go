@@ -13,6 +13,11 @@
 //	go run ./examples/multi -addr 127.0.0.1:7000 -udp 127.0.0.1:7001 -unix /tmp/multi.sock
 //	kill -HUP <pid>      # a new process takes over; the old one exits
 //
+// With -tls-cert and -tls-key the TCP listener is TLS (tls://); a restart
+// keeps it TLS and loads the key pair again (TLS connections themselves
+// are closed with a goodbye, not handed over: their sessions live in the
+// old process).
+//
 // Started by systemd with socket activation (LISTEN_FDS), it serves the
 // sockets it was given and ignores its address flags.
 //
@@ -74,12 +79,25 @@ func run(args []string, stdout, stderr io.Writer) int {
 	udp := fl.String("udp", "127.0.0.1:7001", "UDP address (empty: none)")
 	unixPath := fl.String("unix", "/tmp/percore-multi.sock", "Unix socket path or @name (empty: none)")
 	grace := fl.Duration("grace", 10*time.Second, "how long a graceful shutdown waits for connections")
+	tf := serverflag.RegisterTLS(fl) // -tls-cert, -tls-key: the TCP listener is tls://
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := percore.Config{PacketHandler: echo{}, Logger: log}
 	sf.Apply(&cfg)
+	// The key pair is loaded by every process: a restart serves the
+	// inherited tls:// socket as TLS with the files as they are now.
+	var tcfg percore.Config
+	if err := tf.Apply(&tcfg); err != nil {
+		fmt.Fprintln(stderr, "multi:", err)
+		return 2
+	}
+	cfg.TLS = tcfg.TLS
+	tcpScheme := "tcp"
+	if cfg.TLS != nil {
+		tcpScheme = "tls"
+	}
 	// A ready descriptor from a parent comes after the sockets: read its
 	// number before ListenFiles clears the environment.
 	readyFd, _ := strconv.Atoi(os.Getenv(readyEnv))
@@ -97,7 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(files) > 0 {
 		cfg.Inherited = files
 	} else {
-		for _, a := range []struct{ scheme, addr string }{{"tcp", sf.Addr}, {"udp", *udp}, {"unix", *unixPath}} {
+		for _, a := range []struct{ scheme, addr string }{{tcpScheme, sf.Addr}, {"udp", *udp}, {"unix", *unixPath}} {
 			if a.addr != "" {
 				cfg.Listen = append(cfg.Listen, a.scheme+"://"+a.addr)
 			}

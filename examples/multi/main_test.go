@@ -62,6 +62,7 @@ func TestMain(m *testing.M) {
 type server struct {
 	pid              int
 	tcp, udp, unixAt string
+	tls              string
 }
 
 func parseReady(t *testing.T, line string) server {
@@ -73,13 +74,15 @@ func parseReady(t *testing.T, line string) server {
 			s.pid, _ = strconv.Atoi(f[4:])
 		case strings.HasPrefix(f, "tcp://"):
 			s.tcp = f[6:]
+		case strings.HasPrefix(f, "tls://"):
+			s.tls = f[6:]
 		case strings.HasPrefix(f, "udp://"):
 			s.udp = f[6:]
 		case strings.HasPrefix(f, "unix://"):
 			s.unixAt = f[7:]
 		}
 	}
-	if s.pid == 0 || s.tcp == "" || s.udp == "" || s.unixAt == "" {
+	if s.pid == 0 || (s.tcp == "" && s.tls == "") || (s.tls == "" && (s.udp == "" || s.unixAt == "")) {
 		t.Fatalf("ready line %q", line)
 	}
 	return s
