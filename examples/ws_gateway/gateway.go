@@ -32,7 +32,7 @@ type gateway struct {
 	loops        percore.PerLoop[loopState]
 
 	upstream *pool.Pool[*upstream.Conn] // nil without -upstream
-	ho       restartState                // a restart's hand-over (handover.go)
+	ho       restartState               // a restart's hand-over (handover.go)
 
 	mu       sync.Mutex
 	counters map[int]*loopCounters // by loop id: the collector's view
