@@ -407,6 +407,7 @@ func (g *gateway) fanout(w *httpd.Response, l *percore.Loop, t string, body []by
 	pm, err := g.loops.Get(l).pool.Prepare(ws.OpText, body)
 	if err != nil {
 		refuse(w, 500, err.Error())
+		w.End() // a publish that was held or forwarded (handover.go)
 		return
 	}
 	loops := l.Runtime().Loops()
