@@ -204,6 +204,14 @@ func (l *Loop) adoptConns(items []adoptItem) {
 		l.callOnAdopt(c, it.state)
 		l.sweepLate(c)
 	}
+	// Adopted connections count against Config.MaxConns as accepted ones
+	// do: none is refused (each is a client already connected, which a
+	// close would only send back to reconnect), but at the cap the loop
+	// stops accepting new ones until enough have closed.
+	if !l.canAccept() && l.accept.holds&holdCap == 0 {
+		l.cnt[sCapHolds]++
+		l.hold(holdCap)
+	}
 }
 
 // callOnAdopt runs c's handler's OnAdopt, else its OnOpen.

@@ -27,7 +27,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -36,13 +35,12 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"os/exec"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/percore/percore/examples/internal/restart"
 	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 )
@@ -65,10 +63,6 @@ var (
 	_ percore.PacketHandler   = echo{}
 	_ percore.HandoverHandler = echo{}
 )
-
-// readyEnv names the descriptor a parent passes its new copy: the copy
-// writes one line to it once it serves.
-const readyEnv = "MULTI_READY_FD"
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -98,10 +92,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if cfg.TLS != nil {
 		tcpScheme = "tls"
 	}
-	// A ready descriptor from a parent comes after the sockets: read its
-	// number before ListenFiles clears the environment.
-	readyFd, _ := strconv.Atoi(os.Getenv(readyEnv))
-	os.Unsetenv(readyEnv)
+	// A restart's pipes come after the sockets: read their numbers
+	// before ListenFiles clears the environment.
+	child := restart.Inherited()
 	files, err := percore.ListenFiles()
 	if err != nil {
 		fmt.Fprintln(stderr, "multi:", err)
@@ -151,22 +144,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		names = append(names, ln.String())
 	}
 	fmt.Fprintf(stdout, "ready pid=%d %s\n", os.Getpid(), strings.Join(names, " "))
-	if readyFd > 0 {
-		f := os.NewFile(uintptr(readyFd), "ready")
-		fmt.Fprintln(f, "ready")
-		f.Close()
-	}
+	child.Ready()
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
-	var to *os.File // the channel to the new process, once one serves
+	var to *restart.Parent // the new process, once one serves
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
 			// Signals that come while the new process starts wait in
 			// sigs; handOver refuses them.
 			log.Info("multi: SIGHUP: starting a new process")
-			ch, err := handOver(rt, args, stderr, sigs, log)
+			ch, err := restart.Begin(rt, args, os.Stdout, stderr, sigs, log)
 			if err != nil {
 				log.Error("multi: restart failed; still serving", "err", err)
 				continue
@@ -187,7 +176,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if to != nil {
 		defer to.Close()
 		began := time.Now()
-		err = rt.HandOver(ctx, to)
+		err = rt.HandOver(ctx, to.Handoff)
 		st := rt.Stats()
 		log.Info("multi: handed over", "connections", st.HandedOff, "declined", st.HandoffDeclined,
 			"failed", st.HandoffFailed, "took", time.Since(began).Round(time.Microsecond))
@@ -199,83 +188,4 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-// handOver starts a new copy of this program with every listening socket
-// and the channel for its connections, waits until it serves, and
-// returns this process's end of the channel. A signal that comes
-// meanwhile is logged and ignored (a second SIGHUP cannot start a second
-// copy).
-func handOver(rt *percore.Runtime, args []string, stderr io.Writer, sigs <-chan os.Signal, log *slog.Logger) (*os.File, error) {
-	files, err := rt.ListenerFiles()
-	if err != nil {
-		return nil, err
-	}
-	old, next, err := percore.HandoverSockets()
-	if err != nil {
-		for _, f := range files {
-			f.Close()
-		}
-		return nil, err
-	}
-	files = append(files, next)
-	defer func() {
-		for _, f := range files {
-			f.Close()
-		}
-	}()
-	r, w, err := os.Pipe()
-	if err != nil {
-		old.Close()
-		return nil, err
-	}
-	defer r.Close()
-	exe, err := os.Executable()
-	if err != nil {
-		w.Close()
-		old.Close()
-		return nil, err
-	}
-	cmd := exec.Command(exe, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, stderr
-	cmd.ExtraFiles = append(append([]*os.File(nil), files...), w)
-	cmd.Env = append(os.Environ(), percore.HandoverEnv(files)...)
-	cmd.Env = append(cmd.Env, readyEnv+"="+strconv.Itoa(3+len(files)))
-	err = cmd.Start()
-	w.Close()
-	if err != nil {
-		old.Close()
-		return nil, err
-	}
-	// The new process outlives this one; reap it should it exit first.
-	go func() {
-		if err := cmd.Wait(); err != nil {
-			log.Error("multi: the new process exited", "pid", cmd.Process.Pid, "err", err)
-		}
-	}()
-	line := make(chan error, 1)
-	go func() {
-		s, err := bufio.NewReader(r).ReadString('\n')
-		if err == nil && s != "ready\n" {
-			err = fmt.Errorf("new process said %q", s)
-		}
-		line <- err
-	}()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case sig := <-sigs:
-			log.Warn("multi: a restart is under way; signal ignored", "signal", sig)
-		case err := <-line:
-			if err != nil {
-				old.Close()
-				return nil, fmt.Errorf("new process %d did not start: %w", cmd.Process.Pid, err)
-			}
-			return old, nil
-		case <-timeout:
-			cmd.Process.Kill()
-			old.Close()
-			return nil, fmt.Errorf("new process %d not ready within 10s", cmd.Process.Pid)
-		}
-	}
 }

@@ -32,6 +32,7 @@ type gateway struct {
 	loops        percore.PerLoop[loopState]
 
 	upstream *pool.Pool[*upstream.Conn] // nil without -upstream
+	ho       restartState               // a restart's hand-over (handover.go)
 
 	mu       sync.Mutex
 	counters map[int]*loopCounters // by loop id: the collector's view
@@ -56,6 +57,7 @@ type client struct {
 	c      *percore.Conn
 	ls     *loopState
 	wc     ws.Conn
+	user   string   // its authenticated user (it crosses a restart with the topics)
 	topics []string // the topics it is in (to leave them when it closes)
 	idx    int32    // in ls.clients; -1 once gone
 	upID   uint32   // its id on the upstream link (with the loop's); 0 until its first message
@@ -147,10 +149,12 @@ func (g *gateway) upgrade(w *httpd.Response, r *httpd.Request) {
 	}
 	c := r.Conn()
 	ls := g.loops.Get(c.Loop())
-	cl := &client{c: c, ls: ls, idx: int32(len(ls.clients))}
+	user, _ := r.Query("user")
+	cl := &client{c: c, ls: ls, idx: int32(len(ls.clients)), user: string(user)}
 	cl.wc.Init(ls.pool, ws.Server, &hs)
 	ls.clients = append(ls.clients, cl)
 	ls.n.upgrades.Add(1)
+	g.ho.clients.Add(1)
 	w.WriteHeader(101)
 	w.AddHeader("Upgrade", "websocket")
 	w.AddHeader("Connection", "Upgrade")
@@ -217,17 +221,8 @@ func (cl *client) command(p []byte) {
 		return
 	}
 	t := string(topic)
-	ls := cl.ls
 	if sub {
-		set := ls.topics[t]
-		if set == nil {
-			set = map[*client]struct{}{}
-			ls.topics[t] = set
-		}
-		if _, in := set[cl]; !in {
-			set[cl] = struct{}{}
-			cl.topics = append(cl.topics, t)
-		}
+		cl.join(t)
 	} else {
 		cl.leave(t)
 	}
@@ -250,6 +245,19 @@ func validTopic(t []byte) bool {
 		}
 	}
 	return true
+}
+
+// join puts cl in topic t.
+func (cl *client) join(t string) {
+	set := cl.ls.topics[t]
+	if set == nil {
+		set = map[*client]struct{}{}
+		cl.ls.topics[t] = set
+	}
+	if _, in := set[cl]; !in {
+		set[cl] = struct{}{}
+		cl.topics = append(cl.topics, t)
+	}
 }
 
 // leave takes cl out of topic t.
@@ -325,12 +333,20 @@ func (cl *client) OnClose(c *percore.Conn, err error) {
 	if ls.up != nil {
 		ls.up.gone(cl)
 	}
+	ls.g.ho.gone()
 }
 
-// OnShutdown says goodbye with 1001 (percore.ShutdownHandler).
+// OnShutdown says goodbye (percore.ShutdownHandler): with 1001 at a
+// shutdown, with 1012 to a client a restart could not hand over
+// (handover.go).
 func (cl *client) OnShutdown(c *percore.Conn) {
 	if cl.ls.up != nil {
 		cl.ls.up.stop()
+	}
+	if cl.ls.g.ho.handingOver.Load() {
+		cl.ls.n.restartCloses.Add(1)
+		cl.closeWith(ws.CloseServiceRestart, "service restart")
+		return
 	}
 	cl.closeWith(ws.CloseGoingAway, "shutting down")
 }
@@ -379,16 +395,25 @@ func (g *gateway) publish(w *httpd.Response, r *httpd.Request) {
 		refuse(w, 400, "the body goes out as a text frame: it must be UTF-8")
 		return
 	}
-	l := r.Conn().Loop()
+	if g.divert(w, r, topic, body) {
+		return // held until a restart's hand-over ends, or forwarded to the new process
+	}
+	g.fanout(w, r.Conn().Loop(), string(topic), body)
+}
+
+// fanout delivers body to the subscribers of t on every loop from l, and
+// answers w with how many took it.
+func (g *gateway) fanout(w *httpd.Response, l *percore.Loop, t string, body []byte) {
 	pm, err := g.loops.Get(l).pool.Prepare(ws.OpText, body)
 	if err != nil {
 		refuse(w, 500, err.Error())
+		w.End() // a publish that was held or forwarded (handover.go)
 		return
 	}
-	t := string(topic)
 	loops := l.Runtime().Loops()
 	pending, total := len(loops), 0
 	w.Hold()
+	g.ho.delivering.Add(1)
 	for _, to := range loops {
 		var n int
 		l.Call(to, func() { n = g.deliver(to, t, pm) }, func(err error) {
@@ -396,6 +421,7 @@ func (g *gateway) publish(w *httpd.Response, r *httpd.Request) {
 				total += n
 			}
 			if pending--; pending == 0 {
+				g.ho.delivering.Add(-1)
 				w.AddHeader("Content-Type", "text/plain")
 				var b [20]byte
 				w.Write(strconv.AppendInt(b[:0], int64(total), 10))

@@ -12,7 +12,15 @@
 // take (Conn.TryReserve at the outbound cap, -queue messages of
 // -message-bytes) before the write timeout closes it.
 //
+// On SIGHUP it restarts without a reconnect (handover.go,
+// docs/decisions/0059): a new copy of itself takes the listening sockets
+// and every client between messages, with its subscriptions; a publish
+// during the restart is held, not lost; a client that cannot move gets
+// close 1012 (service restart). A SIGHUP while a restart runs is refused
+// with a log line. SIGINT and SIGTERM shut down (clients get 1001).
+//
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
+//	kill -HUP <pid>      # a new process takes over; the old one exits
 package main
 
 import (
@@ -22,9 +30,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/percore/percore/examples/internal/restart"
 	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/httpd"
@@ -41,6 +51,8 @@ type options struct {
 	queue, messageBytes        int
 	maxConns                   int
 	upstream                   string
+	grace                      time.Duration
+	pidFile                    string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
@@ -51,6 +63,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.queue, "queue", 256, "the outbound cap, in messages of -message-bytes: a publish past it is dropped for that subscriber")
 	fs.IntVar(&o.messageBytes, "message-bytes", 1024, "the message size -queue counts in (the cap is -queue times this, in bytes)")
 	fs.StringVar(&o.upstream, "upstream", "", "relay binary messages to this TCP service (length-prefixed, with the client's id; upstream.go) instead of echoing them")
+	fs.DurationVar(&o.grace, "grace", 5*time.Second, "how long a shutdown or a restart's hand-over waits for connections (and a new process holds publishes for the old one at most)")
+	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 }
 
@@ -67,7 +81,21 @@ func main() {
 }
 
 func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
-	gw, err := start(sf, o, logger)
+	// A restart's pipes and sockets, when a gateway that restarts
+	// started this one (handover.go).
+	child := restart.Inherited()
+	files, err := percore.ListenFiles()
+	if err != nil {
+		return err
+	}
+	files, handoff := percore.HandoffFile(files)
+	if handoff != nil {
+		defer handoff.Close()
+	}
+	gw, err := start(sf, o, logger, files)
+	for _, f := range files {
+		f.Close()
+	}
 	if err != nil {
 		return err
 	}
@@ -76,20 +104,84 @@ func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
 		gw.close()
 		return err
 	}
-	if ms != nil {
-		defer ms.Close()
+	defer func() {
+		if ms != nil {
+			ms.Close()
+		}
+	}()
+	if handoff != nil {
+		// Publishes wait until the old process has let go of its
+		// subscribers: each reaches all of them here.
+		gw.g.holdUntil(child.Released(), o.grace)
+		if err := gw.rt.Adopt(handoff); err != nil {
+			gw.close()
+			return err
+		}
 	}
 	// The signals are caught before the line that says the gateway
 	// listens: whoever reads it may stop the gateway at once.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	fmt.Fprintf(os.Stderr, "ws_gateway: %d loops (%s), listening on %s\n", len(gw.rt.Loops()), gw.rt.Loops()[0].Backend(), gw.rt.Addr())
-	<-ctx.Done()
-	stop()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := writePID(o.pidFile); err != nil {
+		logger.Error("ws_gateway: -pidfile", "err", err)
+	}
+	child.Ready()
+	var next *restart.Parent // the new process, once one serves
+	for sig := range sigs {
+		if sig != syscall.SIGHUP {
+			break
+		}
+		logger.Info("ws_gateway: SIGHUP: starting a new process")
+		if ms != nil {
+			ms.Close() // the new process serves the metrics address
+			ms = nil
+		}
+		if next, err = restart.Begin(gw.rt, os.Args[1:], os.Stdout, os.Stderr, sigs, logger); err == nil {
+			break
+		}
+		logger.Error("ws_gateway: restart failed; still serving", "err", err)
+		if ms, err = sf.ServeMetrics(gw.rt, newCollector(gw.g)); err != nil {
+			logger.Error("ws_gateway: metrics", "err", err)
+		}
+	}
+	go func() {
+		for sig := range sigs {
+			logger.Warn("ws_gateway: a restart or shutdown is under way; signal ignored", "signal", sig)
+		}
+	}()
+	sctx, cancel := context.WithTimeout(context.Background(), o.grace)
 	defer cancel()
-	gw.rt.Shutdown(sctx) // clients are sent 1001 and closed; publishes in flight are answered
+	if next == nil {
+		gw.rt.Shutdown(sctx) // clients are sent 1001 and closed; publishes in flight are answered
+		gw.close()
+		return nil
+	}
+	began := time.Now()
+	logger.Info("ws_gateway: a new process serves; handing over connections", "pid", next.Pid)
+	deadline, _ := sctx.Deadline()
+	gw.g.beginHandover(next, gw.rt.Addr().String(), deadline)
+	err = gw.rt.HandOver(sctx, next.Handoff)
+	next.Close()
+	st := gw.rt.Stats()
+	logger.Info("ws_gateway: handed over", "connections", st.HandedOff, "declined", st.HandoffDeclined,
+		"failed", st.HandoffFailed, "took", time.Since(began).Round(time.Microsecond), "err", err)
 	gw.close()
 	return nil
+}
+
+// writePID writes this process's PID to path (nothing for ""), whole:
+// a reader sees the old PID or the new one.
+func writePID(path string) error {
+	if path == "" {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // running is a started gateway.
@@ -99,11 +191,12 @@ type running struct {
 	rt  *percore.Runtime
 }
 
-func start(sf *serverflag.Flags, o options, logger *slog.Logger) (*running, error) {
+func start(sf *serverflag.Flags, o options, logger *slog.Logger, inherited []*os.File) (*running, error) {
 	if o.queue <= 0 || o.messageBytes <= 0 {
 		return nil, fmt.Errorf("-queue and -message-bytes must be positive")
 	}
 	g := newGateway(o.secret, o.pingInterval)
+	g.ho.log = logger
 	if o.upstream != "" {
 		m, err := upstream.New(o.upstream)
 		if err != nil {
@@ -113,10 +206,14 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger) (*running, erro
 			return nil, err
 		}
 	}
-	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger}, g.routes())
+	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger,
+		AdoptUpgraded: g.adopt}, g.routes())
 	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns,
 		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout}
 	sf.Apply(&cfg)
+	if len(inherited) > 0 {
+		cfg.Addr, cfg.Inherited = "", inherited
+	}
 	rt, err := percore.New(cfg, srv.Handler())
 	if err != nil {
 		srv.Close()

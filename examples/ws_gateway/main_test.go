@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,13 @@ import (
 // examples/bench/gwproto/gwtest/percore_test.go. These are the bad input
 // the issue lists, on both backends.
 
-func TestMain(m *testing.M) { leakcheck.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(serveEnv) != "" {
+		main() // a gateway process of restart_test.go
+		os.Exit(0)
+	}
+	leakcheck.Main(m)
+}
 
 const testSecret = "test-secret"
 
@@ -41,7 +48,7 @@ func startGateway(t *testing.T, b percore.Backend, mod func(*options)) *running 
 	if mod != nil {
 		mod(&o)
 	}
-	r, err := start(&serverflag.Flags{Addr: "127.0.0.1:0", Cores: []int{0}, Backend: b}, o, slog.New(slog.DiscardHandler))
+	r, err := start(&serverflag.Flags{Addr: "127.0.0.1:0", Cores: []int{0}, Backend: b}, o, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +66,13 @@ func token(user string) string {
 // past the 101.
 func wsDial(t *testing.T, r *running, user string) (net.Conn, *bufio.Reader) {
 	t.Helper()
-	c := pctest.Dial(t, r.rt.Addr().String())
+	return wsDialAddr(t, r.rt.Addr().String(), user)
+}
+
+// wsDialAddr opens a WebSocket to the gateway at addr.
+func wsDialAddr(t *testing.T, addr, user string) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c := pctest.Dial(t, addr)
 	fmt.Fprintf(c, "GET /ws?user=%s&token=%s HTTP/1.1\r\nHost: gw\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", user, token(user))
 	br := bufio.NewReader(c)

@@ -14,6 +14,7 @@ import (
 type loopCounters struct {
 	upgrades, closes, protocolCloses, heartbeatCloses, pings atomic.Uint64
 	delivered, dropped                                       atomic.Uint64
+	handedOver, adopted, restartCloses                       atomic.Uint64 // a restart's (handover.go)
 	clients, backlog                                         atomic.Uint64 // as of the last heartbeat sweep
 }
 
@@ -40,6 +41,9 @@ var gatewayMetrics = []struct {
 	{"percore_ws_pings_total", "Pings sent to silent connections.", true, func(n *loopCounters) uint64 { return n.pings.Load() }},
 	{"percore_ws_delivered_total", "Published messages handed to subscribers.", true, func(n *loopCounters) uint64 { return n.delivered.Load() }},
 	{"percore_ws_dropped_total", "Published messages dropped for a subscriber whose outbound queue was at its cap.", true, func(n *loopCounters) uint64 { return n.dropped.Load() }},
+	{"percore_ws_handed_over_total", "Clients handed to a new process at a restart, with their subscriptions.", true, func(n *loopCounters) uint64 { return n.handedOver.Load() }},
+	{"percore_ws_adopted_total", "Clients adopted from the process this one replaced, with their subscriptions.", true, func(n *loopCounters) uint64 { return n.adopted.Load() }},
+	{"percore_ws_restart_closes_total", "Clients a restart could not hand over, closed with 1012 (service restart).", true, func(n *loopCounters) uint64 { return n.restartCloses.Load() }},
 	{"percore_ws_clients", "WebSocket connections open, as of the last heartbeat sweep.", false, func(n *loopCounters) uint64 { return n.clients.Load() }},
 	{"percore_ws_outbound_backlog_bytes", "Bytes queued for WebSocket clients and not yet taken by the kernel, as of the last heartbeat sweep: the loop's work waiting.", false, func(n *loopCounters) uint64 { return n.backlog.Load() }},
 }

@@ -80,6 +80,13 @@ type Config struct {
 	// Logger logs what the request path cannot answer: a handler's
 	// panic. Nil means slog.Default().
 	Logger *slog.Logger
+	// AdoptUpgraded makes the UpgradeHandler of an upgraded connection
+	// that the process this one replaced handed over (a restart,
+	// handover.go), from the state its UpgradeHandler's OnHandover
+	// attached; it runs on the connection's loop, and an error closes the
+	// connection. Nil means upgraded connections are not adopted: each is
+	// closed (the old process's upgrade handlers should then decline).
+	AdoptUpgraded func(c *percore.Conn, state []byte) (UpgradeHandler, error)
 }
 
 // Stats counts what the server did beyond answering. Read it with

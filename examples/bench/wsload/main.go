@@ -95,6 +95,9 @@ type config struct {
 	liveInterval time.Duration
 	liveBefore   time.Duration
 	hold         time.Duration
+	restarts     int
+	restartEvery time.Duration
+	pidFile      string
 }
 
 func main() {
@@ -165,6 +168,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.liveInterval, "live-interval", time.Millisecond, "storm: the live client sends one message this often")
 	fs.DurationVar(&c.liveBefore, "live-before", time.Second, "storm: time the live client's round trips before the storm for this long")
 	fs.DurationVar(&c.hold, "hold", 30*time.Second, "halfopen: a connection the server has not closed this long after it was opened is an error")
+	fs.IntVar(&c.restarts, "restarts", 0, "fanout: send the gateway SIGHUP this many times while publishing (its PID from -pidfile; restarts.go)")
+	fs.DurationVar(&c.restartEvery, "restart-every", 2*time.Second, "fanout: time between restarts (and before the first)")
+	fs.StringVar(&c.pidFile, "pidfile", "", "fanout with -restarts: the file the gateway writes its PID to (ws_gateway -pidfile)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -190,6 +196,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, errors.New("-dial-concurrency must be at least 1, -src-ips 1 to 250")
 	case c.liveInterval <= 0 || c.liveBefore <= 0 || c.hold <= 0:
 		return c, errors.New("-live-interval, -live-before and -hold must be positive")
+	case c.restarts < 0 || c.restartEvery <= 0 || (c.restarts > 0 && (c.mode != "fanout" || c.pidFile == "")):
+		return c, errors.New("-restarts needs -mode fanout and -pidfile; -restart-every must be positive")
 	case c.topic == "" || strings.ContainsAny(c.topic, " \t\r\n?&#"):
 		return c, errors.New("-topic must be a word")
 	}

@@ -157,7 +157,9 @@ func (r *runner) fanout(ctx context.Context) error {
 	}
 	r.clientCost(n)
 	sent := make([]int64, P)
+	rtts := make([]int64, P)
 	var pubRTT hist.Histogram
+	rs := r.startRestarts(ctx)
 	cpu0, self0 := r.serverCPU(), selfCPU()
 	start := time.Now()
 	body := make([]byte, r.cfg.bytes)
@@ -175,7 +177,8 @@ func (r *runner) fanout(ctx context.Context) error {
 		payload(body, seq, t.UnixNano())
 		sent[seq] = t.UnixNano()
 		reached, err := r.publish(body)
-		pubRTT.Record(int64(time.Since(t)))
+		rtts[seq] = int64(time.Since(t))
+		pubRTT.Record(rtts[seq])
 		if err != nil {
 			r.fail("publish %d: %v", seq, err)
 			continue
@@ -215,6 +218,13 @@ func (r *runner) fanout(ctx context.Context) error {
 	}
 	r.res.LastP50us, r.res.LastP99us, r.res.LastMaxUs = us(&last, 0.5), us(&last, 0.99), us(&last, 1)
 	r.res.PublishP99us = us(&pubRTT, 0.99)
+	lasts := make([]int64, P)
+	for seq := range P {
+		if count[seq].Load() > 0 {
+			lasts[seq] = lastRecv[seq].Load()
+		}
+	}
+	rs.report(&r.res, sent, lasts, rtts)
 	return nil
 }
 

@@ -59,6 +59,18 @@ type Result struct {
 	LastMaxUs    float64 `json:"last_max_us,omitempty"`
 	PublishP99us float64 `json:"publish_p99_us,omitempty"` // the POST's own round trip
 
+	// fanout with -restarts (restarts.go)
+	Restarts               int       `json:"restarts,omitempty"`
+	RestartError           string    `json:"restart_error,omitempty"`
+	RestartReadyMs         []float64 `json:"restart_ready_ms,omitempty"` // SIGHUP until the new process serves
+	RestartExitMs          []float64 `json:"restart_exit_ms,omitempty"`  // SIGHUP until the old process exited
+	PublishesDuringRestart int       `json:"publishes_during_restart,omitempty"`
+	LastP99DuringUs        float64   `json:"last_p99_during_restart_us,omitempty"`
+	LastMaxDuringUs        float64   `json:"last_max_during_restart_us,omitempty"`
+	LastP99OutsideUs       float64   `json:"last_p99_outside_restart_us,omitempty"`
+	PublishP99DuringUs     float64   `json:"publish_p99_during_restart_us,omitempty"`
+	PublishP99OutsideUs    float64   `json:"publish_p99_outside_restart_us,omitempty"`
+
 	// echo (and fanout: the busy shares, from the first publish until the
 	// last delivery or the end of -drain)
 	Messages          uint64  `json:"messages,omitempty"`
@@ -98,6 +110,9 @@ func (r *Result) problem() string {
 	add(r.Duplicates, "duplicate deliveries")
 	add(r.Reordered, "deliveries out of order")
 	add(r.ShortCounts, "publishes that reached fewer subscribers than held")
+	if r.RestartError != "" {
+		p = append(p, "restarts: "+r.RestartError)
+	}
 	if r.Mode == "echo" && r.Messages == 0 {
 		p = append(p, "no message echoed in the window")
 	}

@@ -1,0 +1,95 @@
+package ws
+
+import "errors"
+
+// A restart's hand-over of connections to a new process
+// (percore.Runtime.HandOver, docs/decisions/0054 and 0059): a Conn that is
+// between messages is written down in StateLen bytes (AppendState) and
+// resumed from them in the new process (Resume), so that the connection
+// goes on without a new handshake. What a Conn holds between messages is
+// its role and what permessage-deflate agreed; a compression context
+// (context takeover: the peer's last plaintext, our compressor's history)
+// is not written down, so a connection that uses one does not move: it is
+// closed with CloseServiceRestart instead.
+
+// StateLen is the length of what AppendState writes.
+const StateLen = 4
+
+// stateVersion is the first byte of a written state: a new process that
+// meets another refuses the state (Resume's ErrState).
+const stateVersion = 1
+
+var (
+	// ErrInMessage is AppendState's answer while a frame or a fragmented
+	// message is partly received: ask again once it is whole.
+	ErrInMessage = errors.New("ws: a message is partly received")
+	// ErrNotPortable is AppendState's answer for a connection whose
+	// state cannot move to another process: it keeps a compression
+	// context, it failed, or its closing handshake began.
+	ErrNotPortable = errors.New("ws: the connection's state cannot move to another process")
+	// ErrState is Resume's answer for a state AppendState did not write.
+	ErrState = errors.New("ws: not a connection state written by AppendState")
+)
+
+// Between reports whether c is between messages: no frame or fragmented
+// message partly received, no failure and no Close either way.
+func (c *Conn) Between() bool {
+	d := &c.dec
+	return d.err == nil && d.flags&(dInPayload|dDone) == 0 && d.msgOp == 0 && c.st&(stCloseSent|stCloseRecv) == 0
+}
+
+// AppendState appends to dst the StateLen bytes that Resume makes a Conn
+// of again in another process, for a connection between messages. It
+// returns ErrInMessage while a message is partly received (the bytes the
+// caller holds of a frame header are its own to check: frame.View's
+// adapters do), and ErrNotPortable for a connection that keeps a
+// compression context (context takeover in either direction, once a
+// message used it), failed or is closing.
+func (c *Conn) AppendState(dst []byte) ([]byte, error) {
+	d := &c.dec
+	switch {
+	case d.err != nil || d.flags&dDone != 0 || c.st&(stCloseSent|stCloseRecv) != 0:
+		return dst, ErrNotPortable
+	case d.flags&dInPayload != 0 || d.msgOp != 0:
+		return dst, ErrInMessage
+	case c.wctx != nil || (c.rctx != nil && len(c.rctx.b) > 0):
+		return dst, ErrNotPortable
+	}
+	var flags byte
+	if d.Deflate {
+		flags |= 1
+	}
+	if c.rctx != nil {
+		flags |= 2
+	}
+	readBits := byte(0)
+	if c.rctx != nil {
+		for s := c.rctx.size; s > 1; s >>= 1 {
+			readBits++
+		}
+	}
+	return append(dst, stateVersion<<4|byte(d.Role), flags|c.ext<<2, c.bits, readBits), nil
+}
+
+// Resume makes c the connection that AppendState wrote down in the first
+// StateLen bytes of state, with the Config and buffers of pool (the Pool
+// of the goroutine that will use it, as for Init), and returns the bytes
+// after them (the caller's own state). The role is the one written down.
+func (c *Conn) Resume(pool *Pool, state []byte) (rest []byte, err error) {
+	if len(state) < StateLen || state[0]>>4 != stateVersion {
+		return state, ErrState
+	}
+	role := Role(state[0] & 0x0f)
+	flags, bits, readBits := state[1], state[2], state[3]
+	ext := flags >> 2
+	if role > Client || ext > extReadReset|extWriteReset || bits > 15 || readBits > 15 ||
+		(flags&2 != 0 && (flags&1 == 0 || readBits < 8)) {
+		return state, ErrState
+	}
+	*c = Conn{pool: pool, ext: ext, bits: bits}
+	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits, Deflate: flags&1 != 0}
+	if flags&2 != 0 {
+		c.rctx = &window{size: 1 << readBits}
+	}
+	return state[StateLen:], nil
+}
