@@ -35,21 +35,30 @@ import (
 //     receive armed; one with bytes queued has a send in flight;
 //   - a connection's slot is freed only once the kernel holds nothing of
 //     it (no entry with its user data queued or in flight);
+//   - with skipped sends (UringSkipSends), no callback runs while a
+//     skipped send that the kernel sent whole in an earlier enter still
+//     counts in its connection's queue (Conn.Buffered): dispatch accounts
+//     for every one of them, their failures first, before any handler;
 //
 // and at the end, once the peers' data is in, reading resumed and every
 // connection closed: OnClose ran once for each, every byte a peer sent
 // was delivered, a connection closed with Close sent everything written,
 // no buffer is held, every slot is free and the loop exits.
 //
-// Run longer with -model.seeds and -model.steps; one seed with -model.seed;
-// FuzzModelUringConn takes the sequence of choices as its input.
+// Every seed runs twice, with plain sends and with skipped sends. Run
+// longer with -model.seeds and -model.steps; one seed with -model.seed;
+// FuzzModelUringConn takes the sequence of choices as its input (its first
+// choice picks the sends).
 
 func TestModelUringConn(t *testing.T) {
 	seen := map[string]int{}
 	eachModelSeed(t, func(t *testing.T, seed uint64, steps int) {
-		m := runConnModel(t, fmt.Sprintf("seed %d", seed), seededInput(seed), steps)
-		for k, v := range m.seen {
-			seen[k] += v
+		for _, skip := range []bool{false, true} {
+			label := fmt.Sprintf("seed %d, skipped sends %v", seed, skip)
+			m := runConnModel(t, label, seededInput(seed), steps, &skip)
+			for k, v := range m.seen {
+				seen[k] += v
+			}
 		}
 	})
 	if *modelSeed == 0 && *modelSeeds >= 20 && !t.Failed() {
@@ -77,7 +86,7 @@ func FuzzModelUringConn(f *testing.F) {
 		if len(data) > 4096 {
 			return
 		}
-		runConnModel(t, "fuzz input", &modelInput{data: data}, len(data))
+		runConnModel(t, "fuzz input", &modelInput{data: data}, len(data), nil)
 	})
 }
 
@@ -116,13 +125,20 @@ type mconn struct {
 	graceful  bool // the handler closed it with Close
 	failed    bool // a send failed, or it was aborted
 	freed     bool // its slot was seen freed
+	// silent says the kernel sent a skipped send whole and posted nothing,
+	// in an enter the loop has not yet dispatched the end of; silentSeq is
+	// that send's number (uringConn.skipSeq).
+	silent    bool
+	silentSeq uint32
 }
 
 const maxModelConns = 6
 
-func runConnModel(t *testing.T, label string, in *modelInput, steps int) *connModel {
+// runConnModel runs one sequence, with skipped sends if *skip (nil: as
+// the input's first choice says).
+func runConnModel(t *testing.T, label string, in *modelInput, steps int, skip *bool) *connModel {
 	t.Helper()
-	m := newConnModel(in)
+	m := newConnModel(in, skip)
 	defer func() {
 		r := recover()
 		if r != nil {
@@ -144,8 +160,12 @@ func runConnModel(t *testing.T, label string, in *modelInput, steps int) *connMo
 	return m
 }
 
-func newConnModel(in *modelInput) *connModel {
+func newConnModel(in *modelInput, skip *bool) *connModel {
 	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}}
+	if skip == nil {
+		on := in.chance(1, 2)
+		skip = &on
+	}
 	budgets := []int{16, 24, 32, 48, -1}
 	caps := []int{40, 64, 200, -1}
 	cfg := Config{BufferCount: 8, BufferSize: 16, TurnBudget: budgets[in.intn(len(budgets))],
@@ -154,7 +174,7 @@ func newConnModel(in *modelInput) *connModel {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
 	}
 	m.l, m.r, m.d = m.k.newLoop(0, cfg, connHandler{m})
-	if in.chance(1, 2) {
+	if *skip {
 		m.d.feats |= UringSkipSends // uring_skip.go: sends the kernel runs inline
 	}
 	m.k.onSubmit = m.submitted
@@ -231,6 +251,9 @@ func (m *connModel) sendNoWait(r *simRing, op *simOp) {
 	}
 	if n < len(op.p) || !op.skip {
 		r.post(op.ud, int32(n), 0)
+	} else {
+		// The loop's thread is in this enter: its state is read here.
+		mc.silent, mc.silentSeq = true, mc.c.ur.skipSeq
 	}
 	m.log("skipped send of connection %d sends %d of %d", mc.id, n, len(op.p))
 }
@@ -576,6 +599,7 @@ func (h connHandler) OnOpen(c *Conn) {
 func (h connHandler) OnData(c *Conn, data []byte) {
 	m := h.m
 	mc := c.Value().(*mconn)
+	m.queuesExact("OnData")
 	switch {
 	case mc.closes > 0 || c.closed():
 		m.faultf("connection %d: OnData after it closed", mc.id)
@@ -619,6 +643,7 @@ func (h connHandler) OnData(c *Conn, data []byte) {
 func (h connHandler) OnEOF(c *Conn) {
 	m := h.m
 	mc := c.Value().(*mconn)
+	m.queuesExact("OnEOF")
 	if mc.delivered != len(mc.sent) {
 		m.faultf("connection %d: OnEOF after %d of the peer's %d bytes", mc.id, mc.delivered, len(mc.sent))
 	}
@@ -631,6 +656,7 @@ func (h connHandler) OnEOF(c *Conn) {
 func (h connHandler) OnClose(c *Conn, err error) {
 	m := h.m
 	mc := c.Value().(*mconn)
+	m.queuesExact("OnClose")
 	mc.closes++
 	mc.closeErr = err
 	if mc.closes > 1 {
@@ -638,6 +664,23 @@ func (h connHandler) OnClose(c *Conn, err error) {
 	}
 	if err != nil {
 		mc.failed = true
+	}
+}
+
+// queuesExact checks, as a callback starts, that no connection's queue
+// still counts a skipped send the kernel sent whole in an earlier enter:
+// the loop knows of its end once that enter returned, and a handler that
+// saw those bytes as queued would refuse a TryWrite or pause for nothing.
+func (m *connModel) queuesExact(where string) {
+	for _, mc := range m.conns {
+		if !mc.silent {
+			continue
+		}
+		if u := &mc.c.ur; u.flags&ufSendSkip != 0 && u.skipSeq == mc.silentSeq {
+			m.faultf("connection %d: %s ran while a skipped send the kernel sent whole still counts in Conn.Buffered (%d bytes queued)",
+				mc.id, where, mc.c.Buffered())
+		}
+		mc.silent = false
 	}
 }
 

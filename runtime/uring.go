@@ -267,11 +267,12 @@ func (d *uringDriver) enter(timeout time.Duration) error {
 	return nil
 }
 
-// dispatch hands the loop what the kernel reported: the receives earlier
-// turns deferred first, then every completion ready, by the kind in its
-// user data (complete, uring_dispatch.go), then the skipped sends the
-// enter completed without a word (uring_skip.go); then it re-arms what ran
-// out.
+// dispatch hands the loop what the kernel reported: first the skipped
+// sends' failures and then the skipped sends the enter completed without a
+// word (uring_skip.go), so that every handler sees its connection's queue
+// as the kernel left it; then the receives earlier turns deferred, then
+// every other completion ready, by the kind in its user data (complete,
+// uring_dispatch.go); then it re-arms what ran out.
 func (d *uringDriver) dispatch() {
 	if d.r.Overflowed() {
 		// The kernel holds completions the queue had no room for
@@ -280,8 +281,11 @@ func (d *uringDriver) dispatch() {
 		// too small for the load (Config.RingEntries).
 		d.cnt[sCQOverflows]++
 	}
-	known := d.skipsKnown() // before anything below prepares more
-	if len(d.deferred) > 0 {
+	if known := d.skipsKnown(); known > 0 {
+		// Skipped sends the enter may have completed: their failures,
+		// then the rest of them, before any handler runs (uring_skip.go).
+		d.dispatchSkipsFirst(known)
+	} else if len(d.deferred) > 0 {
 		d.deliverDeferred()
 	}
 	for {
@@ -295,7 +299,6 @@ func (d *uringDriver) dispatch() {
 			break
 		}
 	}
-	d.skipsDone(known)
 	if len(d.retry) > 0 {
 		d.retryReleases()
 	}

@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"io"
+	"sync/atomic"
 	"testing"
 
 	"github.com/percore/percore/internal/pctest"
@@ -147,5 +148,53 @@ func TestSkipSendsSaveAnEnter(t *testing.T) {
 	t.Logf("enters per round trip: %.2f with plain sends, %.2f with skipped sends", plain, skip)
 	if skip > plain-0.5 {
 		t.Errorf("skipped sends: %.2f enters per round trip, plain sends %.2f: want at least half an enter fewer", skip, plain)
+	}
+}
+
+// exactQueue is an echo that checks, as each request arrives, that its
+// connection's queue is empty (the client sent it only after it read the
+// previous reply whole, so the kernel took that reply), and answers with
+// TryWrite under an outbound cap of one and a half replies (below it, so
+// that one queued reply does not make the loop wait for its send: the
+// cap's pause is one of the things that does): a queue that still counted
+// the previous reply would refuse it.
+type exactQueue struct{ stale, refused *atomic.Int64 }
+
+func (h exactQueue) OnData(c *percore.Conn, data []byte) {
+	if c.Buffered() != 0 {
+		h.stale.Add(1)
+	}
+	if _, err := c.TryWrite(data); err != nil {
+		h.refused.Add(1)
+		c.Write(data) // the client waits for its reply
+	}
+}
+
+// TestUringFeaturesQueueExact runs request-response traffic under each
+// feature setting and checks that a handler sees its connection's queue
+// as the kernel left it: with skipped sends, the send the enter finished
+// without a completion is accounted for before the next request's OnData
+// (docs/decisions/0057).
+func TestUringFeaturesQueueExact(t *testing.T) {
+	pctest.NeedURing(t)
+	const size, trips = 64, 300
+	for _, f := range uringFeatureSets {
+		t.Run(f.String(), func(t *testing.T) {
+			var stale, refused atomic.Int64
+			rt := start(t, percore.Config{Backend: percore.IOURing, UringFeatures: &f, MaxOutbound: size + size/2},
+				exactQueue{&stale, &refused})
+			// One connection: its reply is the send the loop sleeps
+			// with, and its next request the completion that wakes it.
+			c := rawconn.Dial(t, rt.Addr())
+			p := make([]byte, size)
+			for range trips {
+				if err := c.RoundTrip(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, m := stale.Load(), refused.Load(); n != 0 || m != 0 {
+				t.Errorf("of %d requests, %d saw a reply already sent still queued and %d TryWrites were refused", trips, n, m)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,6 +111,63 @@ func (d *uringDriver) skipsDone(n int) {
 	rest := copy(d.skipped, d.skipped[n:])
 	clear(d.skipped[rest:])
 	d.skipped = d.skipped[:rest]
+}
+
+// dispatchSkipsFirst is the start of a dispatch with known skipped sends
+// to complete (skipsKnown). A handler must see its connection's queue as
+// the kernel left it (Conn.Buffered, TryWrite and TryReserve, the outbound
+// cap: decision 0049), so no handler runs before every skipped send the
+// enter finished is accounted for. It reaps every completion ready (a
+// failure may be any of them: the kernel posted them all before the enter
+// returned), handles the skipped sends' failures among them, completes
+// the listed sends that posted none (skipsDone), delivers the receives
+// earlier turns deferred, and then dispatches the other completions in
+// the order the kernel posted them.
+func (d *uringDriver) dispatchSkipsFirst(known int) {
+	// The kernel posted every failure before the enter returned: they
+	// are among the completions ready now. More of those than a batch
+	// holds grow the batch, once, to what the load needs (the completion
+	// queue bounds it); later ones go through the ordinary reaping.
+	want := d.r.Ready()
+	if want > len(d.cqes) {
+		d.cqes = make([]ring.Completion, want)
+	}
+	n := 0
+	for n < want {
+		got := d.r.Reap(d.cqes[n:want])
+		if got == 0 {
+			break
+		}
+		n += got
+	}
+	cqes := d.cqes[:n]
+	// One pass: the OnClose and OnDrain these cause run once every
+	// skipped send is accounted for.
+	d.l.beginPass()
+	for i := range cqes {
+		e := &cqes[i]
+		if uint8(e.UserData>>56) != kindSend {
+			continue
+		}
+		if c := d.l.conn(uint32(e.UserData), uint32(e.UserData>>32)&genMask); c != nil && c.ur.flags&ufSendSkip != 0 {
+			// A connection has one send in flight: this is its
+			// skipped send's failure.
+			d.complete(e)
+			e.UserData = 0 // handled: no kind is zero
+		}
+	}
+	d.skipsDone(known)
+	d.l.endPass()
+	if len(d.deferred) > 0 {
+		d.deliverDeferred()
+	}
+	for i := range cqes {
+		if cqes[i].UserData != 0 {
+			d.complete(&cqes[i])
+		}
+	}
+	d.cnt[sCompletions] += uint64(n)
+	d.bufs.Publish()
 }
 
 // skipsAwaited reports whether a connection whose skipped send dispatch

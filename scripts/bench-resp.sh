@@ -47,7 +47,8 @@
 #   PROXY_SERVERS ("proxy-uring proxy-epoll twemproxy direct")  LOOP_SERVERS ("kv1-uring kv2-uring")
 #   OUT (docs/results/HOST-DATE-resp)
 #   (KV_SERVERS may also name handkept: issue 14's one-loop server written without its API,
-#   examples/kv/testdata/handkept; and kv-uring-plain: kv-uring with -uring-features=none)
+#   examples/kv/testdata/handkept; kv-uring-plain: kv-uring with -uring-features=none; and
+#   kv-uring-skip: kv-uring with -uring-features=registered_ring,skip_sends)
 set -euo pipefail
 
 # shellcheck source=scripts/lib/bench-common.sh
@@ -149,6 +150,12 @@ start_server() {
       # for their A/B: KV_SERVERS="kv-uring kv-uring-plain redis".
       spawn "$name" env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
         -backend uring -cores "$first" -uring-features=none
+      ;;
+    kv-uring-skip)
+      # kv-uring with skipped sends as well (percore.UringSkipSends), for their A/B:
+      # KV_SERVERS="kv-uring kv-uring-skip redis" (docs/decisions/0057).
+      spawn "$name" env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
+        -backend uring -cores "$first" -uring-features=registered_ring,skip_sends
       ;;
     kv2-uring)
       spawn "$name" env GOMAXPROCS=2 taskset -c "$LOOP_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
