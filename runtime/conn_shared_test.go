@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -146,6 +147,51 @@ func TestTryWriteSharedRefusesAtTheCap(t *testing.T) {
 		c.Close()
 		if err := f.closed.Next(t, "OnClose"); err != nil && !errors.Is(err, io.EOF) {
 			t.Logf("OnClose: %v", err)
+		}
+	})
+}
+
+// holder answers each input with big, more than the socket takes at
+// once, and keeps its connection for the test.
+type holder struct {
+	big   []byte
+	conns *pctest.Inbox[*percore.Conn]
+}
+
+func (h *holder) OnData(c *percore.Conn, data []byte) {
+	c.Write(h.big)
+	h.conns.Put(c)
+}
+
+// TestDrainedConnLetsItsWriteTimerGo: a connection with bytes queued holds
+// a write timer; once its queue has drained it gives the timer up within
+// about a second (writeCheckEvery), not a whole WriteTimeout later, so
+// that idle connections hold none; the next queued write arms one again.
+func TestDrainedConnLetsItsWriteTimerGo(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		h := &holder{big: bytes.Repeat([]byte("b"), 16<<20), conns: pctest.NewInbox[*percore.Conn]()}
+		rt := start(t, percore.Config{Backend: b, WriteTimeout: time.Hour}, h)
+		c := dial(t, rt)
+		held := func(pc *percore.Conn) bool {
+			ch := make(chan bool, 1)
+			if err := pc.Loop().Post(func() { ch <- percore.WriteTimerHeld(pc) }); err != nil {
+				t.Fatal(err)
+			}
+			return <-ch
+		}
+		for range 2 {
+			if _, err := c.Write([]byte("go")); err != nil {
+				t.Fatal(err)
+			}
+			pc := h.conns.Next(t, "the answer")
+			// Nothing read yet: 16 MiB cannot all be in the socket.
+			if !held(pc) {
+				t.Fatal("no write timer while 16 MiB wait to be sent")
+			}
+			if _, err := io.ReadFull(c, make([]byte, len(h.big))); err != nil {
+				t.Fatal(err)
+			}
+			pctest.WaitFor(t, "the drained connection's write timer to go", func() bool { return !held(pc) })
 		}
 	})
 }
