@@ -15,7 +15,19 @@ type outQueue struct {
 	sending  []byte
 	sent     int
 	reserved int // room the last reserve gave, until commit
+	// shared says which of next and sending is a caller's immutable
+	// slice (addShared) rather than a buffer of the loop's pool: it is
+	// sent as it is, never written to and never given to the pool.
+	shared sharedBufs
 }
+
+// sharedBufs marks the buffers of an outQueue that are not the pool's.
+type sharedBufs uint8
+
+const (
+	sharedNext    sharedBufs = 1 << iota // next is a caller's slice (len == cap)
+	sharedSending                        // sending is a caller's slice
+)
 
 // buffered returns how many queued bytes the kernel has not taken yet.
 func (q *outQueue) buffered() int { return len(q.next) + len(q.sending) - q.sent }
@@ -32,6 +44,9 @@ func (q *outQueue) pending() []byte {
 			return nil
 		}
 		q.sending, q.next, q.sent = q.next, nil, 0
+		if q.shared&sharedNext != 0 {
+			q.shared = sharedSending // sending was nil: only next was marked
+		}
 	}
 	return q.sending[q.sent:]
 }
@@ -41,8 +56,7 @@ func (q *outQueue) pending() []byte {
 func (q *outQueue) advance(l *Loop, n int) {
 	q.sent += n
 	if q.sent >= len(q.sending) {
-		l.putBuf(q.sending)
-		q.sending, q.sent = nil, 0
+		q.dropSending(l)
 	}
 }
 
@@ -54,7 +68,7 @@ func (q *outQueue) add(l *Loop, p []byte) {
 	q.reserved = 0
 	if n := len(q.next) + len(p); n > cap(q.next) {
 		b := append(l.getBuf(max(n, 2*cap(q.next))), q.next...)
-		l.putBuf(q.next)
+		q.putNext(l)
 		q.next = b
 	}
 	q.next = append(q.next, p...)
@@ -64,7 +78,7 @@ func (q *outQueue) add(l *Loop, p []byte) {
 func (q *outQueue) reserve(l *Loop, n int) []byte {
 	if len(q.next)+n > cap(q.next) {
 		b := append(l.getBuf(max(len(q.next)+n, 2*cap(q.next))), q.next...)
-		l.putBuf(q.next)
+		q.putNext(l)
 		q.next = b
 	}
 	q.reserved = n
@@ -81,6 +95,40 @@ func (q *outQueue) commit(n int) {
 // dropNext gives back the bytes not yet being sent (a closed connection's);
 // the buffer being sent, if any, goes back when the slot is freed.
 func (q *outQueue) dropNext(l *Loop) {
-	l.putBuf(q.next)
+	q.putNext(l)
 	q.next = nil
+}
+
+// putNext gives next's buffer back to l's pool unless it is a caller's
+// shared slice; the caller replaces next.
+func (q *outQueue) putNext(l *Loop) {
+	if q.shared&sharedNext != 0 {
+		q.shared &^= sharedNext
+		return
+	}
+	l.putBuf(q.next)
+}
+
+// dropSending lets the buffer being sent go (to l's pool unless it is a
+// caller's shared slice): the kernel is done with it.
+func (q *outQueue) dropSending(l *Loop) {
+	if q.shared&sharedSending == 0 {
+		l.putBuf(q.sending)
+	}
+	q.sending, q.sent, q.shared = nil, 0, q.shared&^sharedSending
+}
+
+// addShared queues p, a slice no one will write to again, without copying
+// it when nothing is queued after the send in flight: next becomes p
+// itself (its capacity cut to its length, so that a later write copies it
+// into a buffer of the pool before adding to it). Behind other queued
+// bytes it is copied, as add does.
+func (q *outQueue) addShared(l *Loop, p []byte) {
+	if len(q.next) > 0 || q.reserved > 0 || len(p) == 0 {
+		q.add(l, p)
+		return
+	}
+	q.putNext(l)
+	q.next = p[:len(p):len(p)]
+	q.shared |= sharedNext
 }

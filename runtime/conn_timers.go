@@ -82,7 +82,7 @@ func (c *Conn) stopTimers() {
 // watchWrite arms the write timeout for bytes just queued, unless it is
 // armed already.
 func (c *Conn) watchWrite() {
-	d := c.loop.cfg.WriteTimeout
+	d := min(c.loop.cfg.WriteTimeout, writeCheckEvery)
 	switch {
 	case d <= 0:
 	case c.writeTimer == nil:
@@ -91,6 +91,15 @@ func (c *Conn) watchWrite() {
 		c.writeTimer.Reset(d)
 	}
 }
+
+// writeCheckEvery is the longest the write timer waits between looks at
+// the queue: it fires at least this often while bytes are queued, so
+// that a connection whose queue has drained lets its timer go within a
+// second instead of a whole WriteTimeout later (an idle WebSocket that
+// was pinged every 15 s would otherwise always hold one: about 80 bytes a
+// connection; decision 0060). The timeout itself still counts from the
+// last progress.
+const writeCheckEvery = time.Second
 
 // checkWrite runs when the write timer fires: a queue that the kernel has
 // taken nothing of for WriteTimeout closes the connection; a queue that
@@ -103,7 +112,7 @@ func (c *Conn) checkWrite() {
 	}
 	l := c.loop
 	if left := c.progress.Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
-		c.writeTimer.Reset(left)
+		c.writeTimer.Reset(min(left, writeCheckEvery))
 		return
 	}
 	l.cnt[sWriteTimeouts]++

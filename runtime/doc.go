@@ -64,6 +64,10 @@
 //     fit under the cap with ErrOutboundFull, or runs with the DropWrites
 //     policy, under which Write refuses too; Config.WriteTimeout closes a
 //     peer that takes nothing (docs/decisions/0049-a-write-that-can-refuse.md).
+//     Bytes written to many connections (a fan-out's frame, encoded once)
+//     go with Conn.WriteShared or TryWriteShared, which queue the caller's
+//     slice itself instead of a copy; it must never change afterwards
+//     (docs/decisions/0060-fan-out-without-a-copy.md).
 //   - A handler whose request outlives OnData (a timer, an upstream call)
 //     marks it with Conn.BeginRequest and EndRequest, so that a graceful
 //     Shutdown waits for it.

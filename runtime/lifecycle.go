@@ -58,8 +58,7 @@ func (l *Loop) freeSlot(c *Conn) {
 	}
 	l.conns[c.slot] = nil
 	l.free = append(l.free, c.slot)
-	l.putBuf(c.out.sending)
-	c.out.sending, c.out.sent = nil, 0
+	c.out.dropSending(l)
 	c.dial = nil // the kernel is done with the socket address
 }
 

@@ -439,6 +439,15 @@ func (g *gateway) deliver(l *percore.Loop, t string, pm *ws.Prepared) int {
 	ls := g.loops.Get(l)
 	n := 0
 	for cl := range ls.topics[t] {
+		if f := cl.wc.SharedFrame(pm); f != nil {
+			// The frame itself, queued without a copy (decision 0060).
+			if _, err := cl.c.TryWriteShared(f); err != nil {
+				ls.n.dropped.Add(1)
+				continue
+			}
+			n++
+			continue
+		}
 		room, err := cl.c.TryReserve(cl.wc.PreparedLen(pm))
 		if err != nil {
 			ls.n.dropped.Add(1)

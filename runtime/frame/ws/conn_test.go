@@ -279,13 +279,21 @@ func TestPrepared(t *testing.T) {
 				if (i > 0 || k.shared) && isShared != k.shared {
 					t.Fatalf("message %d: shared encoding used: %v, want %v", i, isShared, k.shared)
 				}
+				// SharedFrame is the same bytes, without the copy, exactly
+				// when PutPrepared copied the shared encoding.
+				if sf := s.SharedFrame(pm); (sf != nil) != k.shared || sf != nil && !bytes.Equal(sf, frame) {
+					t.Fatalf("message %d: SharedFrame %d bytes (shared %v), PutPrepared %d", i, len(sf), k.shared, len(frame))
+				}
 				got := deliverWire(t, c, frame)
 				other := deliver(t, s, c, [][]byte{[]byte("between " + k.name)}, rng)
 				if !bytes.Equal(got, msg) || len(other) != 1 {
 					t.Fatalf("prepared message arrived as %q", got)
 				}
 			}
-			// From a client: masked with its own key.
+			// From a client: masked with its own key, never shared.
+			if sf := c.SharedFrame(pm); sf != nil {
+				t.Fatalf("a client's SharedFrame: %d bytes, want nil (it masks)", len(sf))
+			}
 			room := make([]byte, c.PreparedLen(pm))
 			n, _ := c.PutPrepared(room, pm)
 			if got := deliverWire(t, s, room[:n]); !bytes.Equal(got, msg) {
@@ -332,6 +340,9 @@ func TestCloseHandshake(t *testing.T) {
 	}
 	if _, err := s.PutClose(buf[:], ws.CloseAbnormal, ""); err != ws.ErrCloseSent {
 		t.Fatalf("second close: %v", err)
+	}
+	if pm, err := ws.NewPool(ws.Config{}).Prepare(ws.OpText, []byte("x")); err != nil || s.SharedFrame(pm) != nil {
+		t.Fatalf("SharedFrame after close: want nil (%v)", err)
 	}
 	var fresh ws.Conn
 	fresh.Init(ws.NewPool(ws.Config{}), ws.Server, nil)

@@ -69,6 +69,19 @@ func (c *Conn) shared(pm *Prepared) []byte {
 	return nil
 }
 
+// SharedFrame returns the encoding of pm that c sends as it is, the same
+// bytes for every connection that can use it, or nil when c must encode
+// pm itself (PutPrepared) or has sent its Close. The slice is pm's and
+// never changes: a fan-out queues it on each connection without a copy
+// (percore.Conn.WriteShared), where PutPrepared copies it into each
+// connection's outbound buffer.
+func (c *Conn) SharedFrame(pm *Prepared) []byte {
+	if c.st&stCloseSent != 0 {
+		return nil
+	}
+	return c.shared(pm)
+}
+
 // PreparedLen returns the room PutPrepared needs for pm.
 func (c *Conn) PreparedLen(pm *Prepared) int {
 	if f := c.shared(pm); f != nil {
