@@ -314,11 +314,11 @@ func (w *Response) startHead() bool {
 	}
 	w.started = true
 	if w.status == 200 {
-		w.buf = append(w.buf, "HTTP/1.1 200 OK\r\n"...)
+		w.buf = append(w.buf, common...) // the status line and the fields in one copy
 	} else {
 		w.buf = http1.AppendStatusLine(w.buf, w.status)
+		w.buf = append(w.buf, common[len(status200):]...)
 	}
-	w.buf = append(w.buf, common...)
 	return true
 }
 
