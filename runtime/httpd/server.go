@@ -222,18 +222,23 @@ type loopState struct {
 	done    doneBox  // adapted requests whose handlers returned (workers push)
 	free    [][]byte // buffers for heads and bodies that span reads
 	spare   []*conn  // the states of upgraded connections, for new ones (upgraded.go)
-	// head is the fields every response starts with (Server, Date),
-	// formatted again when the second changes.
+	// head is the status line of a 200 and the fields every response
+	// starts with (Server, Date), formatted again when the second changes.
 	head    []byte
 	headSec int64
 	headOK  bool
 }
 
-// common returns the fields every response has, for now: Server and
-// Date, valid until the next call.
+// status200 is the status line most responses start with: common keeps
+// it before the fields, so that such a response starts with one copy.
+const status200 = "HTTP/1.1 200 OK\r\n"
+
+// common returns the status line of a 200 and the fields every response
+// has, for now: Server and Date, valid until the next call; from
+// len(status200) on, the fields alone.
 func (ls *loopState) common(s *Server, now time.Time) []byte {
 	if sec := now.Unix(); !ls.headOK || sec != ls.headSec {
-		h := ls.head[:0]
+		h := append(ls.head[:0], status200...)
 		if s.name != nil {
 			h = append(h, "Server: "...)
 			h = append(h, s.name...)

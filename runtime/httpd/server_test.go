@@ -517,7 +517,7 @@ func TestRouteAllocs(t *testing.T) {
 }
 
 // probe returns the length of the response to GET path.
-func probe(t *testing.T, addr, path string) int {
+func probe(t testing.TB, addr, path string) int {
 	c := pctest.Dial(t, addr)
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	c.Write([]byte("GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
