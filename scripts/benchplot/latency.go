@@ -360,35 +360,7 @@ func writeLatencyReport(w io.Writer, runs []latRun, title string, floorPct float
 				k.protocol, k.conns, k.server, median(rates), median(rps), median(p50s), p99[k], lo, hi, median(p999s), valid, n)
 		}
 		fmt.Fprintln(w)
-		floor := func(proto string, conns int, a, b string, limit float64) {
-			x, okx := p99[curveKey{proto, conns, a}]
-			y, oky := p99[curveKey{proto, conns, b}]
-			if !okx || !oky || math.IsNaN(x) || math.IsNaN(y) || y == 0 {
-				return
-			}
-			verdict := "holds"
-			if x/y > limit {
-				verdict = "MISSED"
-			}
-			fmt.Fprintf(w, "- %s, %d connections: %s p99 %.0f us is %.2fx %s's %.0f us (floor: at most %.1fx): %s\n",
-				proto, conns, a, x, x/y, b, y, limit, verdict)
-		}
-		conns := map[int]bool{}
-		for k := range floors {
-			conns[k.conns] = true
-		}
-		cs := make([]int, 0, len(conns))
-		for c := range conns {
-			cs = append(cs, c)
-		}
-		slices.Sort(cs)
-		for _, c := range cs {
-			for _, s := range []string{"percore-uring", "percore-epoll"} {
-				floor("echo", c, s, "netpoll", 0.5)
-				floor("echo", c, s, "liburing", 1.2)
-			}
-			floor("http", c, "percore", "nginx", 1.0)
-		}
+		writeFloors(w, runs, floors)
 	}
 
 	fmt.Fprintf(w, "\n## Runs left out of the medians\n\n")
