@@ -46,6 +46,11 @@
 // this allocates per request: a handler that allocates nothing serves
 // requests with no allocation at all (TestRouteAllocs).
 //
+// At a restart's hand-over (percore.Runtime.HandOver) an idle keep-alive
+// connection moves to the new process as it is; an upgraded one moves when
+// its UpgradeHandler's OnHandover gives its state, and the new process's
+// Config.AdoptUpgraded makes the handler again from it (handover.go).
+//
 // # Answering later
 //
 // A handler must not block. Three ways to answer later, from fastest:

@@ -83,7 +83,13 @@
 // new process (its subscriptions, and whether permessage-deflate was
 // negotiated: a connection with context takeover holds compression state
 // that cannot cross, and declines); the new process's OnAdopt rebuilds the
-// Conn from it, without a handshake. A connection that does not go gets
+// Conn from it, without a handshake. Conn.AppendState writes the codec's
+// part (StateLen bytes: ErrInMessage while a message is partly received,
+// ErrNotPortable with a compression context in use or a close begun) and
+// Conn.Resume makes a Conn of it again; the server appends its own
+// (docs/decisions/0059; examples/ws_gateway). Under runtime/httpd the
+// upgrade handler answers OnHandover, and httpd.Config.AdoptUpgraded makes
+// it again in the new process. A connection that does not go gets
 // OnShutdown: send PutClose with CloseServiceRestart (1012), then close
 // once it is sent.
 //
