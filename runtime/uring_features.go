@@ -29,7 +29,10 @@ const (
 	// the enter having returned; one that finds the socket full posts
 	// what it did, and the rest goes as an ordinary send. It saves the
 	// one enter per round trip that only reaped a send's completion.
-	// Not with SQPoll (the kernel's thread submits after the enter).
+	// Dispatch accounts for these sends before any handler runs, so
+	// Conn.Buffered and TryWrite see the queue as the kernel left it
+	// (docs/decisions/0057). Not with SQPoll (the kernel's thread submits
+	// after the enter). Off by default (DefaultUringFeatures says why).
 	UringSkipSends
 	// UringNAPI registers NAPI busy polling (IORING_REGISTER_NAPI, 6.9+,
 	// and a kernel built with CONFIG_NET_RX_BUSY_POLL): while the loop
@@ -45,12 +48,12 @@ const (
 
 // DefaultUringFeatures are the features a loop uses unless
 // Config.UringFeatures says otherwise: those measured to pay
-// (docs/performance.md, "io_uring features, part 2") and known correct.
-// Skipped sends are not among them: until dispatch completes them, which
-// it does after the turn's handlers ran, Conn.Buffered still counts bytes
-// the kernel has sent, so a handler's TryWrite or the outbound cap can
-// refuse or pause on a queue that is in fact empty (decision 0051,
-// "Skipped sends off by default").
+// (docs/performance.md, "io_uring features, part 2" and "part 3").
+// Skipped sends are correct (dispatch accounts for them before any handler
+// runs: decision 0057) but not among them: in the A/B of part 3 they
+// lowered examples/kv's CPU per request at -P 1 in every pair and raised
+// the echo's at 50 connections in two pairs of three, so they stay a
+// switch for request-response servers to measure.
 const DefaultUringFeatures = UringRegisteredRing
 
 var uringFeatureNames = []struct {
