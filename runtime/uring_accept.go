@@ -118,12 +118,15 @@ func (d *uringDriver) acceptBacklog(i int) {
 	ln.backlog = -1
 }
 
-// pauseAccept cancels multishot accepts; a single accept (with a cap) is
-// left to complete, and nextAccept arms none while accepting is held.
+// pauseAccept cancels what is armed on the listeners, and nextAccept arms
+// nothing while accepting is held. Where the hold comes from an accept's
+// own result (the cap, a back-off) its single-shot accept has completed
+// and nothing is armed; where it does not (adopted connections filling
+// the cap, adopt.go) the armed accept would take one connection past the
+// hold. An accept that completes before its cancel is served
+// (acceptResult).
 func (d *uringDriver) pauseAccept() {
-	if d.multishotAccept() {
-		d.cancelAccept()
-	}
+	d.cancelAccept()
 }
 
 // multishotAccept reports whether accepts are multishot: only without a
