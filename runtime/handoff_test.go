@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -113,6 +114,7 @@ type hoPair struct {
 	oldEnd, nextEnd *os.File
 	b               percore.Backend
 	cores           []int
+	nextTLS         *tls.Config // the new runtime's Config.TLS, for the old one's tls:// listeners
 	// mu orders a proxy's hook (handoff_faults_test.go) with the test
 	// reading what it recorded.
 	mu sync.Mutex
@@ -151,7 +153,7 @@ func (p *hoPair) startNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.next = start(t, percore.Config{Backend: p.b, Inherited: files, Cores: p.cores}, p.nextH)
+	p.next = start(t, percore.Config{Backend: p.b, Inherited: files, Cores: p.cores, TLS: p.nextTLS}, p.nextH)
 	for _, f := range files {
 		f.Close()
 	}

@@ -19,6 +19,7 @@ func TestHandoverDeclinesTLS(t *testing.T) {
 		p := &hoPair{oldH: &hoHandler{name: "A"}, nextH: &hoHandler{name: "B"}, b: b}
 		p.cores = allCores(t)[:1]
 		pki := pctest.TestPKI()
+		p.nextTLS = pki.ServerTLS() // the inherited tls:// listener stays TLS
 		p.old = start(t, percore.Config{Backend: b, Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"},
 			TLS: pki.ServerTLS(), Cores: p.cores}, p.oldH)
 		lns := p.old.Listeners()
