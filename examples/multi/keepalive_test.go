@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -58,15 +56,7 @@ func startServer(t *testing.T, b percore.Backend, dir string, env ...string) (se
 	if err != nil {
 		t.Fatal(err)
 	}
-	readies := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "ready") {
-				readies <- sc.Text()
-			}
-		}
-	}()
+	readies := readyLines(out, 64)
 	first := parseReady(t, pctest.Recv(t, readies, "the server's ready line"))
 	t.Cleanup(func() {
 		cmd.Process.Kill()

@@ -65,6 +65,21 @@ type server struct {
 	tls              string
 }
 
+// readyLines passes on the "ready" lines the test server writes to out,
+// holding up to n of them.
+func readyLines(out io.Reader, n int) <-chan string {
+	readies := make(chan string, n)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "ready") {
+				readies <- sc.Text()
+			}
+		}
+	}()
+	return readies
+}
+
 func parseReady(t *testing.T, line string) server {
 	t.Helper()
 	var s server
@@ -114,15 +129,7 @@ func TestRestartOnSIGHUP(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		readies := make(chan string, 2)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "ready") {
-					readies <- sc.Text()
-				}
-			}
-		}()
+		readies := readyLines(out, 2)
 		first := parseReady(t, pctest.Recv(t, readies, "the server's ready line"))
 		var second server
 		t.Cleanup(func() {

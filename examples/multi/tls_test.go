@@ -3,11 +3,9 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"os"
 	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,15 +38,7 @@ func TestRestartKeepsTLS(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		readies := make(chan string, 2)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "ready") {
-					readies <- sc.Text()
-				}
-			}
-		}()
+		readies := readyLines(out, 2)
 		first := parseReady(t, pctest.Recv(t, readies, "the server's ready line"))
 		var second server
 		t.Cleanup(func() {
