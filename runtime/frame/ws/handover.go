@@ -82,8 +82,7 @@ func (c *Conn) Resume(pool *Pool, state []byte) (rest []byte, err error) {
 	role := Role(state[0] & 0x0f)
 	flags, bits, readBits := state[1], state[2], state[3]
 	ext := flags >> 2
-	if role > Client || ext > extReadReset|extWriteReset || bits > 15 || readBits > 15 ||
-		(flags&2 != 0 && (flags&1 == 0 || readBits < 8)) {
+	if role > Client || !validState(flags, ext, bits, readBits) {
 		return state, ErrState
 	}
 	*c = Conn{pool: pool, ext: ext, bits: bits}
@@ -92,4 +91,23 @@ func (c *Conn) Resume(pool *Pool, state []byte) (rest []byte, err error) {
 		c.rctx = &window{size: 1 << readBits}
 	}
 	return state[StateLen:], nil
+}
+
+// validState reports whether flags, ext, bits and readBits are a state
+// AppendState writes, as Init sets them up: without permessage-deflate
+// nothing else; with it a write window of 8 to 15 bits, and a read
+// context (of 8 to 15 bits) exactly when the peer keeps its context.
+// Anything else would fail later, in the compressor (a window under 8
+// bits) or the decoder, instead of here.
+func validState(flags, ext, bits, readBits byte) bool {
+	if flags&1 == 0 {
+		return flags == 0 && bits == 0 && readBits == 0
+	}
+	if ext > extReadReset|extWriteReset || bits < 8 || bits > 15 {
+		return false
+	}
+	if ext&extReadReset == 0 {
+		return flags&2 != 0 && readBits >= 8 && readBits <= 15
+	}
+	return flags&2 == 0 && readBits == 0
 }

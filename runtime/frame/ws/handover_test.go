@@ -14,6 +14,13 @@ import (
 // its state in a fresh Conn (another process's), reads and writes as the
 // original would, for every deflate agreement that can move; one with a
 // compression context in use, mid-message or closing refuses to move.
+// The extension bits of AppendState's flags byte (extReadReset and
+// extWriteReset shifted by 2).
+const (
+	extReadResetFlag  = 1 << 2
+	extWriteResetFlag = 2 << 2
+)
+
 func TestStateResume(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 30))
 	msgs := [][]byte{[]byte("hello"), bytes.Repeat([]byte("abc"), 2000), {}, bytes.Repeat([]byte{0xe2, 0x82, 0xac}, 700)}
@@ -90,7 +97,13 @@ func TestStateResume(t *testing.T) {
 		}
 	})
 	t.Run("bad state", func(t *testing.T) {
-		for _, b := range [][]byte{nil, {1, 2, 3}, {0x21, 0, 15, 0}, {0x13, 0, 15, 0}, {0x10, 2, 15, 9}, {0x10, 3, 15, 3}} {
+		for _, b := range [][]byte{nil, {1, 2, 3}, {0x21, 0, 15, 0}, {0x13, 0, 15, 0}, {0x10, 2, 15, 9}, {0x10, 3, 15, 3},
+			// Deflate with a write window under 8 bits (each once made
+			// the first compressed write panic), a missing or extra read
+			// context, extension bits or windows without deflate.
+			{0x10, 0x01 | extReadResetFlag, 7, 0}, {0x10, 0x01 | extReadResetFlag | extWriteResetFlag, 0, 0}, {0x10, 0x03, 3, 15},
+			{0x10, 0x01, 15, 0}, {0x10, 0x03 | extReadResetFlag, 15, 15}, {0x10, 0x03, 15, 7},
+			{0x10, extWriteResetFlag, 0, 0}, {0x10, 0, 15, 0}, {0x10, 0, 0, 9}} {
 			var r ws.Conn
 			if _, err := r.Resume(ws.NewPool(ws.Config{}), b); !errors.Is(err, ws.ErrState) {
 				t.Errorf("%x: %v, want ErrState", b, err)
