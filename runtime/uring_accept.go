@@ -167,11 +167,28 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
+	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() {
+		d.acceptCancelledWaiting(i)
+	}
 	if !more {
 		if ln.fd < 0 {
 			d.acceptBacklog(i)
 		}
 		d.nextAccept(i)
+	}
+}
+
+// acceptCancelledWaiting takes a connection that waits on listener i when
+// the hold's cancel (pauseAccept) ended its accept: the kernel may have
+// woken this accept for it, and on a listener the loops share (an
+// inherited one) an accept is an exclusive waiter, so no other loop's
+// accept was woken: left in the backlog, the connection would wait for
+// the next one to arrive. Taken, it is served past the hold (as it was
+// when the accept completed before its cancel); with none waiting the
+// accept4 fails with EAGAIN and nothing changes.
+func (d *uringDriver) acceptCancelledWaiting(i int) {
+	if fd, errno := sys.Accept(d.lns[i].fd); errno == 0 {
+		d.l.acceptResult(fd, 0, i)
 	}
 }
 
