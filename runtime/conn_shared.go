@@ -13,6 +13,9 @@ import "net"
 //
 // p must never be written to again, by anyone, once it has been passed
 // here: connections of other loops may be sending it at the same time.
+// So OnData's input (the loop's receive buffer, reused at once), a
+// buffer from a pool or any other memory that is written again is not
+// for WriteShared: Write copies them.
 // Behind bytes already queued, on a TLS connection and during a file send,
 // p is copied as Write copies it. The outbound policy applies as in Write;
 // TryWriteShared refuses instead.

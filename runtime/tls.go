@@ -139,8 +139,11 @@ func splitTLSScheme(a string) (string, bool) {
 // HandoverEnv replaced its colons ("tls_//127.0.0.1_7000", as
 // LISTEN_FDNAMES carries it), or a systemd FileDescriptorName= (which
 // cannot hold a colon) that is "tls" or begins with "tls-" ("tls-web").
+// A name ending in ".socket" is systemd's default (the unit's name, when
+// FileDescriptorName= is not set), not a choice: tls-proxy.socket may
+// well be plain, so it does not count.
 func tlsFileName(name string) bool {
-	if name == "tls" || strings.HasPrefix(name, "tls-") {
+	if name == "tls" || strings.HasPrefix(name, "tls-") && !strings.HasSuffix(name, ".socket") {
 		return true
 	}
 	for _, n := range [...]string{"tls", "tls4", "tls6"} {

@@ -145,6 +145,7 @@ func TestInheritedTLSNames(t *testing.T) {
 			{"tls4_//" + strings.ReplaceAll(addr, ":", "_"), true},
 			{"tls", true},
 			{"tls-web", true},
+			{"tls-proxy.socket", false}, // systemd's default name: the unit's
 			{"tcp_//" + strings.ReplaceAll(addr, ":", "_"), false},
 			{"web", false},
 			{"LISTEN_FD_3", false},

@@ -41,6 +41,9 @@ type uringDriver struct {
 	bufs recvBuffers
 
 	cqes []ring.Completion
+	// skipCqes is dispatchSkipsFirst's batch when the completions ready
+	// outnumber cqes (uring_skip.go).
+	skipCqes []ring.Completion
 
 	// lns are the stream listeners, by their index in Loop.lns (fd -1
 	// where that index is not a stream listener, or after stopListening).

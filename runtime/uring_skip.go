@@ -128,19 +128,26 @@ func (d *uringDriver) dispatchSkipsFirst(known int) {
 	// are among the completions ready now. More of those than a batch
 	// holds grow the batch, once, to what the load needs (the completion
 	// queue bounds it); later ones go through the ordinary reaping.
+	// The grown batch is a slice of its own: the ordinary reaping keeps
+	// its batch, so that buffers recycled in a batch go back to the
+	// kernel as often as before.
 	want := d.r.Ready()
-	if want > len(d.cqes) {
-		d.cqes = make([]ring.Completion, want)
+	buf := d.cqes
+	if want > len(buf) {
+		if cap(d.skipCqes) < want {
+			d.skipCqes = make([]ring.Completion, want)
+		}
+		buf = d.skipCqes[:want]
 	}
 	n := 0
 	for n < want {
-		got := d.r.Reap(d.cqes[n:want])
+		got := d.r.Reap(buf[n:want])
 		if got == 0 {
 			break
 		}
 		n += got
 	}
-	cqes := d.cqes[:n]
+	cqes := buf[:n]
 	// One pass: the OnClose and OnDrain these cause run once every
 	// skipped send is accounted for.
 	d.l.beginPass()

@@ -49,7 +49,8 @@ func (pl *Pool) Prepare(op Opcode, p []byte) (*Prepared, error) {
 	return pm, nil
 }
 
-// Payload returns the message.
+// Payload returns the message. It is part of the prepared frame, which
+// connections may be sending (SharedFrame): never write to it.
 func (pm *Prepared) Payload() []byte { return pm.payload }
 
 // Frame returns the uncompressed frame, as a server sends it.
