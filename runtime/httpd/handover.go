@@ -96,6 +96,8 @@ func (s *Server) OnAdopt(c *percore.Conn, state []byte) {
 			return
 		}
 	}
-	s.log.Warn("httpd: adopted connection closed", "err", err)
+	if n := s.adoptClosed.Add(1); n == 1 || n%1024 == 0 {
+		s.log.Warn("httpd: adopted connection closed", "err", err, "closed_so_far", n)
+	}
 	c.Close()
 }

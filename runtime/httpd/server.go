@@ -119,6 +119,10 @@ type Server struct {
 	idle    time.Duration
 	loops   percore.PerLoop[loopState]
 	log     *slog.Logger
+	// adoptClosed counts the adopted connections closed for a state this
+	// process cannot take (handover.go): logged at the first and every
+	// 1024th, not once per connection of a restart.
+	adoptClosed atomic.Uint64
 
 	pool     workers
 	ctx      context.Context // cancelled by Close
