@@ -54,9 +54,10 @@ import (
 type loopSide interface {
 	// The turn.
 	runPosted() // the wake-up fired: run what other goroutines posted
-	// beginPass and endPass bracket a driver pass (epoll's flush):
-	// the callbacks its reports cause run at its end, once its state is
-	// in order.
+	// beginPass and endPass bracket a driver pass (epoll's flush,
+	// io_uring's accounting of skipped sends before a dispatch): the
+	// callbacks its reports cause run at its end, once its state is in
+	// order.
 	beginPass()
 	endPass()
 	AfterFunc(d time.Duration, f func()) *Timer // a driver's own timer (accept back-off)
