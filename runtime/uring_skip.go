@@ -44,6 +44,9 @@ func (d *uringDriver) sendSkipped(c *Conn, p []byte, ud uint64) error {
 	}
 	d.r.SkipSuccess()
 	d.skipSeq++
+	if d.skipSeq == 0 {
+		d.skipSeq = 1 // 0 marks a send that failed for good (dispatchSkipsFirst)
+	}
 	c.ur.flags |= ufSendSkip
 	c.ur.skipSeq = d.skipSeq
 	d.skipped = append(d.skipped, skipSend{c: c, seq: d.skipSeq, n: len(p)})
@@ -159,6 +162,15 @@ func (d *uringDriver) dispatchSkipsFirst(known int) {
 		if c := d.l.conn(uint32(e.UserData), uint32(e.UserData>>32)&genMask); c != nil && c.ur.flags&ufSendSkip != 0 {
 			// A connection has one send in flight: this is its
 			// skipped send's failure.
+			if e.Res < 0 && e.Res != -int32(unix.EAGAIN) {
+				// Failed for good (the peer reset): the connection
+				// closes, so it is handled in the kernel's order, after
+				// what the kernel posted before it (a receive of the
+				// peer's last bytes); skipsDone passes it over (its
+				// sequence is no listed send's).
+				c.ur.skipSeq = 0
+				continue
+			}
 			d.complete(e)
 			e.UserData = 0 // handled: no kind is zero
 		}
