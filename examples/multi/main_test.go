@@ -65,6 +65,32 @@ type server struct {
 	tls              string
 }
 
+// startPiped starts the test server (exe and args) with its output on a
+// pipe and returns it, its ready lines, and the record of the new process
+// a restart makes (the test fills it in): both are killed at the end.
+func startPiped(t *testing.T, exe string, args ...string) (*exec.Cmd, <-chan string, *server) {
+	t.Helper()
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), serverEnv+"=1")
+	cmd.Stderr = nil // /dev/null: a pipe would keep Wait waiting for the new process, which inherits it
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	second := new(server)
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if second.pid != 0 {
+			syscall.Kill(second.pid, syscall.SIGKILL)
+		}
+	})
+	return cmd, readyLines(out, 2), second
+}
+
 // readyLines passes on the "ready" lines the test server writes to out,
 // holding up to n of them.
 func readyLines(out io.Reader, n int) <-chan string {
@@ -118,27 +144,9 @@ func TestRestartOnSIGHUP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exe, "-addr", "127.0.0.1:0", "-udp", "127.0.0.1:0", "-unix", filepath.Join(dir, "m.sock"),
+		cmd, readies, second := startPiped(t, exe, "-addr", "127.0.0.1:0", "-udp", "127.0.0.1:0", "-unix", filepath.Join(dir, "m.sock"),
 			"-backend", b.String(), "-cores", "0", "-grace", "5s")
-		cmd.Env = append(os.Environ(), serverEnv+"=1")
-		cmd.Stderr = nil // /dev/null: a pipe would keep Wait waiting for the new process, which inherits it
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		readies := readyLines(out, 2)
 		first := parseReady(t, pctest.Recv(t, readies, "the server's ready line"))
-		var second server
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			if second.pid != 0 {
-				syscall.Kill(second.pid, syscall.SIGKILL)
-			}
-		})
 
 		udpEcho(t, first.udp, "before")
 		var requests, failures atomic.Int64
@@ -171,9 +179,9 @@ func TestRestartOnSIGHUP(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		second = parseReady(t, pctest.Recv(t, readies, "the new process's ready line"))
+		*second = parseReady(t, pctest.Recv(t, readies, "the new process's ready line"))
 		if second.pid == first.pid || second.tcp != first.tcp || second.unixAt != first.unixAt {
-			t.Fatalf("after the restart: %+v, before: %+v", second, first)
+			t.Fatalf("after the restart: %+v, before: %+v", *second, first)
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("the old process: %v", err)

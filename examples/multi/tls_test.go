@@ -5,7 +5,6 @@ package main
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -27,27 +26,9 @@ func TestRestartKeepsTLS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(exe, "-addr", "127.0.0.1:0", "-udp", "", "-unix", "", "-tls-cert", cert, "-tls-key", key,
+		cmd, readies, second := startPiped(t, exe, "-addr", "127.0.0.1:0", "-udp", "", "-unix", "", "-tls-cert", cert, "-tls-key", key,
 			"-backend", b.String(), "-cores", "0", "-grace", "5s")
-		cmd.Env = append(os.Environ(), serverEnv+"=1")
-		cmd.Stderr = nil
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		readies := readyLines(out, 2)
 		first := parseReady(t, pctest.Recv(t, readies, "the server's ready line"))
-		var second server
-		t.Cleanup(func() {
-			cmd.Process.Kill()
-			cmd.Wait()
-			if second.pid != 0 {
-				syscall.Kill(second.pid, syscall.SIGKILL)
-			}
-		})
 		if first.tls == "" || first.tcp != "" {
 			t.Fatalf("listeners %+v: want one tls:// listener", first)
 		}
@@ -71,9 +52,9 @@ func TestRestartKeepsTLS(t *testing.T) {
 		if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
-		second = parseReady(t, pctest.Recv(t, readies, "the new process's ready line"))
+		*second = parseReady(t, pctest.Recv(t, readies, "the new process's ready line"))
 		if second.pid == first.pid || second.tls != first.tls {
-			t.Fatalf("after the restart: %+v, before: %+v", second, first)
+			t.Fatalf("after the restart: %+v, before: %+v", *second, first)
 		}
 		if err := cmd.Wait(); err != nil {
 			t.Fatalf("the old process: %v", err)
