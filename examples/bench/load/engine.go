@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,20 @@ type Workload struct {
 	Rate        float64
 	MaxInFlight int
 	Quantum     time.Duration // open loop: a loop's pacer wakes at most this often (openloop.go)
+	WaitBatch   int           // the percore engines' io_uring loops: Config.WaitBatch (0: off)
+	WaitMin     time.Duration // and Config.WaitMin
+}
+
+// loopConfig is the runtime configuration of a percore engine's loops on
+// backend: no log output, and the workload's batched waits (on io_uring;
+// the epoll backend ignores them).
+func (wl Workload) loopConfig(backend percore.Backend) percore.Config {
+	return percore.Config{
+		Backend:   backend,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WaitBatch: wl.WaitBatch,
+		WaitMin:   wl.WaitMin,
+	}
 }
 
 // open reports whether the workload is open loop.

@@ -443,6 +443,9 @@ func TestParseFlags(t *testing.T) {
 		{"bad rates", []string{"-rates", "10%,x"}, "rate \"x\""},
 		{"late fraction above 1", []string{"-rate", "10", "-max-late", "2"}, "-max-late"},
 		{"capacity without rates", []string{"-capacity", "100"}, "-capacity"},
+		{"batched waits", []string{"-rate", "1000", "-wait-batch", "64", "-wait-min", "50us", "-pace", "50us"}, ""},
+		{"negative wait batch", []string{"-wait-batch", "-1"}, "-wait-batch"},
+		{"negative wait min", []string{"-wait-batch", "8", "-wait-min", "-1us"}, "-wait-min"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

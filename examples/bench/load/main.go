@@ -174,6 +174,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.capacity, "capacity", 0, "with -rates: the closed-loop capacity, requests/s, that percentages are of (0: measure it first)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 16, "open loop: most requests in flight on one connection; more wait in the client, their latency counted from their due time")
 	fs.DurationVar(&cfg.Quantum, "pace", 20*time.Microsecond, "open loop: a percore loop's pacer wakes at most this often and sends what fell due meanwhile together (each request's latency still counts from its due time)")
+	fs.IntVar(&cfg.WaitBatch, "wait-batch", 0, "the percore engines on io_uring: a loop waits for up to this many completions per wake-up, at most -wait-min longer (runtime Config.WaitBatch; 0: off, wake on each)")
+	fs.DurationVar(&cfg.WaitMin, "wait-min", 0, "with -wait-batch: the longest extra wait (runtime Config.WaitMin; 0: its default)")
 	fs.DurationVar(&cfg.slack, "late", time.Millisecond, "open loop: a request released by the generator more than this after its due time is a late send")
 	fs.Float64Var(&cfg.maxLate, "max-late", 0.001, "open loop: the fraction of late sends above which a run is invalid (the generator fell behind its schedule)")
 	if err := fs.Parse(args); err != nil {
@@ -213,6 +215,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-pipeline is the closed loop's depth: in open loop (-rate, -rates) -max-inflight bounds the requests in flight")
 	case cfg.Quantum < 0:
 		return cfg, errors.New("-pace must be >= 0")
+	case cfg.WaitBatch < 0 || cfg.WaitMin < 0:
+		return cfg, errors.New("-wait-batch and -wait-min must be >= 0")
 	case cfg.MaxInFlight < 1:
 		return cfg, errors.New("-max-inflight must be at least 1")
 	case cfg.slack < 0 || cfg.maxLate < 0 || cfg.maxLate > 1:

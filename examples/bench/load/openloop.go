@@ -77,6 +77,9 @@ func (p *pacer) add(id int, c releaser) {
 // next returns when the next request falls due.
 func (p *pacer) next() time.Time { return p.s.due(p.ids[p.i], p.round) }
 
+// dueBy reports whether a request has fallen due at or before t.
+func (p *pacer) dueBy(t time.Time) bool { return len(p.ids) > 0 && !p.next().After(t) }
+
 // run releases every request due at or before now (up to maxRelease of
 // them), counting each one's send lag, and returns when the next falls due.
 func (p *pacer) run(now time.Time) time.Time {
@@ -145,12 +148,26 @@ func (lp *loopPacer) start() {
 func (lp *loopPacer) tick() {
 	now := time.Now()
 	next := lp.p.run(now)
-	lp.timer.Reset(time.Until(now.Add(max(next.Sub(now), lp.quantum))))
+	lp.timer.Reset(max(next.Sub(now), lp.quantum))
 }
 
 // poke releases what has fallen due since the last run; the timer stays
-// set (when it fires early it finds nothing due and is set again).
-func (lp *loopPacer) poke() { lp.p.run(time.Now()) }
+// set (when it fires early it finds nothing due and is set again). The
+// reply handlers poke once per reply, so it reads the clock only when a
+// request was due by the turn's clock (Loop.Now, read as the kernel
+// returned): most pokes then cost no clock read, and each release's send
+// lag is still taken from a fresh one. A request that falls due during the
+// turn goes out in the next turn or at the timer, its lag counted then.
+func (lp *loopPacer) poke() { lp.p.poke(lp.loop.Now(), time.Now) }
+
+// poke is loopPacer.poke with the turn's clock and the clock to read given:
+// it runs the pacer at clock() if a request was due by turn, and reads no
+// clock otherwise.
+func (p *pacer) poke(turn time.Time, clock func() time.Time) {
+	if p.dueBy(turn) {
+		p.run(clock())
+	}
+}
 
 func (lp *loopPacer) stop() {
 	if lp != nil && lp.timer != nil {
