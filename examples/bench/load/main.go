@@ -244,12 +244,14 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 	if cfg.http.Path != "" {
 		res.Engine += " (http GET " + cfg.http.Path + ")"
 	}
+	var serverCPUs []int
 	if cfg.serverPID != 0 {
 		if _, err := sampleProc(cfg.serverPID); err != nil {
 			return nil, fmt.Errorf("server process: %w", err)
 		}
 		res.ServerPID = cfg.serverPID
 		res.ServerCPUs = cpuCount(cfg.serverPID)
+		serverCPUs = affinity(cfg.serverPID)
 	}
 
 	idle, idleErrors := openIdle(ctx, cfg.Addr, cfg.idle)
@@ -302,6 +304,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 
 	// The window: sample everything, then open it; close it, then sample.
 	w0 := sampleWindow(cfg.serverPID)
+	s0 := sampleSched(cfg.serverPID)
 	var perf *perfCounter
 	if cfg.perf {
 		var err error
@@ -317,6 +320,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 	ok, err := sleep(cfg.window, "measure")
 	rec.setMeasuring(false)
 	res.WindowS = time.Since(on).Seconds()
+	s1 := sampleSched(cfg.serverPID)
 	w1 := sampleWindow(cfg.serverPID)
 	var syscalls uint64
 	var perfErr error
@@ -346,6 +350,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 
 	totals := rec.Totals()
 	res.fill(rec.Latency(), totals, idleErrors, w0, w1)
+	res.fillSched(s0, s1, affinity(0), serverCPUs)
 	if cfg.open() {
 		res.fillOpen(rec.SendLag(), totals)
 	}

@@ -69,6 +69,8 @@ type Result struct {
 	ClientBusyPct        float64  `json:"client_busy_pct"`
 	ClientCPUusPerReq    float64  `json:"client_cpu_us_per_req"`
 	StealPct             float64  `json:"steal_pct"`
+	ClientStealPct       float64  `json:"client_steal_pct"`     // steal on the generator's CPUs (sched.go)
+	ClientRunqWaitPct    float64  `json:"client_runq_wait_pct"` // its threads runnable but not running, share of the window
 	OtherCPUPct          float64  `json:"other_cpu_pct"`
 	ServerPID            int      `json:"server_pid"`
 	ServerCPUs           int      `json:"server_cpus"`
@@ -76,6 +78,8 @@ type Result struct {
 	ServerBusyPct        float64  `json:"server_busy_pct"`
 	ServerCPUusPerReq    float64  `json:"server_cpu_us_per_req"`
 	ServerCtxswPerReq    float64  `json:"server_ctxsw_per_req"`
+	ServerStealPct       float64  `json:"server_steal_pct"`
+	ServerRunqWaitPct    float64  `json:"server_runq_wait_pct"`
 	ServerThreads        uint64   `json:"server_threads"`
 	ServerVmHWMKiB       uint64   `json:"server_vmhwm_kib"`
 	ServerVmRSSKiB       uint64   `json:"server_vmrss_kib"`
@@ -178,6 +182,8 @@ func (r *Result) writeText(w io.Writer) {
 	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",
 		r.ClientCPUusPerReq, r.ClientBusyPct, r.ClientCPUs)
 	fmt.Fprintf(w, "machine    other processes %.0f%% of a CPU, steal %.1f%%\n", r.OtherCPUPct, r.StealPct)
+	fmt.Fprintf(w, "stalls     steal on the client's CPUs %.2f%%, the server's %.2f%%; run-queue wait client %.2f%%, server %.2f%% of the window\n",
+		r.ClientStealPct, r.ServerStealPct, r.ClientRunqWaitPct, r.ServerRunqWaitPct)
 	if r.ServerPID != 0 {
 		fmt.Fprintf(w, "server     %.2f us CPU/req, %.0f%% busy of %d CPUs, %.3f ctxsw/req, %d threads, VmHWM %d KiB, VmRSS %d KiB\n",
 			r.ServerCPUusPerReq, r.ServerBusyPct, r.ServerCPUs, r.ServerCtxswPerReq,
