@@ -32,6 +32,7 @@ type Workload struct {
 	Rate        float64
 	MaxInFlight int
 	Quantum     time.Duration // open loop: a loop's pacer wakes at most this often (openloop.go)
+	Spin        time.Duration // open loop: a percore loop polls instead of sleeping while its next request falls due within this (openloop.go)
 	WaitBatch   int           // the percore engines' io_uring loops: Config.WaitBatch (0: off)
 	WaitMin     time.Duration // and Config.WaitMin
 }
@@ -120,13 +121,14 @@ func (r *Recorder) setMeasuring(on bool) { r.measuring.Store(on) }
 
 // Totals are counts summed over a Recorder's workers.
 type Totals struct {
-	Requests   uint64 // completed and verified requests, warm-up included
-	Errors     uint64 // connection failures: dial, read, write, early EOF
-	Mismatches uint64 // replies that differed from their request
-	Lost       uint64 // UDP: datagrams unanswered within udpTimeout
-	Late       uint64 // UDP: replies that came after their datagram was counted lost
-	Paced      uint64 // open loop: requests released by a pacer, in the window
-	LateSends  uint64 // open loop: of those, released more than Slack after their due time
+	Requests   uint64        // completed and verified requests, warm-up included
+	Errors     uint64        // connection failures: dial, read, write, early EOF
+	Mismatches uint64        // replies that differed from their request
+	Lost       uint64        // UDP: datagrams unanswered within udpTimeout
+	Late       uint64        // UDP: replies that came after their datagram was counted lost
+	Paced      uint64        // open loop: requests released by a pacer, in the window
+	LateSends  uint64        // open loop: of those, released more than Slack after their due time
+	SpinIdle   time.Duration // open loop with -spin: time the loops polled and found nothing, in the window
 }
 
 // Totals returns the counts so far. It is safe to call while the engine runs
@@ -143,6 +145,7 @@ func (r *Recorder) Totals() Totals {
 		t.Late += w.late.Load()
 		t.Paced += w.paced.Load()
 		t.LateSends += w.lateSends.Load()
+		t.SpinIdle += time.Duration(w.spinIdle.Load())
 	}
 	return t
 }
@@ -186,6 +189,7 @@ type Worker struct {
 	late       atomic.Uint64
 	paced      atomic.Uint64
 	lateSends  atomic.Uint64
+	spinIdle   atomic.Int64 // nanoseconds
 	measuring  *atomic.Bool
 	slack      time.Duration
 	hist       hist.Histogram
@@ -215,6 +219,15 @@ func (w *Worker) Paced(lag time.Duration) {
 	w.paced.Add(1)
 	if lag > w.slack {
 		w.lateSends.Add(1)
+	}
+}
+
+// SpinIdle counts d of a polling loop's time in which it found nothing to
+// do (open loop with -spin), in the window: CPU time, but not the
+// generator's work.
+func (w *Worker) SpinIdle(d time.Duration) {
+	if w.measuring.Load() {
+		w.spinIdle.Add(int64(d))
 	}
 }
 

@@ -58,9 +58,7 @@ func (e httpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
 		hl := &httpLoop{loop: l, addr: addr, mode: e.mode, w: rec.NewWorker(), done: make(chan struct{})}
-		if wl.open() {
-			hl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: hl.w}, quantum: wl.Quantum}
-		}
+		hl.pace = newLoopPacer(l, sched, hl.w, wl)
 		clients[i] = hl
 	}
 	for id := range wl.Conns {

@@ -43,9 +43,7 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
 		lc := &loopClient{loop: l, wl: wl, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
-		if wl.open() {
-			lc.pace = &loopPacer{loop: l, p: pacer{s: sched, w: lc.w}, quantum: wl.Quantum}
-		}
+		lc.pace = newLoopPacer(l, sched, lc.w, wl)
 		clients[i] = lc
 	}
 	for id := range wl.Conns {

@@ -75,9 +75,7 @@ func (e respEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
 		rl := &respLoop{loop: l, wl: wl, opts: e.opts, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
-		if wl.open() {
-			rl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: rl.w}, quantum: wl.Quantum}
-		}
+		rl.pace = newLoopPacer(l, sched, rl.w, wl)
 		clients[i] = rl
 	}
 	for id := range wl.Conns {

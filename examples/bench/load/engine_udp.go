@@ -126,7 +126,7 @@ func (e udpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 			uc.conns[j].local = netip.AddrPortFrom(loopback, uint16(ln.Addr.(*net.UDPAddr).Port))
 		}
 		if wl.open() {
-			uc.pace = &loopPacer{loop: uc.loop, p: pacer{s: sched, w: uc.w}, quantum: wl.Quantum}
+			uc.pace = newLoopPacer(uc.loop, sched, uc.w, wl)
 			for _, c := range uc.conns {
 				uc.pace.p.add(c.bl.id, c)
 			}

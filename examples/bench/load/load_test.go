@@ -445,6 +445,8 @@ func TestParseFlags(t *testing.T) {
 		{"capacity without rates", []string{"-capacity", "100"}, "-capacity"},
 		{"batched waits", []string{"-rate", "1000", "-wait-batch", "64", "-wait-min", "50us", "-pace", "50us"}, ""},
 		{"negative wait batch", []string{"-wait-batch", "-1"}, "-wait-batch"},
+		{"polling", []string{"-rate", "1000", "-spin", "1ms"}, ""},
+		{"negative spin", []string{"-rate", "1000", "-spin", "-1ms"}, "-spin"},
 		{"negative wait min", []string{"-wait-batch", "8", "-wait-min", "-1us"}, "-wait-min"},
 	}
 	for _, tt := range tests {

@@ -174,6 +174,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.capacity, "capacity", 0, "with -rates: the closed-loop capacity, requests/s, that percentages are of (0: measure it first)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 16, "open loop: most requests in flight on one connection; more wait in the client, their latency counted from their due time")
 	fs.DurationVar(&cfg.Quantum, "pace", 20*time.Microsecond, "open loop: a percore loop's pacer wakes at most this often and sends what fell due meanwhile together (each request's latency still counts from its due time)")
+	fs.DurationVar(&cfg.Spin, "spin", 0, "open loop: a percore loop polls the kernel instead of sleeping while its next request falls due within this (0: sleeps until then); its CPU then counts the polling (client_spin_idle_pct)")
 	fs.IntVar(&cfg.WaitBatch, "wait-batch", 0, "the percore engines on io_uring: a loop waits for up to this many completions per wake-up, at most -wait-min longer (runtime Config.WaitBatch; 0: off, wake on each)")
 	fs.DurationVar(&cfg.WaitMin, "wait-min", 0, "with -wait-batch: the longest extra wait (runtime Config.WaitMin; 0: its default)")
 	fs.DurationVar(&cfg.slack, "late", time.Millisecond, "open loop: a request released by the generator more than this after its due time is a late send")
@@ -213,8 +214,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-rate and -rates do not go together: -rates runs each of its rates")
 	case (cfg.Rate > 0 || len(cfg.rates) > 0) && cfg.Pipeline > 1:
 		return cfg, errors.New("-pipeline is the closed loop's depth: in open loop (-rate, -rates) -max-inflight bounds the requests in flight")
-	case cfg.Quantum < 0:
-		return cfg, errors.New("-pace must be >= 0")
+	case cfg.Quantum < 0 || cfg.Spin < 0:
+		return cfg, errors.New("-pace and -spin must be >= 0")
 	case cfg.WaitBatch < 0 || cfg.WaitMin < 0:
 		return cfg, errors.New("-wait-batch and -wait-min must be >= 0")
 	case cfg.MaxInFlight < 1:

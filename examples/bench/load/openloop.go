@@ -128,7 +128,23 @@ type loopPacer struct {
 	loop    *percore.Loop
 	p       pacer
 	quantum time.Duration // the timer fires at most this often
+	spin    time.Duration // poll, not sleep, while the next request falls due within this (0: never)
 	timer   *percore.Timer
+	// Polling's accounting: the time of the last tick, whether it left
+	// the timer at zero (the loop polls), and whether a reply or a
+	// release came since; a polled interval with neither is idle.
+	lastTick time.Time
+	polling  bool
+	active   bool
+}
+
+// newLoopPacer returns the pacer of a loop's connections in open loop (nil
+// in closed loop); its connections are added with p.add.
+func newLoopPacer(l *percore.Loop, s schedule, w *Worker, wl Workload) *loopPacer {
+	if !wl.open() {
+		return nil
+	}
+	return &loopPacer{loop: l, p: pacer{s: s, w: w}, quantum: wl.Quantum, spin: wl.Spin}
 }
 
 func (lp *loopPacer) start() {
@@ -145,10 +161,29 @@ func (lp *loopPacer) start() {
 // requests/s costs the generator a whole CPU). A request may so go out up
 // to a quantum after it fell due, and its latency, counted from the due
 // time, includes that; the send lag shows it.
+//
+// With -spin, a tick that finds the next request due within the spin
+// window sets the timer to zero instead: the loop then enters the kernel
+// without sleeping, turn after turn, and handles each reply and releases
+// each request without a wake-up (a sleeping loop's wake-up costs this
+// generator about as much CPU as a request, and a few microseconds of
+// latency). The intervals between polling ticks in which nothing arrived
+// and nothing was released are counted as idle (Worker.SpinIdle), so that
+// the generator's work stays apart from its polling.
 func (lp *loopPacer) tick() {
 	now := time.Now()
+	if lp.polling && !lp.active {
+		lp.p.w.SpinIdle(now.Sub(lp.lastTick))
+	}
+	lp.active = lp.p.dueBy(now)
 	next := lp.p.run(now)
-	lp.timer.Reset(max(next.Sub(now), lp.quantum))
+	d := max(next.Sub(now), lp.quantum)
+	lp.polling = next.Sub(now) <= lp.spin
+	if lp.polling {
+		d = 0
+	}
+	lp.lastTick = now
+	lp.timer.Reset(d)
 }
 
 // poke releases what has fallen due since the last run; the timer stays
@@ -158,7 +193,10 @@ func (lp *loopPacer) tick() {
 // returned): most pokes then cost no clock read, and each release's send
 // lag is still taken from a fresh one. A request that falls due during the
 // turn goes out in the next turn or at the timer, its lag counted then.
-func (lp *loopPacer) poke() { lp.p.poke(lp.loop.Now(), time.Now) }
+func (lp *loopPacer) poke() {
+	lp.active = true
+	lp.p.poke(lp.loop.Now(), time.Now)
+}
 
 // poke is loopPacer.poke with the turn's clock and the clock to read given:
 // it runs the pacer at clock() if a request was due by turn, and reads no

@@ -252,6 +252,7 @@ func TestOpenLoopEngines(t *testing.T) {
 		{"churn", Workload{Conns: 3, Bytes: 64, Rate: 600, Reconnect: true}, false},
 		{"unix socket", Workload{Conns: 3, Bytes: 64, Rate: 2000, MaxInFlight: 8}, true},
 		{"batched waits", Workload{Conns: 5, Bytes: 64, Rate: 3000, MaxInFlight: 16, WaitBatch: 16, WaitMin: 50 * time.Microsecond}, false},
+		{"polling", Workload{Conns: 5, Bytes: 64, Rate: 3000, MaxInFlight: 16, Spin: time.Millisecond}, false},
 	}
 	eachEngine(t, func(t *testing.T, eng Engine) {
 		for _, tt := range tests {
@@ -295,6 +296,14 @@ func TestOpenLoopEngines(t *testing.T) {
 				}
 				if n := rec.Latency().Count(); n != tot.Requests {
 					t.Errorf("histogram counted %d requests, want %d", n, tot.Requests)
+				}
+				// A percore loop that polls at 3,000 requests/s over 5
+				// connections finds nothing in most of its polls.
+				if _, std := eng.(stdEngine); wl.Spin > 0 && !std && tot.SpinIdle <= 0 {
+					t.Errorf("a polling loop counted %v idle", tot.SpinIdle)
+				}
+				if wl.Spin == 0 && tot.SpinIdle != 0 {
+					t.Errorf("a loop that does not poll counted %v idle", tot.SpinIdle)
 				}
 			})
 		}

@@ -68,6 +68,8 @@ type Result struct {
 	ClientCPUPct         float64  `json:"client_cpu_pct"`
 	ClientBusyPct        float64  `json:"client_busy_pct"`
 	ClientCPUusPerReq    float64  `json:"client_cpu_us_per_req"`
+	ClientSpinIdlePct    float64  `json:"client_spin_idle_pct"`   // -spin: the loops' polling that found nothing, share of the window
+	ClientWorkUsPerReq   float64  `json:"client_work_us_per_req"` // CPU per request less that polling
 	StealPct             float64  `json:"steal_pct"`
 	ClientStealPct       float64  `json:"client_steal_pct"`     // steal on the generator's CPUs (sched.go)
 	ClientRunqWaitPct    float64  `json:"client_runq_wait_pct"` // its threads runnable but not running, share of the window
@@ -138,6 +140,12 @@ func (r *Result) fillOpen(lag *hist.Histogram, t Totals) {
 	r.Paced, r.LateSends = t.Paced, t.LateSends
 	r.LateSlackUs = float64(r.slack) / 1e3
 	r.SendLagP50us, r.SendLagP99us, r.SendLagMaxUs = us(lag.Quantile(0.5)), us(lag.Quantile(0.99)), us(lag.Max())
+	if r.WindowS > 0 {
+		r.ClientSpinIdlePct = 100 * t.SpinIdle.Seconds() / r.WindowS
+	}
+	if r.Requests > 0 {
+		r.ClientWorkUsPerReq = max(r.ClientCPUusPerReq-t.SpinIdle.Seconds()*1e6/float64(r.Requests), 0)
+	}
 }
 
 // problem says what makes the run a failure, or "" for a clean run.
@@ -181,6 +189,10 @@ func (r *Result) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",
 		r.ClientCPUusPerReq, r.ClientBusyPct, r.ClientCPUs)
+	if r.ClientSpinIdlePct > 0 {
+		fmt.Fprintf(w, "client     polling (-spin): %.0f%% of the window found nothing; %.2f us CPU/req without it\n",
+			r.ClientSpinIdlePct, r.ClientWorkUsPerReq)
+	}
 	fmt.Fprintf(w, "machine    other processes %.0f%% of a CPU, steal %.1f%%\n", r.OtherCPUPct, r.StealPct)
 	fmt.Fprintf(w, "stalls     steal on the client's CPUs %.2f%%, the server's %.2f%%; run-queue wait client %.2f%%, server %.2f%% of the window\n",
 		r.ClientStealPct, r.ServerStealPct, r.ClientRunqWaitPct, r.ServerRunqWaitPct)
