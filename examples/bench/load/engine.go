@@ -129,6 +129,9 @@ type Totals struct {
 	Paced      uint64        // open loop: requests released by a pacer, in the window
 	LateSends  uint64        // open loop: of those, released more than Slack after their due time
 	SpinIdle   time.Duration // open loop with -spin: time the loops polled and found nothing, in the window
+	Gaps       uint64        // open loop with -spin: polling intervals above gapLimit, in the window
+	GapTime    time.Duration // their sum
+	GapMax     time.Duration // the longest
 }
 
 // Totals returns the counts so far. It is safe to call while the engine runs
@@ -146,6 +149,9 @@ func (r *Recorder) Totals() Totals {
 		t.Paced += w.paced.Load()
 		t.LateSends += w.lateSends.Load()
 		t.SpinIdle += time.Duration(w.spinIdle.Load())
+		t.Gaps += w.gaps.Load()
+		t.GapTime += time.Duration(w.gapTime.Load())
+		t.GapMax = max(t.GapMax, time.Duration(w.gapMax.Load()))
 	}
 	return t
 }
@@ -190,6 +196,9 @@ type Worker struct {
 	paced      atomic.Uint64
 	lateSends  atomic.Uint64
 	spinIdle   atomic.Int64 // nanoseconds
+	gaps       atomic.Uint64
+	gapTime    atomic.Int64 // nanoseconds
+	gapMax     atomic.Int64 // nanoseconds; only the owner stores it
 	measuring  *atomic.Bool
 	slack      time.Duration
 	hist       hist.Histogram
@@ -228,6 +237,25 @@ func (w *Worker) Paced(lag time.Duration) {
 func (w *Worker) SpinIdle(d time.Duration) {
 	if w.measuring.Load() {
 		w.spinIdle.Add(int64(d))
+	}
+}
+
+// gapLimit is the polling interval above which a polling loop counts a
+// gap: a turn takes microseconds, so a longer interval is time the loop did
+// not run (its own long turn, an interrupt storm, the hypervisor taking the
+// CPU: steal that the kernel accounts only in 10 ms ticks).
+const gapLimit = 200 * time.Microsecond
+
+// PollGap counts one polling interval d of a polling loop (open loop with
+// -spin), in the window, if it is above gapLimit.
+func (w *Worker) PollGap(d time.Duration) {
+	if d <= gapLimit || !w.measuring.Load() {
+		return
+	}
+	w.gaps.Add(1)
+	w.gapTime.Add(int64(d))
+	if int64(d) > w.gapMax.Load() {
+		w.gapMax.Store(int64(d))
 	}
 }
 

@@ -169,11 +169,15 @@ func (lp *loopPacer) start() {
 // generator about as much CPU as a request, and a few microseconds of
 // latency). The intervals between polling ticks in which nothing arrived
 // and nothing was released are counted as idle (Worker.SpinIdle), so that
-// the generator's work stays apart from its polling.
+// the generator's work stays apart from its polling; an interval above
+// gapLimit is a gap, time the loop did not get to poll (Worker.PollGap).
 func (lp *loopPacer) tick() {
 	now := time.Now()
-	if lp.polling && !lp.active {
-		lp.p.w.SpinIdle(now.Sub(lp.lastTick))
+	if lp.polling {
+		lp.p.w.PollGap(now.Sub(lp.lastTick))
+		if !lp.active {
+			lp.p.w.SpinIdle(now.Sub(lp.lastTick))
+		}
 	}
 	lp.active = lp.p.dueBy(now)
 	next := lp.p.run(now)

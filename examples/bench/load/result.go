@@ -70,6 +70,9 @@ type Result struct {
 	ClientCPUusPerReq    float64  `json:"client_cpu_us_per_req"`
 	ClientSpinIdlePct    float64  `json:"client_spin_idle_pct"`   // -spin: the loops' polling that found nothing, share of the window
 	ClientWorkUsPerReq   float64  `json:"client_work_us_per_req"` // CPU per request less that polling
+	ClientGaps           uint64   `json:"client_poll_gaps"`       // -spin: polling intervals above 200 us (engine.go, gapLimit)
+	ClientGapMs          float64  `json:"client_poll_gap_ms"`     // their sum
+	ClientGapMaxUs       float64  `json:"client_poll_gap_max_us"` // the longest
 	StealPct             float64  `json:"steal_pct"`
 	ClientStealPct       float64  `json:"client_steal_pct"`     // steal on the generator's CPUs (sched.go)
 	ClientRunqWaitPct    float64  `json:"client_runq_wait_pct"` // its threads runnable but not running, share of the window
@@ -143,6 +146,7 @@ func (r *Result) fillOpen(lag *hist.Histogram, t Totals) {
 	if r.WindowS > 0 {
 		r.ClientSpinIdlePct = 100 * t.SpinIdle.Seconds() / r.WindowS
 	}
+	r.ClientGaps, r.ClientGapMs, r.ClientGapMaxUs = t.Gaps, t.GapTime.Seconds()*1e3, us(int64(t.GapMax))
 	if r.Requests > 0 {
 		r.ClientWorkUsPerReq = max(r.ClientCPUusPerReq-t.SpinIdle.Seconds()*1e6/float64(r.Requests), 0)
 	}
@@ -190,8 +194,8 @@ func (r *Result) writeText(w io.Writer) {
 	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",
 		r.ClientCPUusPerReq, r.ClientBusyPct, r.ClientCPUs)
 	if r.ClientSpinIdlePct > 0 {
-		fmt.Fprintf(w, "client     polling (-spin): %.0f%% of the window found nothing; %.2f us CPU/req without it\n",
-			r.ClientSpinIdlePct, r.ClientWorkUsPerReq)
+		fmt.Fprintf(w, "client     polling (-spin): %.0f%% of the window found nothing; %.2f us CPU/req without it; %d gaps over %v (%.1f ms, longest %.0f us)\n",
+			r.ClientSpinIdlePct, r.ClientWorkUsPerReq, r.ClientGaps, gapLimit, r.ClientGapMs, r.ClientGapMaxUs)
 	}
 	fmt.Fprintf(w, "machine    other processes %.0f%% of a CPU, steal %.1f%%\n", r.OtherCPUPct, r.StealPct)
 	fmt.Fprintf(w, "stalls     steal on the client's CPUs %.2f%%, the server's %.2f%%; run-queue wait client %.2f%%, server %.2f%% of the window\n",

@@ -64,3 +64,22 @@ func TestSchedSampleOfThisProcess(t *testing.T) {
 		t.Errorf("fillSched: steal %v%%, run-queue wait %v%%: out of range", r.ClientStealPct, r.ClientRunqWaitPct)
 	}
 }
+
+// TestPollGaps counts a polling loop's intervals above gapLimit, in the
+// window only, with their sum and the longest.
+func TestPollGaps(t *testing.T) {
+	rec := &Recorder{}
+	w := rec.NewWorker()
+	w.PollGap(time.Second) // before the window
+	rec.setMeasuring(true)
+	for _, d := range []time.Duration{gapLimit, 300 * time.Microsecond, 5 * time.Microsecond, time.Millisecond} {
+		w.PollGap(d)
+	}
+	w.SpinIdle(7 * time.Microsecond)
+	rec.setMeasuring(false)
+	w.PollGap(time.Second)
+	tot := rec.Totals()
+	if tot.Gaps != 2 || tot.GapTime != 1300*time.Microsecond || tot.GapMax != time.Millisecond || tot.SpinIdle != 7*time.Microsecond {
+		t.Fatalf("totals: %d gaps, %v in all, longest %v, idle %v; want 2, 1.3ms, 1ms, 7us", tot.Gaps, tot.GapTime, tot.GapMax, tot.SpinIdle)
+	}
+}
