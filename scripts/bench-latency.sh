@@ -57,8 +57,8 @@
 #   HTTP_SERVERS ("percore nginx fasthttp gnet")  RESP_SERVERS ("kv redis")
 #   FLOORS (1)  FLOOR_PCT (80)  VEGETA (1)  VEGETA_RATES ("5000 20000")  WRK2 (unset)
 #   SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28500)  SUMMARY_ONLY (0)
-#   LOAD_ARGS ("-spin 1ms": the generator polls on its own CPU, docs/decisions/0067): more flags
-#   for every load run; "" for none
+#   LOAD_ARGS (""): more flags for every load run, e.g. "-spin 1ms" (the generator polls on its
+#   own CPU instead of sleeping: docs/decisions/0067)
 #   OUT (docs/results/HOST-DATE-latency)
 set -euo pipefail
 
@@ -86,7 +86,7 @@ SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28500}
 SUMMARY_ONLY=${SUMMARY_ONLY:-0}
-LOAD_ARGS=${LOAD_ARGS--spin 1ms}
+LOAD_ARGS=${LOAD_ARGS:-}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-latency}
 
 # Check the settings before anything runs.
