@@ -16,6 +16,9 @@
 // -server-pid it also samples the server process over the same window: CPU
 // per request, context switches per request, busy share of its CPUs, peak
 // and current resident memory, and with -perf its system calls per request.
+// It also reports what stalled either side without showing as its CPU: the
+// hypervisor's steal on the generator's and the server's own CPUs and their
+// threads' run-queue wait (sched.go).
 //
 //	load -addr 127.0.0.1:7000 -conns 50 -bytes 64 -warmup 1 -seconds 5
 //	load -addr 127.0.0.1:7000 -conns 1000 -json -server-pid 1234
@@ -26,6 +29,7 @@
 //	load -addr udp://127.0.0.1:7001 -conns 4 -pipeline 16   # UDP datagrams
 //	load -conns 50 -rate 20000        # open loop: 20,000 requests/s
 //	load -conns 50 -rates 10%,50%,80%,90%,100%   # closed-loop capacity, then a sweep
+//	load -conns 50 -rate 60000 -spin 1ms         # open loop, the loop polling instead of sleeping
 //
 // A progress line goes to stderr every second; the result goes to stdout, as
 // one JSON object with -json (with -rates, one per line: the capacity run,
