@@ -57,6 +57,8 @@
 #   HTTP_SERVERS ("percore nginx fasthttp gnet")  RESP_SERVERS ("kv redis")
 #   FLOORS (1)  FLOOR_PCT (80)  VEGETA (1)  VEGETA_RATES ("5000 20000")  WRK2 (unset)
 #   SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28500)  SUMMARY_ONLY (0)
+#   LOAD_ARGS (""): more flags for every load run, e.g. "-spin 1ms" (the generator polls on its
+#   own CPU instead of sleeping: docs/decisions/0067)
 #   OUT (docs/results/HOST-DATE-latency)
 set -euo pipefail
 
@@ -84,6 +86,7 @@ SERVER_CPUS=${SERVER_CPUS:-0}
 CLIENT_CPUS=${CLIENT_CPUS:-1}
 BASE_PORT=${BASE_PORT:-28500}
 SUMMARY_ONLY=${SUMMARY_ONLY:-0}
+LOAD_ARGS=${LOAD_ARGS:-}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-latency}
 
 # Check the settings before anything runs.
@@ -290,12 +293,13 @@ load_args() {
 load_run() {
   local kind=$1 proto=$2 server=$3 conns=$4 repeat=$5 port=$6 pid=$7
   shift 7
-  local body=() largs
+  local body=() largs extra
   if [ "$proto" = http ]; then body=(-http-body "Hello, World!"); fi
   read -ra largs <<<"$(load_args "$proto")"
+  read -ra extra <<<"$LOAD_ARGS"
   local cmd=(timeout -k 5 "$(awk -v w="$WARMUP" -v s="$WINDOW" 'BEGIN { printf "%d", 6 * (w + s) + 60 }')"
     env GOMAXPROCS=1 taskset -c "$CLIENT_CPUS" "$tmp/load" -addr "127.0.0.1:$port" -conns "$conns"
-    "${largs[@]}" "${body[@]}" -max-inflight "$MAX_INFLIGHT" -warmup "$WARMUP" -seconds "$WINDOW" -json -server-pid "$pid" "$@")
+    "${largs[@]}" "${body[@]}" -max-inflight "$MAX_INFLIGHT" -warmup "$WARMUP" -seconds "$WINDOW" -json -server-pid "$pid" "${extra[@]}" "$@")
   if [ "$DRY_RUN" = 1 ]; then
     run "${cmd[@]}"
     return 0

@@ -71,6 +71,8 @@ func TestBenchLatencyPlans(t *testing.T) {
 			0, []string{"no capacity of netpoll"}, []string{"-rate 80000"}},
 		{"batch of later repeats", []string{"PROTOCOLS=resp", "CONNS=50", "REPEATS=1", "REPEAT_FROM=3"}, 0, []string{"repeats 3..3"}, []string{"vegeta"}},
 		{"no floors, no vegeta", []string{"PROTOCOLS=http", "CONNS=50", "FLOORS=0", "VEGETA=0"}, 0, []string{"-rates 10%"}, []string{"-rate 80000", "vegeta"}},
+		{"more load flags", []string{"PROTOCOLS=echo", "CONNS=8", "ECHO_SERVERS=percore-uring netpoll", "LOAD_ARGS=-spin 1ms"},
+			0, []string{"-server-pid 0 -spin 1ms -rates 10%", "-server-pid 0 -spin 1ms -rate 80000"}, nil},
 		{"summary only", []string{"SUMMARY_ONLY=1"}, 0, []string{"benchplot -latency"}, []string{"./load", "-rates"}},
 		{"unknown protocol", []string{"PROTOCOLS=echo ftp"}, 2, []string{"unknown protocol ftp"}, nil},
 		{"unknown server", []string{"PROTOCOLS=http", "HTTP_SERVERS=percore apache"}, 2, []string{"unknown http server apache"}, nil},

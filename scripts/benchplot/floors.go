@@ -86,3 +86,57 @@ func writeFloors(w io.Writer, runs []latRun, floors map[curveKey][]point) {
 		writeFloor(w, p99s, "http", c, "percore", "nginx", 1.0)
 	}
 }
+
+// writeFloorRuns lists every floor run with what it needs to be read:
+// whether it is valid, the generator's busy share, work per request and
+// late sends, the steal on the generator's and the server's CPUs, their
+// run-queue waits and the polling generator's gaps. A floor pair is only as
+// good as its worse run; this table says which that was, and why.
+func writeFloorRuns(w io.Writer, runs []latRun) {
+	var fs []latRun
+	for _, r := range runs {
+		if strings.HasPrefix(r.Kind, "floor-") && r.Load != nil && r.Load.Requests > 0 {
+			fs = append(fs, r)
+		}
+	}
+	if len(fs) == 0 {
+		return
+	}
+	slices.SortStableFunc(fs, func(a, b latRun) int {
+		if c := strings.Compare(a.Protocol, b.Protocol); c != 0 {
+			return c
+		}
+		if a.Conns != b.Conns {
+			return a.Conns - b.Conns
+		}
+		return a.Repeat - b.Repeat
+	})
+	fmt.Fprintf(w, "\n### The floor runs, one by one\n\n")
+	fmt.Fprintln(w, "| protocol | connections | repeat | server | rate/s | p50 | p99 | late sends | generator busy | generator work us/req | steal: generator's CPU, server's | run-queue wait: generator, server | polling gaps ms (longest us) | valid |")
+	fmt.Fprintln(w, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, r := range fs {
+		l := r.Load
+		late := 0.0
+		if l.Paced > 0 {
+			late = 100 * float64(l.LateSends) / float64(l.Paced)
+		}
+		work := l.WorkUs
+		if work == 0 {
+			work = l.ClientCPUus // a result from before -spin's accounting
+		}
+		busy := fmt.Sprintf("%.0f%%", l.ClientBusy)
+		if l.SpinIdle > 0 {
+			busy = fmt.Sprintf("%.0f%% (polling)", l.ClientBusy-l.SpinIdle)
+		}
+		valid := "yes"
+		if why := l.why(); why != "" {
+			valid = "no"
+			if strings.HasPrefix(why, "disturbed") {
+				valid = "no: " + why
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %s | %.0f | %.0f | %.0f | %.2f%% | %s | %.1f | %.1f%%, %.1f%% | %.1f%%, %.1f%% | %.1f (%.0f) | %s |\n",
+			r.Protocol, r.Conns, r.Repeat, r.Server, l.Rate, l.P50, l.P99, late, busy, work,
+			l.ClientSteal, l.ServerSteal, l.ClientRunq, l.ServerRunq, l.GapMs, l.GapMaxUs, valid)
+	}
+}

@@ -74,6 +74,19 @@ type loadResult struct {
 	ClientBusy float64 `json:"client_busy_pct"`
 	OtherCPU   float64 `json:"other_cpu_pct"`
 	Steal      float64 `json:"steal_pct"`
+	// Where the time went (load's sched.go and -spin; absent from older
+	// results, which then show zeros): steal on the generator's and the
+	// server's own CPUs, their threads' run-queue wait, the polling
+	// generator's gaps.
+	ClientSteal float64 `json:"client_steal_pct"`
+	ServerSteal float64 `json:"server_steal_pct"`
+	ClientRunq  float64 `json:"client_runq_wait_pct"`
+	ServerRunq  float64 `json:"server_runq_wait_pct"`
+	ClientCPUus float64 `json:"client_cpu_us_per_req"`
+	WorkUs      float64 `json:"client_work_us_per_req"` // less the polling; older results: absent
+	SpinIdle    float64 `json:"client_spin_idle_pct"`
+	GapMs       float64 `json:"client_poll_gap_ms"`
+	GapMaxUs    float64 `json:"client_poll_gap_max_us"`
 }
 
 // vegetaReport is the part of `vegeta report -type=json` the report uses;
@@ -361,6 +374,7 @@ func writeLatencyReport(w io.Writer, runs []latRun, title string, floorPct float
 		}
 		fmt.Fprintln(w)
 		writeFloors(w, runs, floors)
+		writeFloorRuns(w, runs)
 	}
 
 	fmt.Fprintf(w, "\n## Runs left out of the medians\n\n")

@@ -5,6 +5,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +32,21 @@ type Workload struct {
 	Rate        float64
 	MaxInFlight int
 	Quantum     time.Duration // open loop: a loop's pacer wakes at most this often (openloop.go)
+	Spin        time.Duration // open loop: a percore loop polls instead of sleeping while its next request falls due within this (openloop.go)
+	WaitBatch   int           // the percore engines' io_uring loops: Config.WaitBatch (0: off)
+	WaitMin     time.Duration // and Config.WaitMin
+}
+
+// loopConfig is the runtime configuration of a percore engine's loops on
+// backend: no log output, and the workload's batched waits (on io_uring;
+// the epoll backend ignores them).
+func (wl Workload) loopConfig(backend percore.Backend) percore.Config {
+	return percore.Config{
+		Backend:   backend,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WaitBatch: wl.WaitBatch,
+		WaitMin:   wl.WaitMin,
+	}
 }
 
 // open reports whether the workload is open loop.
@@ -104,13 +121,17 @@ func (r *Recorder) setMeasuring(on bool) { r.measuring.Store(on) }
 
 // Totals are counts summed over a Recorder's workers.
 type Totals struct {
-	Requests   uint64 // completed and verified requests, warm-up included
-	Errors     uint64 // connection failures: dial, read, write, early EOF
-	Mismatches uint64 // replies that differed from their request
-	Lost       uint64 // UDP: datagrams unanswered within udpTimeout
-	Late       uint64 // UDP: replies that came after their datagram was counted lost
-	Paced      uint64 // open loop: requests released by a pacer, in the window
-	LateSends  uint64 // open loop: of those, released more than Slack after their due time
+	Requests   uint64        // completed and verified requests, warm-up included
+	Errors     uint64        // connection failures: dial, read, write, early EOF
+	Mismatches uint64        // replies that differed from their request
+	Lost       uint64        // UDP: datagrams unanswered within udpTimeout
+	Late       uint64        // UDP: replies that came after their datagram was counted lost
+	Paced      uint64        // open loop: requests released by a pacer, in the window
+	LateSends  uint64        // open loop: of those, released more than Slack after their due time
+	SpinIdle   time.Duration // open loop with -spin: time the loops polled and found nothing, in the window
+	Gaps       uint64        // open loop with -spin: polling intervals above gapLimit, in the window
+	GapTime    time.Duration // their sum
+	GapMax     time.Duration // the longest
 }
 
 // Totals returns the counts so far. It is safe to call while the engine runs
@@ -127,6 +148,10 @@ func (r *Recorder) Totals() Totals {
 		t.Late += w.late.Load()
 		t.Paced += w.paced.Load()
 		t.LateSends += w.lateSends.Load()
+		t.SpinIdle += time.Duration(w.spinIdle.Load())
+		t.Gaps += w.gaps.Load()
+		t.GapTime += time.Duration(w.gapTime.Load())
+		t.GapMax = max(t.GapMax, time.Duration(w.gapMax.Load()))
 	}
 	return t
 }
@@ -170,6 +195,10 @@ type Worker struct {
 	late       atomic.Uint64
 	paced      atomic.Uint64
 	lateSends  atomic.Uint64
+	spinIdle   atomic.Int64 // nanoseconds
+	gaps       atomic.Uint64
+	gapTime    atomic.Int64 // nanoseconds
+	gapMax     atomic.Int64 // nanoseconds; only the owner stores it
 	measuring  *atomic.Bool
 	slack      time.Duration
 	hist       hist.Histogram
@@ -199,6 +228,34 @@ func (w *Worker) Paced(lag time.Duration) {
 	w.paced.Add(1)
 	if lag > w.slack {
 		w.lateSends.Add(1)
+	}
+}
+
+// SpinIdle counts d of a polling loop's time in which it found nothing to
+// do (open loop with -spin), in the window: CPU time, but not the
+// generator's work.
+func (w *Worker) SpinIdle(d time.Duration) {
+	if w.measuring.Load() {
+		w.spinIdle.Add(int64(d))
+	}
+}
+
+// gapLimit is the polling interval above which a polling loop counts a
+// gap: a turn takes microseconds, so a longer interval is time the loop did
+// not run (its own long turn, an interrupt storm, the hypervisor taking the
+// CPU: steal that the kernel accounts only in 10 ms ticks).
+const gapLimit = 200 * time.Microsecond
+
+// PollGap counts one polling interval d of a polling loop (open loop with
+// -spin), in the window, if it is above gapLimit.
+func (w *Worker) PollGap(d time.Duration) {
+	if d <= gapLimit || !w.measuring.Load() {
+		return
+	}
+	w.gaps.Add(1)
+	w.gapTime.Add(int64(d))
+	if int64(d) > w.gapMax.Load() {
+		w.gapMax.Store(int64(d))
 	}
 }
 

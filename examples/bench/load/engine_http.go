@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"time"
 
@@ -43,10 +41,7 @@ func (e httpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	if err != nil {
 		return fmt.Errorf("http engine: %w", err)
 	}
-	rt, err := percore.New(percore.Config{
-		Backend: e.backend,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, nil)
+	rt, err := percore.New(wl.loopConfig(e.backend), nil)
 	if err != nil {
 		return fmt.Errorf("http engine: %w", err)
 	}
@@ -63,9 +58,7 @@ func (e httpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
 		hl := &httpLoop{loop: l, addr: addr, mode: e.mode, w: rec.NewWorker(), done: make(chan struct{})}
-		if wl.open() {
-			hl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: hl.w}, quantum: wl.Quantum}
-		}
+		hl.pace = newLoopPacer(l, sched, hl.w, wl)
 		clients[i] = hl
 	}
 	for id := range wl.Conns {
@@ -219,7 +212,10 @@ func (hc *httpConn) send(k int) {
 	if hc.hl.stopping || k <= 0 {
 		return
 	}
-	now := time.Now()
+	var now time.Time // closed loop: the send; open loop: each request's due time
+	if hc.hl.pace == nil {
+		now = time.Now()
+	}
 	for i := range k {
 		start := now
 		if hc.hl.pace != nil {

@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"time"
@@ -35,10 +33,7 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 			return fmt.Errorf("percore engine: %w", err)
 		}
 	}
-	rt, err := percore.New(percore.Config{
-		Backend: e.backend,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-	}, nil)
+	rt, err := percore.New(wl.loopConfig(e.backend), nil)
 	if err != nil {
 		return fmt.Errorf("percore engine: %w", err)
 	}
@@ -48,9 +43,7 @@ func (e percoreEngine) Run(ctx context.Context, wl Workload, rec *Recorder) erro
 	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
 		lc := &loopClient{loop: l, wl: wl, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
-		if wl.open() {
-			lc.pace = &loopPacer{loop: l, p: pacer{s: sched, w: lc.w}, quantum: wl.Quantum}
-		}
+		lc.pace = newLoopPacer(l, sched, lc.w, wl)
 		clients[i] = lc
 	}
 	for id := range wl.Conns {
@@ -243,7 +236,10 @@ func (pc *percoreConn) send(k int) {
 		return
 	}
 	size := pc.p.size()
-	now := time.Now()
+	var now time.Time // closed loop: the send; open loop: each request's due time
+	if pc.lc.pace == nil {
+		now = time.Now()
+	}
 	if pc.lc.wl.Reconnect {
 		now = pc.dialAt
 	}

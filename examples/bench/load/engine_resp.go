@@ -8,8 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/netip"
 	"strconv"
 	"time"
@@ -67,7 +65,7 @@ func (e respEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	if err != nil {
 		return fmt.Errorf("resp engine: %w", err)
 	}
-	rt, err := percore.New(percore.Config{Backend: e.backend, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil)
+	rt, err := percore.New(wl.loopConfig(e.backend), nil)
 	if err != nil {
 		return fmt.Errorf("resp engine: %w", err)
 	}
@@ -77,9 +75,7 @@ func (e respEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 	sched := newSchedule(wl, time.Now())
 	for i, l := range loops {
 		rl := &respLoop{loop: l, wl: wl, opts: e.opts, addr: addr, w: rec.NewWorker(), done: make(chan struct{})}
-		if wl.open() {
-			rl.pace = &loopPacer{loop: l, p: pacer{s: sched, w: rl.w}, quantum: wl.Quantum}
-		}
+		rl.pace = newLoopPacer(l, sched, rl.w, wl)
 		clients[i] = rl
 	}
 	for id := range wl.Conns {
@@ -253,7 +249,10 @@ func (c *respConn) send(k int) {
 	if c.rl.stopping || k <= 0 {
 		return
 	}
-	now := time.Now()
+	var now time.Time // closed loop: the send; open loop: each request's due time
+	if c.rl.pace == nil {
+		now = time.Now()
+	}
 	c.out = c.out[:0]
 	var kb [24]byte
 	for range k {

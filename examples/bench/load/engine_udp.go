@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/netip"
 	"runtime"
@@ -116,10 +114,9 @@ func (e udpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 		for j := range listen {
 			listen[j] = bind
 		}
-		rt, err := percore.New(percore.Config{
-			Backend: e.backend, Cores: []int{cores[i]}, Listen: listen, PacketHandler: uc,
-			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		}, nil)
+		rc := wl.loopConfig(e.backend)
+		rc.Cores, rc.Listen, rc.PacketHandler = []int{cores[i]}, listen, uc
+		rt, err := percore.New(rc, nil)
 		if err != nil {
 			return fmt.Errorf("udp engine: %w", err)
 		}
@@ -129,7 +126,7 @@ func (e udpEngine) Run(ctx context.Context, wl Workload, rec *Recorder) error {
 			uc.conns[j].local = netip.AddrPortFrom(loopback, uint16(ln.Addr.(*net.UDPAddr).Port))
 		}
 		if wl.open() {
-			uc.pace = &loopPacer{loop: uc.loop, p: pacer{s: sched, w: uc.w}, quantum: wl.Quantum}
+			uc.pace = newLoopPacer(uc.loop, sched, uc.w, wl)
 			for _, c := range uc.conns {
 				uc.pace.p.add(c.bl.id, c)
 			}

@@ -443,6 +443,11 @@ func TestParseFlags(t *testing.T) {
 		{"bad rates", []string{"-rates", "10%,x"}, "rate \"x\""},
 		{"late fraction above 1", []string{"-rate", "10", "-max-late", "2"}, "-max-late"},
 		{"capacity without rates", []string{"-capacity", "100"}, "-capacity"},
+		{"batched waits", []string{"-rate", "1000", "-wait-batch", "64", "-wait-min", "50us", "-pace", "50us"}, ""},
+		{"negative wait batch", []string{"-wait-batch", "-1"}, "-wait-batch"},
+		{"polling", []string{"-rate", "1000", "-spin", "1ms"}, ""},
+		{"negative spin", []string{"-rate", "1000", "-spin", "-1ms"}, "-spin"},
+		{"negative wait min", []string{"-wait-batch", "8", "-wait-min", "-1us"}, "-wait-min"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,9 @@
 // -server-pid it also samples the server process over the same window: CPU
 // per request, context switches per request, busy share of its CPUs, peak
 // and current resident memory, and with -perf its system calls per request.
+// It also reports what stalled either side without showing as its CPU: the
+// hypervisor's steal on the generator's and the server's own CPUs and their
+// threads' run-queue wait (sched.go).
 //
 //	load -addr 127.0.0.1:7000 -conns 50 -bytes 64 -warmup 1 -seconds 5
 //	load -addr 127.0.0.1:7000 -conns 1000 -json -server-pid 1234
@@ -26,6 +29,7 @@
 //	load -addr udp://127.0.0.1:7001 -conns 4 -pipeline 16   # UDP datagrams
 //	load -conns 50 -rate 20000        # open loop: 20,000 requests/s
 //	load -conns 50 -rates 10%,50%,80%,90%,100%   # closed-loop capacity, then a sweep
+//	load -conns 50 -rate 60000 -spin 1ms         # open loop, the loop polling instead of sleeping
 //
 // A progress line goes to stderr every second; the result goes to stdout, as
 // one JSON object with -json (with -rates, one per line: the capacity run,
@@ -174,6 +178,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Float64Var(&cfg.capacity, "capacity", 0, "with -rates: the closed-loop capacity, requests/s, that percentages are of (0: measure it first)")
 	fs.IntVar(&cfg.MaxInFlight, "max-inflight", 16, "open loop: most requests in flight on one connection; more wait in the client, their latency counted from their due time")
 	fs.DurationVar(&cfg.Quantum, "pace", 20*time.Microsecond, "open loop: a percore loop's pacer wakes at most this often and sends what fell due meanwhile together (each request's latency still counts from its due time)")
+	fs.DurationVar(&cfg.Spin, "spin", 0, "open loop: a percore loop polls the kernel instead of sleeping while its next request falls due within this (0: sleeps until then); its CPU then counts the polling (client_spin_idle_pct)")
+	fs.IntVar(&cfg.WaitBatch, "wait-batch", 0, "the percore engines on io_uring: a loop waits for up to this many completions per wake-up, at most -wait-min longer (runtime Config.WaitBatch; 0: off, wake on each)")
+	fs.DurationVar(&cfg.WaitMin, "wait-min", 0, "with -wait-batch: the longest extra wait (runtime Config.WaitMin; 0: its default)")
 	fs.DurationVar(&cfg.slack, "late", time.Millisecond, "open loop: a request released by the generator more than this after its due time is a late send")
 	fs.Float64Var(&cfg.maxLate, "max-late", 0.001, "open loop: the fraction of late sends above which a run is invalid (the generator fell behind its schedule)")
 	if err := fs.Parse(args); err != nil {
@@ -211,8 +218,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return cfg, errors.New("-rate and -rates do not go together: -rates runs each of its rates")
 	case (cfg.Rate > 0 || len(cfg.rates) > 0) && cfg.Pipeline > 1:
 		return cfg, errors.New("-pipeline is the closed loop's depth: in open loop (-rate, -rates) -max-inflight bounds the requests in flight")
-	case cfg.Quantum < 0:
-		return cfg, errors.New("-pace must be >= 0")
+	case cfg.Quantum < 0 || cfg.Spin < 0:
+		return cfg, errors.New("-pace and -spin must be >= 0")
+	case cfg.WaitBatch < 0 || cfg.WaitMin < 0:
+		return cfg, errors.New("-wait-batch and -wait-min must be >= 0")
 	case cfg.MaxInFlight < 1:
 		return cfg, errors.New("-max-inflight must be at least 1")
 	case cfg.slack < 0 || cfg.maxLate < 0 || cfg.maxLate > 1:
@@ -240,12 +249,14 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 	if cfg.http.Path != "" {
 		res.Engine += " (http GET " + cfg.http.Path + ")"
 	}
+	var serverCPUs []int
 	if cfg.serverPID != 0 {
 		if _, err := sampleProc(cfg.serverPID); err != nil {
 			return nil, fmt.Errorf("server process: %w", err)
 		}
 		res.ServerPID = cfg.serverPID
 		res.ServerCPUs = cpuCount(cfg.serverPID)
+		serverCPUs = affinity(cfg.serverPID)
 	}
 
 	idle, idleErrors := openIdle(ctx, cfg.Addr, cfg.idle)
@@ -298,6 +309,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 
 	// The window: sample everything, then open it; close it, then sample.
 	w0 := sampleWindow(cfg.serverPID)
+	s0 := sampleSched(cfg.serverPID)
 	var perf *perfCounter
 	if cfg.perf {
 		var err error
@@ -313,6 +325,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 	ok, err := sleep(cfg.window, "measure")
 	rec.setMeasuring(false)
 	res.WindowS = time.Since(on).Seconds()
+	s1 := sampleSched(cfg.serverPID)
 	w1 := sampleWindow(cfg.serverPID)
 	var syscalls uint64
 	var perfErr error
@@ -342,6 +355,7 @@ func measure(ctx context.Context, cfg config, eng Engine, progress io.Writer) (*
 
 	totals := rec.Totals()
 	res.fill(rec.Latency(), totals, idleErrors, w0, w1)
+	res.fillSched(s0, s1, affinity(0), serverCPUs)
 	if cfg.open() {
 		res.fillOpen(rec.SendLag(), totals)
 	}

@@ -77,6 +77,9 @@ func (p *pacer) add(id int, c releaser) {
 // next returns when the next request falls due.
 func (p *pacer) next() time.Time { return p.s.due(p.ids[p.i], p.round) }
 
+// dueBy reports whether a request has fallen due at or before t.
+func (p *pacer) dueBy(t time.Time) bool { return len(p.ids) > 0 && !p.next().After(t) }
+
 // run releases every request due at or before now (up to maxRelease of
 // them), counting each one's send lag, and returns when the next falls due.
 func (p *pacer) run(now time.Time) time.Time {
@@ -125,7 +128,23 @@ type loopPacer struct {
 	loop    *percore.Loop
 	p       pacer
 	quantum time.Duration // the timer fires at most this often
+	spin    time.Duration // poll, not sleep, while the next request falls due within this (0: never)
 	timer   *percore.Timer
+	// Polling's accounting: the time of the last tick, whether it left
+	// the timer at zero (the loop polls), and whether a reply or a
+	// release came since; a polled interval with neither is idle.
+	lastTick time.Time
+	polling  bool
+	active   bool
+}
+
+// newLoopPacer returns the pacer of a loop's connections in open loop (nil
+// in closed loop); its connections are added with p.add.
+func newLoopPacer(l *percore.Loop, s schedule, w *Worker, wl Workload) *loopPacer {
+	if !wl.open() {
+		return nil
+	}
+	return &loopPacer{loop: l, p: pacer{s: s, w: w}, quantum: wl.Quantum, spin: wl.Spin}
 }
 
 func (lp *loopPacer) start() {
@@ -142,15 +161,55 @@ func (lp *loopPacer) start() {
 // requests/s costs the generator a whole CPU). A request may so go out up
 // to a quantum after it fell due, and its latency, counted from the due
 // time, includes that; the send lag shows it.
+//
+// With -spin, a tick that finds the next request due within the spin
+// window sets the timer to zero instead: the loop then enters the kernel
+// without sleeping, turn after turn, and handles each reply and releases
+// each request without a wake-up (a sleeping loop's wake-up costs this
+// generator about as much CPU as a request, and a few microseconds of
+// latency). The intervals between polling ticks in which nothing arrived
+// and nothing was released are counted as idle (Worker.SpinIdle), so that
+// the generator's work stays apart from its polling; an interval above
+// gapLimit is a gap, time the loop did not get to poll (Worker.PollGap).
 func (lp *loopPacer) tick() {
 	now := time.Now()
+	if lp.polling {
+		lp.p.w.PollGap(now.Sub(lp.lastTick))
+		if !lp.active {
+			lp.p.w.SpinIdle(now.Sub(lp.lastTick))
+		}
+	}
+	lp.active = lp.p.dueBy(now)
 	next := lp.p.run(now)
-	lp.timer.Reset(time.Until(now.Add(max(next.Sub(now), lp.quantum))))
+	d := max(next.Sub(now), lp.quantum)
+	lp.polling = next.Sub(now) <= lp.spin
+	if lp.polling {
+		d = 0
+	}
+	lp.lastTick = now
+	lp.timer.Reset(d)
 }
 
 // poke releases what has fallen due since the last run; the timer stays
-// set (when it fires early it finds nothing due and is set again).
-func (lp *loopPacer) poke() { lp.p.run(time.Now()) }
+// set (when it fires early it finds nothing due and is set again). The
+// reply handlers poke once per reply, so it reads the clock only when a
+// request was due by the turn's clock (Loop.Now, read as the kernel
+// returned): most pokes then cost no clock read, and each release's send
+// lag is still taken from a fresh one. A request that falls due during the
+// turn goes out in the next turn or at the timer, its lag counted then.
+func (lp *loopPacer) poke() {
+	lp.active = true
+	lp.p.poke(lp.loop.Now(), time.Now)
+}
+
+// poke is loopPacer.poke with the turn's clock and the clock to read given:
+// it runs the pacer at clock() if a request was due by turn, and reads no
+// clock otherwise.
+func (p *pacer) poke(turn time.Time, clock func() time.Time) {
+	if p.dueBy(turn) {
+		p.run(clock())
+	}
+}
 
 func (lp *loopPacer) stop() {
 	if lp != nil && lp.timer != nil {

@@ -68,7 +68,14 @@ type Result struct {
 	ClientCPUPct         float64  `json:"client_cpu_pct"`
 	ClientBusyPct        float64  `json:"client_busy_pct"`
 	ClientCPUusPerReq    float64  `json:"client_cpu_us_per_req"`
+	ClientSpinIdlePct    float64  `json:"client_spin_idle_pct"`   // -spin: the loops' polling that found nothing, share of the window
+	ClientWorkUsPerReq   float64  `json:"client_work_us_per_req"` // CPU per request less that polling
+	ClientGaps           uint64   `json:"client_poll_gaps"`       // -spin: polling intervals above 200 us (engine.go, gapLimit)
+	ClientGapMs          float64  `json:"client_poll_gap_ms"`     // their sum
+	ClientGapMaxUs       float64  `json:"client_poll_gap_max_us"` // the longest
 	StealPct             float64  `json:"steal_pct"`
+	ClientStealPct       float64  `json:"client_steal_pct"`     // steal on the generator's CPUs (sched.go)
+	ClientRunqWaitPct    float64  `json:"client_runq_wait_pct"` // its threads runnable but not running, share of the window
 	OtherCPUPct          float64  `json:"other_cpu_pct"`
 	ServerPID            int      `json:"server_pid"`
 	ServerCPUs           int      `json:"server_cpus"`
@@ -76,6 +83,8 @@ type Result struct {
 	ServerBusyPct        float64  `json:"server_busy_pct"`
 	ServerCPUusPerReq    float64  `json:"server_cpu_us_per_req"`
 	ServerCtxswPerReq    float64  `json:"server_ctxsw_per_req"`
+	ServerStealPct       float64  `json:"server_steal_pct"`
+	ServerRunqWaitPct    float64  `json:"server_runq_wait_pct"`
 	ServerThreads        uint64   `json:"server_threads"`
 	ServerVmHWMKiB       uint64   `json:"server_vmhwm_kib"`
 	ServerVmRSSKiB       uint64   `json:"server_vmrss_kib"`
@@ -134,6 +143,13 @@ func (r *Result) fillOpen(lag *hist.Histogram, t Totals) {
 	r.Paced, r.LateSends = t.Paced, t.LateSends
 	r.LateSlackUs = float64(r.slack) / 1e3
 	r.SendLagP50us, r.SendLagP99us, r.SendLagMaxUs = us(lag.Quantile(0.5)), us(lag.Quantile(0.99)), us(lag.Max())
+	if r.WindowS > 0 {
+		r.ClientSpinIdlePct = 100 * t.SpinIdle.Seconds() / r.WindowS
+	}
+	r.ClientGaps, r.ClientGapMs, r.ClientGapMaxUs = t.Gaps, t.GapTime.Seconds()*1e3, us(int64(t.GapMax))
+	if r.Requests > 0 {
+		r.ClientWorkUsPerReq = max(r.ClientCPUusPerReq-t.SpinIdle.Seconds()*1e6/float64(r.Requests), 0)
+	}
 }
 
 // problem says what makes the run a failure, or "" for a clean run.
@@ -177,7 +193,13 @@ func (r *Result) writeText(w io.Writer) {
 	}
 	fmt.Fprintf(w, "client     %.2f us CPU/req, %.0f%% busy of %d CPUs\n",
 		r.ClientCPUusPerReq, r.ClientBusyPct, r.ClientCPUs)
+	if r.ClientSpinIdlePct > 0 {
+		fmt.Fprintf(w, "client     polling (-spin): %.0f%% of the window found nothing; %.2f us CPU/req without it; %d gaps over %v (%.1f ms, longest %.0f us)\n",
+			r.ClientSpinIdlePct, r.ClientWorkUsPerReq, r.ClientGaps, gapLimit, r.ClientGapMs, r.ClientGapMaxUs)
+	}
 	fmt.Fprintf(w, "machine    other processes %.0f%% of a CPU, steal %.1f%%\n", r.OtherCPUPct, r.StealPct)
+	fmt.Fprintf(w, "stalls     steal on the client's CPUs %.2f%%, the server's %.2f%%; run-queue wait client %.2f%%, server %.2f%% of the window\n",
+		r.ClientStealPct, r.ServerStealPct, r.ClientRunqWaitPct, r.ServerRunqWaitPct)
 	if r.ServerPID != 0 {
 		fmt.Fprintf(w, "server     %.2f us CPU/req, %.0f%% busy of %d CPUs, %.3f ctxsw/req, %d threads, VmHWM %d KiB, VmRSS %d KiB\n",
 			r.ServerCPUusPerReq, r.ServerBusyPct, r.ServerCPUs, r.ServerCtxswPerReq,
