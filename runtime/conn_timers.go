@@ -12,22 +12,27 @@ import (
 // SetIdleTimeout closes c with ErrIdleTimeout once it has received
 // nothing for d; zero turns the idle timeout off. The clock restarts now.
 func (c *Conn) SetIdleTimeout(d time.Duration) {
-	c.idleTimeout = d
-	c.lastRead = c.loop.now
 	if d <= 0 {
-		if c.idleTimer != nil {
-			c.idleTimer.Stop()
-			c.idleTimer = nil // an idle connection keeps no timer it does not use
+		if s := c.side; s != nil {
+			if s.idleTimer != nil {
+				s.idleTimer.Stop()
+			}
+			// An idle connection keeps no timer it does not use.
+			s.idleTimeout, s.idleTimer, s.lastRead = 0, nil, 0
+			c.trimSide()
 		}
 		return
 	}
+	s := c.more()
+	s.idleTimeout = d
+	s.lastRead = c.loop.stamp()
 	if c.state&stClosed != 0 {
 		return
 	}
-	if c.idleTimer == nil {
-		c.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
+	if s.idleTimer == nil {
+		s.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
 	} else {
-		c.idleTimer.Reset(d)
+		s.idleTimer.Reset(d)
 	}
 }
 
@@ -35,12 +40,13 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 // so the timer is re-armed for the rest of the period instead of being
 // reset on every read.
 func (c *Conn) checkIdle() {
-	if c.state&stClosed != 0 || c.idleTimeout <= 0 {
+	s := c.side
+	if c.state&stClosed != 0 || s == nil || s.idleTimeout <= 0 {
 		return
 	}
 	l := c.loop
-	if left := c.lastRead.Add(c.idleTimeout).Sub(l.now); left > 0 {
-		c.idleTimer.Reset(left)
+	if left := l.at(s.lastRead).Add(s.idleTimeout).Sub(l.now); left > 0 {
+		s.idleTimer.Reset(left)
 		return
 	}
 	l.cnt[sIdleTimeouts]++
@@ -50,17 +56,21 @@ func (c *Conn) checkIdle() {
 // SetMaxLifetime closes c with ErrMaxLifetime once d has passed since it
 // opened; zero removes the limit.
 func (c *Conn) SetMaxLifetime(d time.Duration) {
-	if c.lifeTimer != nil {
-		c.lifeTimer.Stop()
+	if s := c.side; s != nil && s.lifeTimer != nil {
+		s.lifeTimer.Stop()
 	}
 	if d <= 0 || c.state&stClosed != 0 {
+		if s := c.side; s != nil {
+			s.lifeTimer = nil
+			c.trimSide()
+		}
 		return
 	}
-	left := c.opened.Add(d).Sub(c.loop.now)
-	if c.lifeTimer == nil {
-		c.lifeTimer = c.loop.AfterFunc(left, c.expire)
+	left := c.loop.at(c.opened).Add(d).Sub(c.loop.now)
+	if s := c.more(); s.lifeTimer == nil {
+		s.lifeTimer = c.loop.AfterFunc(left, c.expire)
 	} else {
-		c.lifeTimer.Reset(left)
+		s.lifeTimer.Reset(left)
 	}
 }
 
@@ -72,7 +82,14 @@ func (c *Conn) expire() {
 }
 
 func (c *Conn) stopTimers() {
-	for _, t := range [...]*Timer{c.idleTimer, c.lifeTimer, c.writeTimer, c.lingerTimer} {
+	if c.writeTimer != nil {
+		c.writeTimer.Stop()
+	}
+	s := c.side
+	if s == nil {
+		return
+	}
+	for _, t := range [...]*Timer{s.idleTimer, s.lifeTimer, s.lingerTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -111,7 +128,7 @@ func (c *Conn) checkWrite() {
 		return
 	}
 	l := c.loop
-	if left := c.progress.Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
+	if left := l.at(c.progress).Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
 		c.writeTimer.Reset(min(left, writeCheckEvery))
 		return
 	}

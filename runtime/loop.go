@@ -53,6 +53,7 @@ type Loop struct {
 
 	timers timerHeap
 	now    time.Time
+	epoch  time.Time // what stamps count from (conn_side.go)
 
 	bufs      bufPool // outbound buffers
 	trimTimer *Timer  // gives back pooled buffers a period did not use
