@@ -47,7 +47,7 @@ type Conn struct {
 
 	// opened is when it opened; progress is when the kernel last took
 	// queued bytes, or the queue last went from empty to not; writeTimer
-	// checks it (WriteTimeout). Both are the loop's stamps (stamp.go).
+	// checks it (WriteTimeout). Both are the loop's stamps (conn_side.go).
 	opened, progress stamp
 	writeTimer       *Timer
 }
