@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // TestTopicIndexModel drives a loop's topic index with random joins,
@@ -99,5 +100,13 @@ func checkTopicIndex(t *testing.T, at string, x topicIndex, clients []*client, m
 		if len(x.sets[id].members) != 0 || x.sets[id].name != "" {
 			t.Fatalf("%s: free id %d still holds topic %q", at, id, x.sets[id].name)
 		}
+	}
+}
+
+// TestClientSizeClass holds a client, what a WebSocket costs the gateway
+// above the runtime, in the 160-byte size class (decision 0065).
+func TestClientSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(client{}); n > 160 {
+		t.Fatalf("client is %d bytes; want at most 160", n)
 	}
 }
