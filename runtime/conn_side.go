@@ -27,18 +27,32 @@ type connSide struct {
 	discarded   int // input dropped by a lingering close (CloseLinger)
 }
 
-// more returns c's side state, allocating it on first use.
+// more returns c's side state, taking it on first use from the loop's
+// spare ones (or allocating it).
 func (c *Conn) more() *connSide {
 	if c.side == nil {
-		c.side = new(connSide)
+		l := c.loop
+		if n := len(l.spareSides); n > 0 {
+			c.side = l.spareSides[n-1]
+			l.spareSides[n-1] = nil
+			l.spareSides = l.spareSides[:n-1]
+		} else {
+			c.side = new(connSide)
+		}
 	}
 	return c.side
 }
 
-// trimSide drops c's side state once none of it is in use.
+// trimSide drops c's side state once none of it is in use, keeping it
+// for the next connection that needs one: every connection under an idle
+// timeout takes one when it opens, and a WebSocket gives it back at its
+// upgrade; reused, it is not garbage that the heap goal grows by.
 func (c *Conn) trimSide() {
 	if s := c.side; s != nil && *s == (connSide{}) {
 		c.side = nil
+		if l := c.loop; len(l.spareSides) < maxSpareTimers {
+			l.spareSides = append(l.spareSides, s)
+		}
 	}
 }
 

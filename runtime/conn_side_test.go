@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -76,5 +77,65 @@ func TestStampRoundTrip(t *testing.T) {
 	}
 	if !l.at(s1).Equal(l.now) {
 		t.Fatalf("at(stamp()) = %v, want the loop's time %v", l.at(s1), l.now)
+	}
+}
+
+// TestWriteTimerReused: a connection's write timer, let go a second after
+// its queue drained, is the one the next connection that writes arms,
+// and a closed connection's timers are kept for reuse too.
+func TestWriteTimerReused(t *testing.T) {
+	var closeErr []error
+	h := &lingerHandler{closed: &closeErr}
+	l, d, clock := newTestLoop(t, Config{WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute}, h)
+	l.acceptResult(fakeFd, 0, 0)
+	l.acceptResult(fakeFd+1, 0, 0)
+	a, b := l.conns[0], l.conns[1]
+	l.safely("test", func() { a.Write([]byte("hello")) })
+	first := a.writeTimer
+	if first == nil {
+		t.Fatal("a write armed no write timer")
+	}
+	d.take = -1
+	d.flush(a)
+	tick(l, clock, time.Second)
+	if a.writeTimer != nil || len(l.spare) != 1 || l.spare[0] != first {
+		t.Fatalf("drained: write timer %p, spare %v; want none kept and %p spare", a.writeTimer, l.spare, first)
+	}
+	d.take = 0
+	l.safely("test", func() { b.Write([]byte("hello")) })
+	if b.writeTimer != first || len(l.spare) != 0 {
+		t.Fatalf("the next write armed %p (spare %v), want the spare %p", b.writeTimer, l.spare, first)
+	}
+	idle := b.side.idleTimer
+	l.safely("test", func() { b.Abort() })
+	if len(l.spare) != 2 || !slices.Contains(l.spare, first) || !slices.Contains(l.spare, idle) {
+		t.Fatalf("closed: spare %v, want its write and idle timers", l.spare)
+	}
+	// The reused timer still times out: a connection that takes nothing.
+	l.safely("test", func() { a.Write([]byte("stuck")) })
+	for range 11 {
+		tick(l, clock, time.Second)
+	}
+	if !a.closed() || len(closeErr) != 2 || !errors.Is(closeErr[1], ErrWriteTimeout) {
+		t.Fatalf("closed %v, OnClose %v; want a write timeout", a.closed(), closeErr)
+	}
+}
+
+// TestConnSideReused: the side state a connection gives back is the one
+// the next connection that needs one takes.
+func TestConnSideReused(t *testing.T) {
+	l, _, _ := newTestLoop(t, Config{}, &lingerHandler{closed: new([]error)})
+	l.acceptResult(fakeFd, 0, 0)
+	l.acceptResult(fakeFd+1, 0, 0)
+	a, b := l.conns[0], l.conns[1]
+	l.safely("test", func() { a.BeginRequest() })
+	side := a.side
+	l.safely("test", func() { a.EndRequest() })
+	if a.side != nil || len(l.spareSides) != 1 {
+		t.Fatalf("a's side %p, %d spare; want it given back", a.side, len(l.spareSides))
+	}
+	l.safely("test", func() { b.SetIdleTimeout(time.Second) })
+	if b.side != side || len(l.spareSides) != 0 || b.side.idleTimeout != time.Second || b.side.requests != 0 {
+		t.Fatalf("b's side %p %+v, want the spare %p with only its idle timeout", b.side, *b.side, side)
 	}
 }

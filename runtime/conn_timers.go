@@ -15,7 +15,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 	if d <= 0 {
 		if s := c.side; s != nil {
 			if s.idleTimer != nil {
-				s.idleTimer.Stop()
+				c.loop.spareTimer(s.idleTimer)
 			}
 			// An idle connection keeps no timer it does not use.
 			s.idleTimeout, s.idleTimer, s.lastRead = 0, nil, 0
@@ -30,7 +30,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 		return
 	}
 	if s.idleTimer == nil {
-		s.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
+		s.idleTimer = c.loop.connTimer(d, c.checkIdle)
 	} else {
 		s.idleTimer.Reset(d)
 	}
@@ -83,13 +83,18 @@ func (c *Conn) expire() {
 
 func (c *Conn) stopTimers() {
 	if c.writeTimer != nil {
-		c.writeTimer.Stop()
+		c.loop.spareTimer(c.writeTimer)
+		c.writeTimer = nil
 	}
 	s := c.side
 	if s == nil {
 		return
 	}
-	for _, t := range [...]*Timer{s.idleTimer, s.lifeTimer, s.lingerTimer} {
+	if s.idleTimer != nil {
+		c.loop.spareTimer(s.idleTimer)
+		s.idleTimer = nil
+	}
+	for _, t := range [...]*Timer{s.lifeTimer, s.lingerTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -103,7 +108,7 @@ func (c *Conn) watchWrite() {
 	switch {
 	case d <= 0:
 	case c.writeTimer == nil:
-		c.writeTimer = c.loop.AfterFunc(d, c.checkWrite)
+		c.writeTimer = c.loop.connTimer(d, c.checkWrite)
 	case c.writeTimer.index < 0:
 		c.writeTimer.Reset(d)
 	}
@@ -124,7 +129,9 @@ const writeCheckEvery = time.Second
 // leaves it disarmed until the next write queues bytes.
 func (c *Conn) checkWrite() {
 	if c.state&stClosed != 0 || c.idleOut() {
-		c.writeTimer = nil // an idle connection keeps no timer; the next write arms a new one
+		// An idle connection keeps no timer; the next write arms one.
+		c.loop.spareTimer(c.writeTimer)
+		c.writeTimer = nil
 		return
 	}
 	l := c.loop
@@ -135,3 +142,35 @@ func (c *Conn) checkWrite() {
 	l.cnt[sWriteTimeouts]++
 	l.closeConn(c, c.opError("write", ErrWriteTimeout))
 }
+
+// connTimer returns a timer running f once d has passed, as AfterFunc,
+// taken from the loop's spare timers when it has one: a connection's write
+// and idle timers come and go with its traffic (every connection that was
+// written to arms its write timer, and lets it go a second after its queue
+// drains), and reusing them keeps them from being garbage that the heap
+// goal, and so the idle process's memory, grows by (decision 0065).
+func (l *Loop) connTimer(d time.Duration, f func()) *Timer {
+	n := len(l.spare)
+	if n == 0 {
+		return l.AfterFunc(d, f)
+	}
+	t := l.spare[n-1]
+	l.spare[n-1] = nil
+	l.spare = l.spare[:n-1]
+	t.f = f
+	t.Reset(d)
+	return t
+}
+
+// spareTimer stops t, a timer connTimer returned that its connection no
+// longer refers to, and keeps it for connTimer, up to maxSpareTimers.
+func (l *Loop) spareTimer(t *Timer) {
+	t.Stop()
+	t.f = nil
+	if len(l.spare) < maxSpareTimers {
+		l.spare = append(l.spare, t)
+	}
+}
+
+// maxSpareTimers bounds the spare timers a loop keeps: 64 KiB of them.
+const maxSpareTimers = 1024
