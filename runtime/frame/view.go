@@ -34,10 +34,11 @@ type ViewHandler interface {
 // in one pass (resp.Parser; a split function followed by a parse of its
 // token reads each message twice: docs/decisions/0018-input-buffering.md).
 // What OnView leaves is kept in a per-connection buffer, taken from the
-// shared pool only while bytes are left, and shown again, followed by the
-// next read, at the next call: so a read that completes a message left
-// partial is copied whole behind it, where Split copies only what the
-// message needs. More than cfg.MaxBuffered bytes left is a *TooLongError:
+// shared pool only while bytes are left (as is the adapter's state for the
+// connection: an idle connection under View costs it nothing), and shown
+// again, followed by the next read, at the next call: so a read that
+// completes a message left partial is copied whole behind it, where Split
+// copies only what the message needs. More than cfg.MaxBuffered bytes left is a *TooLongError:
 // h's OnFrameError, then the connection closes.
 //
 // PauseRead and ResumeRead of this package hold the input back: while
