@@ -50,7 +50,7 @@ func (c *Conn) more() *connSide {
 func (c *Conn) trimSide() {
 	if s := c.side; s != nil && *s == (connSide{}) {
 		c.side = nil
-		if l := c.loop; len(l.spareSides) < maxSpareTimers {
+		if l := c.loop; len(l.spareSides) < maxSpares {
 			l.spareSides = append(l.spareSides, s)
 		}
 	}

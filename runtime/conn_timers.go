@@ -163,14 +163,15 @@ func (l *Loop) connTimer(d time.Duration, f func()) *Timer {
 }
 
 // spareTimer stops t, a timer connTimer returned that its connection no
-// longer refers to, and keeps it for connTimer, up to maxSpareTimers.
+// longer refers to, and keeps it for connTimer, up to maxSpares.
 func (l *Loop) spareTimer(t *Timer) {
 	t.Stop()
 	t.f = nil
-	if len(l.spare) < maxSpareTimers {
+	if len(l.spare) < maxSpares {
 		l.spare = append(l.spare, t)
 	}
 }
 
-// maxSpareTimers bounds the spare timers a loop keeps: 64 KiB of them.
-const maxSpareTimers = 1024
+// maxSpares bounds each of a loop's spare lists (timers, side states):
+// 64 KiB of timers, 96 KiB of side states at most.
+const maxSpares = 1024
