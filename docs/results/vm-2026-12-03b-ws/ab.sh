@@ -18,7 +18,7 @@ run() { # server row wsload-args...
   case $s in
     A) bin=(/tmp/i27d/A/ws_gateway -cores 0 -backend uring);; B) bin=(/tmp/i27d/B/ws_gateway -cores 0 -backend uring);;
     Aepoll) bin=(/tmp/i27d/A/ws_gateway -cores 0 -backend epoll);; Bepoll) bin=(/tmp/i27d/B/ws_gateway -cores 0 -backend epoll);;
-    *) bin=(/tmp/i27d/$s);;
+    *) bin=("/tmp/i27d/$s");;
   esac
   env GOMAXPROCS=1 taskset -c 0 "${bin[@]}" -addr 127.0.0.1:$port -secret s -ping-interval 30s > "$out/$s-$row-$port.log" 2>&1 &
   local gw=$!
@@ -28,7 +28,7 @@ run() { # server row wsload-args...
   kill -INT $gw 2>/dev/null || true; sleep 0.3; kill -KILL $gw 2>/dev/null || true; wait $gw 2>/dev/null || true
   echo "{\"server\":\"$s\",\"row\":\"$row\",\"load\":$j}" >> "$out/runs.jsonl"
 }
-for r in 1 2 3; do
+for _ in 1 2 3; do
   for s in A B wsnbio; do run $s idle -mode idle -conns 18000 -settle 3s; done
   for s in A B wsnbio; do run $s fanout1 -mode fanout -conns 18000 -publishes 1 -bytes 64; done
 done

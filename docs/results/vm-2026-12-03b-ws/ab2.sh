@@ -20,7 +20,7 @@ run() { # server row wsload-args...
     A) bin=(/tmp/i27d/A/ws_gateway -cores 0 -backend uring);; B) bin=(/tmp/i27d/B/ws_gateway -cores 0 -backend uring);;
     Aepoll) bin=(/tmp/i27d/A/ws_gateway -cores 0 -backend epoll);; Bepoll) bin=(/tmp/i27d/B/ws_gateway -cores 0 -backend epoll);;
     B64) bin=(/tmp/i27d/B/ws_gateway -cores 0 -backend uring -recv-buffers 64);;
-    *) bin=(/tmp/i27d/$s);;
+    *) bin=("/tmp/i27d/$s");;
   esac
   env GOMAXPROCS=1 taskset -c 0 "${bin[@]}" -addr 127.0.0.1:$port -secret s -ping-interval 30s > "$out/$s-$row-$port.log" 2>&1 &
   local gw=$!
@@ -30,7 +30,7 @@ run() { # server row wsload-args...
   kill -INT $gw 2>/dev/null || true; sleep 0.3; kill -KILL $gw 2>/dev/null || true; wait $gw 2>/dev/null || true
   echo "{\"server\":\"$s\",\"row\":\"$row\",\"load\":$j}" >> "$out/runs.jsonl"
 }
-for r in 1 2 3; do
+for _ in 1 2 3; do
   for s in Aepoll Bepoll A B B64; do run $s idle -mode idle -conns 18000 -settle 3s; done
   for s in A B B64 wsgws; do run $s echo -mode echo -conns 1000 -bytes 64 -warmup 1s -seconds 5s; done
 done
