@@ -3,6 +3,9 @@
 package main
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -108,5 +111,40 @@ func checkTopicIndex(t *testing.T, at string, x topicIndex, clients []*client, m
 func TestClientSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(client{}); n > 160 {
 		t.Fatalf("client is %d bytes; want at most 160", n)
+	}
+}
+
+// TestUpgradeKeepsWhatItAllocates: the token check of an upgrade and a
+// subscription to a topic the loop has allocate nothing (the garbage that
+// made the heap goal double an idle gateway's memory: decision 0065).
+func TestUpgradeKeepsWhatItAllocates(t *testing.T) {
+	ls := &loopState{topics: newTopicIndex(), mac: hmac.New(sha256.New, []byte("s"))}
+	user := []byte("u42")
+	m := hmac.New(sha256.New, []byte("s"))
+	m.Write(user)
+	token := []byte(hex.EncodeToString(m.Sum(nil)))
+	bad := append([]byte(nil), token...)
+	bad[0] ^= 1
+	if !ls.validToken(user, token) || ls.validToken(user, bad) || ls.validToken([]byte("u43"), token) {
+		t.Fatal("validToken: a good token refused or a bad one taken")
+	}
+	if n := testing.AllocsPerRun(100, func() { ls.validToken(user, token) }); n != 0 {
+		t.Fatalf("validToken allocates %v times a call", n)
+	}
+	clients := make([]*client, 1000)
+	for i := range clients {
+		clients[i] = &client{}
+	}
+	ls.topics.join(clients[0], []byte("bench"))
+	ls.topics.members("bench") // grown once below, then reused
+	topic := []byte("bench")
+	i := 1
+	n := testing.AllocsPerRun(500, func() {
+		ls.topics.join(clients[i], topic)
+		ls.topics.leave(clients[i], topic)
+		i = 1 + i%999
+	})
+	if n != 0 {
+		t.Fatalf("joining and leaving a topic the loop has allocates %v times", n)
 	}
 }
