@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"time"
 
 	"github.com/percore/percore/internal/sys"
 	"golang.org/x/sys/unix"
@@ -38,25 +37,19 @@ type Conn struct {
 	// the driver (which sends from it).
 	out outQueue
 
-	dial  *dialState
-	sf    *fileSend // a file send in progress (sendfile.go)
-	tls   *connTLS  // a TLS connection's session (tls.go); nil for plain TCP
-	ln    *Listener // the listener it was accepted from; nil for a dial
-	laddr net.Addr
-	raddr net.Addr
+	sf  *fileSend // a file send in progress (sendfile.go)
+	tls *connTLS  // a TLS connection's session (tls.go); nil for plain TCP
+	ln  *Listener // the listener it was accepted from; nil for a dial
 
-	opened, lastRead time.Time
-	idleTimeout      time.Duration
-	idleTimer        *Timer
-	lifeTimer        *Timer
-	// progress is when the kernel last took queued bytes, or the queue
-	// last went from empty to not; writeTimer checks it (WriteTimeout).
-	// lingerTimer bounds a Close that waits for the queue (Linger).
-	progress    time.Time
-	writeTimer  *Timer
-	lingerTimer *Timer
-	requests    int // in flight, as BeginRequest/EndRequest count them
-	discarded   int // input dropped by a lingering close (CloseLinger)
+	// side holds the state few connections use, allocated on first use
+	// and dropped once nothing in it is in use (conn_side.go).
+	side *connSide
+
+	// opened is when it opened; progress is when the kernel last took
+	// queued bytes, or the queue last went from empty to not; writeTimer
+	// checks it (WriteTimeout). Both are the loop's stamps (conn_side.go).
+	opened, progress stamp
+	writeTimer       *Timer
 }
 
 // connState is a connection's lifecycle, as the loop sees it on either
@@ -174,7 +167,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if c.out.buffered() == 0 {
-		c.progress = c.loop.now
+		c.progress = c.loop.stamp()
 	}
 	c.loop.d.write(c, p)
 	if c.out.buffered() > 0 {
@@ -210,7 +203,7 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 		return n, nil
 	}
 	if c.out.buffered() == 0 {
-		c.progress = c.loop.now
+		c.progress = c.loop.stamp()
 	}
 	c.loop.d.writev(c, bufs)
 	if c.out.buffered() > 0 {
@@ -237,7 +230,7 @@ func (c *Conn) Close() error {
 		return nil
 	}
 	if d := c.loop.cfg.Linger; d > 0 {
-		c.lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
+		c.more().lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
 	}
 	return nil
 }
@@ -268,7 +261,7 @@ func (c *Conn) CloseLinger() error {
 		return nil
 	}
 	if d := c.loop.cfg.Linger; d > 0 {
-		c.lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
+		c.more().lingerTimer = c.loop.AfterFunc(d, c.lingerExpired)
 	}
 	return nil
 }
@@ -321,12 +314,15 @@ func (c *Conn) Listener() *Listener { return c.ln }
 // Once the connection is closed it returns what an earlier call found, or
 // nil: call it in OnOpen to have it in OnClose.
 func (c *Conn) LocalAddr() net.Addr {
-	if c.laddr == nil && c.fd >= 0 {
+	if (c.side == nil || c.side.laddr == nil) && c.fd >= 0 {
 		if a, err := sys.LocalAddr(c.fd, false); err == nil {
-			c.laddr = a
+			c.more().laddr = a
 		}
 	}
-	return c.laddr
+	if c.side == nil {
+		return nil
+	}
+	return c.side.laddr
 }
 
 // RemoteAddr returns the peer's address (it asks the kernel the first
@@ -334,26 +330,30 @@ func (c *Conn) LocalAddr() net.Addr {
 // found, or nil: call it in OnOpen to have it in OnClose (a peer's reset
 // can also make the kernel forget it sooner).
 func (c *Conn) RemoteAddr() net.Addr {
-	if c.raddr == nil && c.fd >= 0 {
+	if (c.side == nil || c.side.raddr == nil) && c.fd >= 0 {
 		if a, err := sys.PeerAddr(c.fd); err == nil {
-			c.raddr = a
+			c.more().raddr = a
 		}
 	}
-	return c.raddr
+	if c.side == nil {
+		return nil
+	}
+	return c.side.raddr
 }
 
 // BeginRequest marks a request in flight on c: a graceful Shutdown waits
 // for it (until its deadline) instead of closing c as idle. Call it when a
 // request starts work that outlives OnData (a timer, an upstream call), and
 // EndRequest when its reply is written.
-func (c *Conn) BeginRequest() { c.requests++ }
+func (c *Conn) BeginRequest() { c.more().requests++ }
 
 // EndRequest ends a request that BeginRequest began.
 func (c *Conn) EndRequest() {
-	if c.requests > 0 {
-		c.requests--
+	if c.inFlight() > 0 {
+		c.side.requests--
+		c.trimSide()
 	}
-	if c.loop.stopping && c.requests == 0 {
+	if c.loop.stopping && c.inFlight() == 0 {
 		c.loop.closeIfIdle(c)
 	}
 }
@@ -434,7 +434,7 @@ func (c *Conn) Commit(n int) error {
 		return nil
 	}
 	if c.out.buffered() == 0 {
-		c.progress = c.loop.now
+		c.progress = c.loop.stamp()
 	}
 	c.out.commit(n)
 	c.loop.d.committed(c)

@@ -33,7 +33,7 @@ func (c *Conn) WriteShared(p []byte) (int, error) {
 		return 0, err
 	}
 	if c.out.buffered() == 0 {
-		c.progress = c.loop.now
+		c.progress = c.loop.stamp()
 	}
 	c.out.addShared(c.loop, p)
 	c.loop.d.committed(c)

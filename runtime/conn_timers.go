@@ -12,22 +12,27 @@ import (
 // SetIdleTimeout closes c with ErrIdleTimeout once it has received
 // nothing for d; zero turns the idle timeout off. The clock restarts now.
 func (c *Conn) SetIdleTimeout(d time.Duration) {
-	c.idleTimeout = d
-	c.lastRead = c.loop.now
 	if d <= 0 {
-		if c.idleTimer != nil {
-			c.idleTimer.Stop()
-			c.idleTimer = nil // an idle connection keeps no timer it does not use
+		if s := c.side; s != nil {
+			if s.idleTimer != nil {
+				c.loop.spareTimer(s.idleTimer)
+			}
+			// An idle connection keeps no timer it does not use.
+			s.idleTimeout, s.idleTimer, s.lastRead = 0, nil, 0
+			c.trimSide()
 		}
 		return
 	}
+	s := c.more()
+	s.idleTimeout = d
+	s.lastRead = c.loop.stamp()
 	if c.state&stClosed != 0 {
 		return
 	}
-	if c.idleTimer == nil {
-		c.idleTimer = c.loop.AfterFunc(d, c.checkIdle)
+	if s.idleTimer == nil {
+		s.idleTimer = c.loop.connTimer(d, c.checkIdle)
 	} else {
-		c.idleTimer.Reset(d)
+		s.idleTimer.Reset(d)
 	}
 }
 
@@ -35,12 +40,13 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 // so the timer is re-armed for the rest of the period instead of being
 // reset on every read.
 func (c *Conn) checkIdle() {
-	if c.state&stClosed != 0 || c.idleTimeout <= 0 {
+	s := c.side
+	if c.state&stClosed != 0 || s == nil || s.idleTimeout <= 0 {
 		return
 	}
 	l := c.loop
-	if left := c.lastRead.Add(c.idleTimeout).Sub(l.now); left > 0 {
-		c.idleTimer.Reset(left)
+	if left := l.at(s.lastRead).Add(s.idleTimeout).Sub(l.now); left > 0 {
+		s.idleTimer.Reset(left)
 		return
 	}
 	l.cnt[sIdleTimeouts]++
@@ -50,17 +56,21 @@ func (c *Conn) checkIdle() {
 // SetMaxLifetime closes c with ErrMaxLifetime once d has passed since it
 // opened; zero removes the limit.
 func (c *Conn) SetMaxLifetime(d time.Duration) {
-	if c.lifeTimer != nil {
-		c.lifeTimer.Stop()
+	if s := c.side; s != nil && s.lifeTimer != nil {
+		s.lifeTimer.Stop()
 	}
 	if d <= 0 || c.state&stClosed != 0 {
+		if s := c.side; s != nil {
+			s.lifeTimer = nil
+			c.trimSide()
+		}
 		return
 	}
-	left := c.opened.Add(d).Sub(c.loop.now)
-	if c.lifeTimer == nil {
-		c.lifeTimer = c.loop.AfterFunc(left, c.expire)
+	left := c.loop.at(c.opened).Add(d).Sub(c.loop.now)
+	if s := c.more(); s.lifeTimer == nil {
+		s.lifeTimer = c.loop.AfterFunc(left, c.expire)
 	} else {
-		c.lifeTimer.Reset(left)
+		s.lifeTimer.Reset(left)
 	}
 }
 
@@ -72,7 +82,19 @@ func (c *Conn) expire() {
 }
 
 func (c *Conn) stopTimers() {
-	for _, t := range [...]*Timer{c.idleTimer, c.lifeTimer, c.writeTimer, c.lingerTimer} {
+	if c.writeTimer != nil {
+		c.loop.spareTimer(c.writeTimer)
+		c.writeTimer = nil
+	}
+	s := c.side
+	if s == nil {
+		return
+	}
+	if s.idleTimer != nil {
+		c.loop.spareTimer(s.idleTimer)
+		s.idleTimer = nil
+	}
+	for _, t := range [...]*Timer{s.lifeTimer, s.lingerTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -86,7 +108,7 @@ func (c *Conn) watchWrite() {
 	switch {
 	case d <= 0:
 	case c.writeTimer == nil:
-		c.writeTimer = c.loop.AfterFunc(d, c.checkWrite)
+		c.writeTimer = c.loop.connTimer(d, c.checkWrite)
 	case c.writeTimer.index < 0:
 		c.writeTimer.Reset(d)
 	}
@@ -107,14 +129,49 @@ const writeCheckEvery = time.Second
 // leaves it disarmed until the next write queues bytes.
 func (c *Conn) checkWrite() {
 	if c.state&stClosed != 0 || c.idleOut() {
-		c.writeTimer = nil // an idle connection keeps no timer; the next write arms a new one
+		// An idle connection keeps no timer; the next write arms one.
+		c.loop.spareTimer(c.writeTimer)
+		c.writeTimer = nil
 		return
 	}
 	l := c.loop
-	if left := c.progress.Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
+	if left := l.at(c.progress).Add(l.cfg.WriteTimeout).Sub(l.now); left > 0 {
 		c.writeTimer.Reset(min(left, writeCheckEvery))
 		return
 	}
 	l.cnt[sWriteTimeouts]++
 	l.closeConn(c, c.opError("write", ErrWriteTimeout))
 }
+
+// connTimer returns a timer running f once d has passed, as AfterFunc,
+// taken from the loop's spare timers when it has one: a connection's write
+// and idle timers come and go with its traffic (every connection that was
+// written to arms its write timer, and lets it go a second after its queue
+// drains), and reusing them keeps them from being garbage that the heap
+// goal, and so the idle process's memory, grows by (decision 0065).
+func (l *Loop) connTimer(d time.Duration, f func()) *Timer {
+	n := len(l.spare)
+	if n == 0 {
+		return l.AfterFunc(d, f)
+	}
+	t := l.spare[n-1]
+	l.spare[n-1] = nil
+	l.spare = l.spare[:n-1]
+	t.f = f
+	t.Reset(d)
+	return t
+}
+
+// spareTimer stops t, a timer connTimer returned that its connection no
+// longer refers to, and keeps it for connTimer, up to maxSpares.
+func (l *Loop) spareTimer(t *Timer) {
+	t.Stop()
+	t.f = nil
+	if len(l.spare) < maxSpares {
+		l.spare = append(l.spare, t)
+	}
+}
+
+// maxSpares bounds each of a loop's spare lists (timers, side states):
+// 64 KiB of timers, 96 KiB of side states at most.
+const maxSpares = 1024

@@ -100,10 +100,10 @@ func (l *Loop) dialUnix(path string, h Handler, done func(*Conn, error)) error {
 // connect to the address in d.
 func (l *Loop) startDial(fd int, h Handler, d *dialState, raddr net.Addr) {
 	c := l.newConn(fd, h)
-	c.dial = d
+	c.setDial(d)
 	c.state |= stConnecting
 	l.tlsDialing(c)
-	c.raddr = raddr
+	c.more().raddr = raddr
 	if err := l.d.connect(c, d); err != nil {
 		l.closeConn(c, c.opError("dial", err))
 	}
@@ -112,7 +112,7 @@ func (l *Loop) startDial(fd int, h Handler, d *dialState, raddr net.Addr) {
 // connected is called by drivers when a connect finished; err is nil on
 // success.
 func (l *Loop) connected(c *Conn, err error) {
-	d := c.dial
+	d := c.dialing()
 	c.state &^= stConnecting
 	if c.closed() {
 		return
@@ -129,7 +129,7 @@ func (l *Loop) connected(c *Conn, err error) {
 		l.tlsConnected(c) // OnOpen and done once the handshake succeeded
 		return
 	}
-	c.dial = nil
+	c.setDial(nil)
 	l.cnt[sDials]++
 	l.opened(c)
 	if d != nil && d.done != nil {

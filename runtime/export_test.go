@@ -27,7 +27,7 @@ func Dialing(l *Loop) *Conn {
 
 // DialStateHeld reports whether c still references its dial state (the
 // socket address a connect in flight reads). On the loop's thread.
-func DialStateHeld(c *Conn) bool { return c.dial != nil }
+func DialStateHeld(c *Conn) bool { return c.dialing() != nil }
 
 // SlotFreed reports whether c's slot has been given back. On the loop's
 // thread.

@@ -175,7 +175,7 @@ func (l *Loop) tryHandoff(c *Conn) handoffAnswer {
 		return l.declineHandoff(c, sHandoffDeclined)
 	case ho.out.failed():
 		return l.declineHandoff(c, sHandoffFailed)
-	case !c.idleOut() || c.requests > 0 || c.state&stPaused != 0:
+	case !c.idleOut() || c.inFlight() > 0 || c.state&stPaused != 0:
 		return handoffWait
 	}
 	hh, ok := c.h.(HandoverHandler)
@@ -194,7 +194,7 @@ func (l *Loop) tryHandoff(c *Conn) handoffAnswer {
 		l.log.Warn("percore: hand-over state over MaxHandoverState; closing the connection the protocol's way instead",
 			"loop", l.id, "bytes", len(state), "max", MaxHandoverState)
 		return l.declineHandoff(c, sHandoffDeclined)
-	case !c.idleOut() || c.requests > 0:
+	case !c.idleOut() || c.inFlight() > 0:
 		return handoffWait // it wrote or began a request after all
 	}
 	c.state |= stHandoff

@@ -59,7 +59,7 @@ func (l *Loop) freeSlot(c *Conn) {
 	l.conns[c.slot] = nil
 	l.free = append(l.free, c.slot)
 	c.out.dropSending(l)
-	c.dial = nil // the kernel is done with the socket address
+	c.setDial(nil) // the kernel is done with the socket address
 }
 
 // accepted opens a connection on a descriptor the listener ln gave.
@@ -138,8 +138,7 @@ func (l *Loop) opened(c *Conn) {
 // connection, or one adopted from another process, adopt.go).
 func (l *Loop) openTimers(c *Conn) {
 	c.state |= stOpen
-	c.opened = l.now
-	c.lastRead = l.now
+	c.opened = l.stamp()
 	if l.cfg.IdleTimeout > 0 {
 		c.SetIdleTimeout(l.cfg.IdleTimeout)
 	}
@@ -173,7 +172,9 @@ func (l *Loop) received(c *Conn, data []byte) {
 		return
 	}
 	l.cnt[sBytesIn] += uint64(len(data))
-	c.lastRead = l.now
+	if s := c.side; s != nil && s.idleTimeout > 0 {
+		s.lastRead = l.stamp()
+	}
 	c.state |= stSpoke
 	if c.tls != nil {
 		l.tlsReceived(c, data)
@@ -209,8 +210,8 @@ func (l *Loop) peerEOF(c *Conn) {
 // is sent: the write side is shut down, and c reads and discards until
 // its peer ends its stream or a bound is reached.
 func (l *Loop) lingerStart(c *Conn) {
-	if c.lingerTimer != nil {
-		c.lingerTimer.Stop()
+	if t := c.lingerTimer(); t != nil {
+		t.Stop()
 	}
 	if c.state&stEOF != 0 {
 		l.closeConn(c, nil) // nothing more can come
@@ -228,16 +229,17 @@ func (l *Loop) lingerStart(c *Conn) {
 		}
 	}
 	if d := l.cfg.LingerInput; d > 0 {
-		c.lingerTimer = l.AfterFunc(d, c.lingerInputDone)
+		c.more().lingerTimer = l.AfterFunc(d, c.lingerInputDone)
 	}
 }
 
 // lingerDiscard counts n bytes a lingering connection dropped, and closes
 // it past Config.LingerInputBytes.
 func (l *Loop) lingerDiscard(c *Conn, n int) {
-	c.discarded += n
+	s := c.more()
+	s.discarded += n
 	l.cnt[sLingerDiscarded] += uint64(n)
-	if max := l.cfg.LingerInputBytes; max > 0 && c.discarded >= max {
+	if max := l.cfg.LingerInputBytes; max > 0 && s.discarded >= max {
 		l.closeConn(c, nil)
 	}
 }
@@ -280,7 +282,7 @@ func (l *Loop) sendResult(c *Conn, n int, err error) (more bool) {
 	}
 	l.cnt[sBytesOut] += uint64(n)
 	c.out.advance(l, n)
-	c.progress = l.now
+	c.progress = l.stamp()
 	if c.state&stOverCap != 0 && c.Buffered() <= l.cfg.OutboundLowWater {
 		c.state &^= stOverCap
 		if c.state&stPaused != 0 {
@@ -354,7 +356,7 @@ func (l *Loop) closeIfIdle(c *Conn) {
 		return // handed to the new process, or waiting to be (handoff.go)
 	}
 	if c.ln != nil && c.state&stSpoke == 0 {
-		if age := l.now.Sub(c.opened); age < newConnGrace {
+		if age := l.now.Sub(l.at(c.opened)); age < newConnGrace {
 			if c.state&stGraceArmed == 0 {
 				c.state |= stGraceArmed
 				l.AfterFunc(newConnGrace-age, func() { l.closeIfIdle(c) })
@@ -362,7 +364,7 @@ func (l *Loop) closeIfIdle(c *Conn) {
 			return
 		}
 	}
-	if c.requests == 0 && c.idleOut() && c.state&(stClosing|stClosed|stConnecting) == 0 {
+	if c.inFlight() == 0 && c.idleOut() && c.state&(stClosing|stClosed|stConnecting) == 0 {
 		c.Close()
 	}
 }
@@ -398,7 +400,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	// A dial that never connected was never counted open. c.dial stays
 	// until the slot is freed: a connect still in flight reads the socket
 	// address in it.
-	d := c.dial
+	d := c.dialing()
 	if d == nil {
 		l.cnt[sCloses]++
 	}

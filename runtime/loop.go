@@ -54,6 +54,13 @@ type Loop struct {
 	timers timerHeap
 	now    time.Time
 
+	// epoch is what stamps count from (conn_side.go); spare and
+	// spareSides are connections' write and idle timers, stopped, and
+	// side states no longer used, to reuse (conn_timers.go, conn_side.go).
+	epoch      time.Time
+	spare      []*Timer
+	spareSides []*connSide
+
 	bufs      bufPool // outbound buffers
 	trimTimer *Timer  // gives back pooled buffers a period did not use
 

@@ -99,7 +99,7 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 		sf.fallback = true // set by tests (export_test.go)
 	}
 	if c.out.buffered() == 0 {
-		c.progress = c.loop.now
+		c.progress = c.loop.stamp()
 	}
 	c.watchWrite()
 	if c.out.buffered() == 0 {
@@ -136,7 +136,7 @@ func (l *Loop) fileSent(c *Conn, n int, err error) (more bool) {
 		sf.left -= int64(n)
 		sf.sent += int64(n)
 		l.cnt[sFileSendBytes] += uint64(n)
-		c.progress = l.now
+		c.progress = l.stamp()
 	}
 	switch {
 	case errors.Is(err, errSendUnsupported) && sf.sent == 0:

@@ -202,7 +202,7 @@ func (l *Loop) tlsOptions(c *Conn) tlsconn.Options {
 // listener. OnOpen waits for its end.
 func (l *Loop) tlsAccepted(c *Conn) {
 	c.tls = &connTLS{}
-	c.opened = l.now
+	c.opened = l.stamp()
 	c.tls.s = tlsconn.Server(l.cfg.TLS, l.tlsOptions(c))
 	l.handshakeBegan()
 }
@@ -211,7 +211,7 @@ func (l *Loop) tlsAccepted(c *Conn) {
 // c.dial stays until the handshake ends, so that a failure reaches done.
 func (l *Loop) tlsConnected(c *Conn) {
 	t := c.tls
-	c.opened = l.now
+	c.opened = l.stamp()
 	t.s = tlsconn.Client(t.cfg, l.tlsOptions(c))
 	t.cfg = nil
 	l.handshakeBegan()
@@ -283,7 +283,7 @@ func (l *Loop) tlsEnded(c *Conn, err error) bool {
 			"alert", alert, "err", err)
 		t.err = c.opError("tls handshake", err)
 		l.tlsFlush(c)
-		if te != nil && !te.Sent && !te.Received && c.dial == nil {
+		if te != nil && !te.Sent && !te.Received && c.dialing() == nil {
 			l.tlsRefuse(c, err)
 		}
 		c.Close() // once the alert is sent
@@ -294,8 +294,8 @@ func (l *Loop) tlsEnded(c *Conn, err error) bool {
 		t.paused = false
 		c.ResumeRead()
 	}
-	if d := c.dial; d != nil {
-		c.dial = nil
+	if d := c.dialing(); d != nil {
+		c.setDial(nil)
 		l.cnt[sDials]++
 		l.opened(c)
 		if d.done != nil && !c.closed() {

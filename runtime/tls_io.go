@@ -95,7 +95,7 @@ func (l *Loop) tlsFlush(c *Conn) {
 	b := t.s.Output(l.tls.wire[:0])
 	if c.writable() {
 		if c.out.buffered() == 0 {
-			c.progress = l.now
+			c.progress = l.stamp()
 		}
 		l.d.write(c, b)
 		t.out.add(c.out.buffered(), len(b), len(b))
@@ -113,7 +113,7 @@ func (c *Conn) tlsShut() {
 	b := c.tls.s.CloseNotify(l.tls.wire[:0])
 	if len(b) > 0 {
 		if c.out.buffered() == 0 {
-			c.progress = l.now
+			c.progress = l.stamp()
 		}
 		l.d.write(c, b)
 		c.tls.out.add(c.out.buffered(), len(b), len(b))
@@ -136,7 +136,7 @@ func (c *Conn) tlsSeal(p []byte) error {
 	l, t := c.loop, c.tls
 	q := &c.out
 	if q.buffered() == 0 {
-		c.progress = l.now
+		c.progress = l.stamp()
 	}
 	room := q.reserve(l, len(p)+tlsSealHeadroom(len(p)))
 	ct, err := t.s.Encrypt(room[:0], p)

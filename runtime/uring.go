@@ -140,6 +140,10 @@ type uringConn struct {
 	// the slot is freed when a closed connection has none.
 	ops   int
 	flags uringFlags
+	// skipSeq numbers the skipped send in flight (ufSendSkip), as the
+	// driver's list of them does (uring_skip.go). (Beside flags: the
+	// struct packs in 64 bytes.)
+	skipSeq uint32
 	// The turn budget: bytes delivered in turn turnStamp.
 	turnStamp uint64
 	turnBytes int
@@ -150,9 +154,6 @@ type uringConn struct {
 	// queues behind it.
 	waiting  []deferredRecv
 	waitHead int
-	// skipSeq numbers the skipped send in flight (ufSendSkip), as the
-	// driver's list of them does (uring_skip.go).
-	skipSeq uint32
 }
 
 // uringFlags are the io_uring driver's flags of a connection.

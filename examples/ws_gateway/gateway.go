@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"hash"
 	"strconv"
 	"sync"
 	"time"
@@ -44,10 +45,17 @@ type gateway struct {
 type loopState struct {
 	g       *gateway
 	pool    *ws.Pool
-	topics  map[string]map[*client]struct{}
+	topics  topicIndex
 	clients []*client
 	up      *upLink // nil without -upstream
 	n       loopCounters
+
+	// mac is the secret's HMAC, reset for each upgrade, and sum its
+	// output; reply is where answers are built: an upgrade and a command
+	// allocate nothing that is not kept (decision 0065).
+	mac   hash.Hash
+	sum   [sha256.Size]byte
+	reply []byte
 }
 
 // client is one upgraded connection: it is the httpd.UpgradeHandler that
@@ -57,11 +65,11 @@ type client struct {
 	c      *percore.Conn
 	ls     *loopState
 	wc     ws.Conn
-	user   string   // its authenticated user (it crosses a restart with the topics)
-	topics []string // the topics it is in (to leave them when it closes)
-	idx    int32    // in ls.clients; -1 once gone
-	upID   uint32   // its id on the upstream link (with the loop's); 0 until its first message
-	silent uint8    // heartbeat sweeps since it last sent anything
+	user   string     // its authenticated user (it crosses a restart with the topics)
+	topic  membership // its first topic; the loop's index keeps the rest (topics.go)
+	idx    int32      // in ls.clients; -1 once gone
+	upID   uint32     // its id on the upstream link (with the loop's); 0 until its first message
+	silent uint8      // heartbeat sweeps since it last sent anything
 }
 
 func newGateway(secret string, pingInterval time.Duration) *gateway {
@@ -70,7 +78,8 @@ func newGateway(secret string, pingInterval time.Duration) *gateway {
 
 // setup builds l's state (Config.LoopSetup) and starts its heartbeat.
 func (g *gateway) setup(l *percore.Loop) error {
-	ls := g.loops.Set(l, loopState{g: g, pool: ws.NewPool(g.wsCfg), topics: map[string]map[*client]struct{}{}})
+	ls := g.loops.Set(l, loopState{g: g, pool: ws.NewPool(g.wsCfg), topics: newTopicIndex(),
+		mac: hmac.New(sha256.New, g.secret), reply: make([]byte, 0, 9+maxTopic)})
 	if g.upstream != nil {
 		ls.up = newUpLink(g.upstream, l)
 	}
@@ -109,6 +118,12 @@ func refuse(w *httpd.Response, code int, reason string) {
 func (g *gateway) authorized(r *httpd.Request) bool {
 	user, _ := r.Query("user")
 	token, _ := r.Query("token")
+	return g.loops.Get(r.Conn().Loop()).validToken(user, token)
+}
+
+// validToken reports whether token is the lowercase hex HMAC-SHA256 of
+// user under the secret, with the loop's HMAC (no allocation).
+func (ls *loopState) validToken(user, token []byte) bool {
 	if len(user) == 0 || len(token) != 2*sha256.Size {
 		return false
 	}
@@ -116,9 +131,9 @@ func (g *gateway) authorized(r *httpd.Request) bool {
 	if _, err := hex.Decode(want[:], token); err != nil || !isLowerHex(token) {
 		return false
 	}
-	m := hmac.New(sha256.New, g.secret)
-	m.Write(user)
-	return hmac.Equal(m.Sum(nil), want[:])
+	ls.mac.Reset()
+	ls.mac.Write(user)
+	return hmac.Equal(ls.mac.Sum(ls.sum[:0]), want[:])
 }
 
 func isLowerHex(b []byte) bool {
@@ -220,19 +235,18 @@ func (cl *client) command(p []byte) {
 		cl.send(ws.OpText, []byte("ERR a topic is 1 to 128 bytes without spaces"))
 		return
 	}
-	t := string(topic)
 	if sub {
-		cl.join(t)
+		cl.ls.topics.join(cl, topic)
 	} else {
-		cl.leave(t)
+		cl.ls.topics.leave(cl, topic)
 	}
-	var reply [9 + maxTopic]byte
-	b := append(reply[:0], "OK "...)
+	b := append(cl.ls.reply[:0], "OK "...)
 	if !sub {
 		b = append(b, "UN"...)
 	}
-	b = append(append(b, "SUB "...), t...)
+	b = append(append(b, "SUB "...), topic...)
 	cl.send(ws.OpText, b)
+	cl.ls.reply = b[:0]
 }
 
 func validTopic(t []byte) bool {
@@ -245,40 +259,6 @@ func validTopic(t []byte) bool {
 		}
 	}
 	return true
-}
-
-// join puts cl in topic t.
-func (cl *client) join(t string) {
-	set := cl.ls.topics[t]
-	if set == nil {
-		set = map[*client]struct{}{}
-		cl.ls.topics[t] = set
-	}
-	if _, in := set[cl]; !in {
-		set[cl] = struct{}{}
-		cl.topics = append(cl.topics, t)
-	}
-}
-
-// leave takes cl out of topic t.
-func (cl *client) leave(t string) {
-	set := cl.ls.topics[t]
-	if _, in := set[cl]; !in {
-		return
-	}
-	delete(set, cl)
-	if len(set) == 0 {
-		delete(cl.ls.topics, t)
-	}
-	for i, x := range cl.topics {
-		if x == t {
-			cl.topics = append(cl.topics[:i], cl.topics[i+1:]...)
-			break
-		}
-	}
-	if len(cl.topics) == 0 {
-		cl.topics = nil
-	}
 }
 
 // send writes a message in place into the outbound queue. Answers and
@@ -319,9 +299,7 @@ func (cl *client) OnClose(c *percore.Conn, err error) {
 	if cl.idx < 0 {
 		return
 	}
-	for len(cl.topics) > 0 {
-		cl.leave(cl.topics[len(cl.topics)-1])
-	}
+	cl.ls.topics.leaveAll(cl)
 	ls := cl.ls
 	last := ls.clients[len(ls.clients)-1]
 	last.idx = cl.idx
@@ -438,7 +416,7 @@ func (g *gateway) fanout(w *httpd.Response, l *percore.Loop, t string, body []by
 func (g *gateway) deliver(l *percore.Loop, t string, pm *ws.Prepared) int {
 	ls := g.loops.Get(l)
 	n := 0
-	for cl := range ls.topics[t] {
+	for _, cl := range ls.topics.members(t) {
 		if f := cl.wc.SharedFrame(pm); f != nil {
 			// The frame itself, queued without a copy (decision 0060).
 			if _, err := cl.c.TryWriteShared(f); err != nil {

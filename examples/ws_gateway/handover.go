@@ -211,8 +211,9 @@ func (cl *client) OnHandover(c *percore.Conn) ([]byte, error) {
 		return nil, percore.ErrHandoverDeclined
 	}
 	st = appendString(st, cl.user)
-	st = binary.AppendUvarint(st, uint64(len(cl.topics)))
-	for _, t := range cl.topics {
+	topics := cl.ls.topics.topics(cl)
+	st = binary.AppendUvarint(st, uint64(len(topics)))
+	for _, t := range topics {
 		st = appendString(st, t)
 	}
 	if len(st) > percore.MaxHandoverState-1 { // httpd's tag byte goes first
@@ -270,7 +271,7 @@ func (g *gateway) adopt(c *percore.Conn, state []byte) (httpd.UpgradeHandler, er
 		return nil, errState
 	}
 	for _, t := range topics {
-		cl.join(t)
+		ls.topics.join(cl, []byte(t))
 	}
 	cl.idx = int32(len(ls.clients))
 	ls.clients = append(ls.clients, cl)

@@ -50,6 +50,7 @@ type options struct {
 	headTimeout                time.Duration
 	queue, messageBytes        int
 	maxConns                   int
+	recvBuffers                int
 	upstream                   string
 	grace                      time.Duration
 	pidFile                    string
@@ -66,6 +67,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "how long a shutdown or a restart's hand-over waits for connections (and a new process holds publishes for the old one at most)")
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
+	fs.IntVar(&o.recvBuffers, "recv-buffers", 0, "receive buffers each io_uring loop provides the kernel (Config.BufferCount, a power of two); 0: the runtime's default")
 }
 
 func main() {
@@ -208,7 +210,7 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger, inherited []*os
 	}
 	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger,
 		AdoptUpgraded: g.adopt}, g.routes())
-	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns,
+	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns, BufferCount: o.recvBuffers,
 		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout}
 	sf.Apply(&cfg)
 	if len(inherited) > 0 {

@@ -243,14 +243,24 @@ func (a *adapter) newSession() *session {
 func (a *adapter) sessionOf(c *percore.Conn) *session {
 	s, ok := c.AdapterValue().(*session)
 	if !ok || s.a != a {
-		s = a.newSession()
+		if a.view != nil {
+			s = a.newViewSession()
+		} else {
+			s = a.newSession()
+		}
 		c.SetAdapterValue(s)
 	}
 	return s
 }
 
+// OnOpen starts c's session, but under View, whose session waits for
+// the first bytes it must keep (releaseView).
 func (a *adapter) OnOpen(c *percore.Conn) {
-	c.SetAdapterValue(a.newSession())
+	if a.view == nil {
+		c.SetAdapterValue(a.newSession())
+	} else {
+		c.SetAdapterValue(nil)
+	}
 	a.opened(c)
 }
 

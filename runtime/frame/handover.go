@@ -38,7 +38,11 @@ func (a *adapter) OnHandover(c *percore.Conn) ([]byte, error) {
 // OnAdopt starts the adapter's state for a connection the old process
 // handed over, then tells the handler: its OnAdopt, else its OnOpen.
 func (a *adapter) OnAdopt(c *percore.Conn, state []byte) {
-	c.SetAdapterValue(a.newSession())
+	if a.view == nil {
+		c.SetAdapterValue(a.newSession())
+	} else {
+		c.SetAdapterValue(nil) // View's session waits for bytes to keep
+	}
 	if a.adopt != nil {
 		a.adopt.OnAdopt(c, state)
 		return

@@ -2,7 +2,11 @@
 
 package frame
 
-import percore "github.com/percore/percore/runtime"
+import (
+	"sync"
+
+	percore "github.com/percore/percore/runtime"
+)
 
 // ViewHandler parses a connection's input in place, from the Handler that
 // View returns: OnView is shown every byte received and not yet consumed,
@@ -30,10 +34,11 @@ type ViewHandler interface {
 // in one pass (resp.Parser; a split function followed by a parse of its
 // token reads each message twice: docs/decisions/0018-input-buffering.md).
 // What OnView leaves is kept in a per-connection buffer, taken from the
-// shared pool only while bytes are left, and shown again, followed by the
-// next read, at the next call: so a read that completes a message left
-// partial is copied whole behind it, where Split copies only what the
-// message needs. More than cfg.MaxBuffered bytes left is a *TooLongError:
+// shared pool only while bytes are left (as is the adapter's state for the
+// connection: an idle connection under View costs it nothing), and shown
+// again, followed by the next read, at the next call: so a read that
+// completes a message left partial is copied whole behind it, where Split
+// copies only what the message needs. More than cfg.MaxBuffered bytes left is a *TooLongError:
 // h's OnFrameError, then the connection closes.
 //
 // PauseRead and ResumeRead of this package hold the input back: while
@@ -141,4 +146,35 @@ func (a *adapter) deliverView(c *percore.Conn, s *session, data []byte) {
 		t.hold(data, a.limit) // paused: keep the read
 	}
 	a.finish(c, s)
+	a.releaseView(c, s)
+}
+
+// viewSessions are View's sessions not in use, shared by every View
+// adapter: a connection under View has a session only while it holds
+// bytes, is paused or has ended, and gives it back when its input
+// drains, so that an idle connection (an idle WebSocket, a keep-alive
+// connection between requests) costs View nothing (decision 0065). A
+// sync.Pool keeps a cache per P, which is a loop's own while it runs.
+var viewSessions = sync.Pool{New: func() any { return new(session) }}
+
+// newViewSession returns a session for a, from viewSessions.
+func (a *adapter) newViewSession() *session {
+	s := viewSessions.Get().(*session)
+	*s = session{a: a, t: tail{pool: &buffers}}
+	return s
+}
+
+// releaseView gives c's session back to viewSessions once it holds
+// nothing View must remember: no bytes, no buffer, no pause, no end of
+// stream, no sticky error, no delivery running.
+func (a *adapter) releaseView(c *percore.Conn, s *session) {
+	if s.delivering || s.again || s.paused || s.eof || s.ended || !s.t.idle() || s.t.buf != nil || c.Closed() {
+		return
+	}
+	if v, _ := c.AdapterValue().(*session); v != s {
+		return
+	}
+	c.SetAdapterValue(nil)
+	*s = session{}
+	viewSessions.Put(s)
 }

@@ -18,10 +18,9 @@ import "errors"
 type Conn struct {
 	dec  Decoder
 	pool *Pool
-	buf  []byte      // from pool: the message being joined from its pieces, or the last one returned
-	rctx *window     // the peer's context takeover: its last plaintext
-	wctx *compressor // our context takeover: a compressor of our own
-	code CloseCode   // the status of the Close received
+	buf  []byte    // from pool: the message being joined from its pieces, or the last one returned
+	ctx  *takeover // the contexts kept across messages; nil without context takeover
+	code CloseCode // the status of the Close received
 	ext  uint8
 	st   uint8
 	bits uint8 // our compressor's window: 2^bits bytes (8 to 15)
@@ -82,8 +81,33 @@ func (c *Conn) Init(pool *Pool, role Role, hs *Handshake) {
 		if readBits == 0 {
 			readBits = 15
 		}
-		c.rctx = &window{size: 1 << readBits}
+		c.ctx = &takeover{r: &window{size: 1 << readBits}}
 	}
+}
+
+// takeover is what a connection with context takeover keeps across
+// messages, beside Conn so that a connection without it (the default,
+// and every connection without permessage-deflate) does not carry two
+// nil pointers.
+type takeover struct {
+	r *window     // the peer's context takeover: its last plaintext
+	w *compressor // our context takeover: a compressor of our own
+}
+
+// rctx returns the peer's context (its last plaintext), or nil.
+func (c *Conn) rctx() *window {
+	if c.ctx == nil {
+		return nil
+	}
+	return c.ctx.r
+}
+
+// wctx returns our compressor kept across messages, or nil.
+func (c *Conn) wctx() *compressor {
+	if c.ctx == nil {
+		return nil
+	}
+	return c.ctx.w
 }
 
 // Compressed reports whether permessage-deflate is in use.
@@ -175,8 +199,9 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 // checks it.
 func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 	var dict []byte
-	if c.rctx != nil {
-		dict = c.rctx.b
+	rctx := c.rctx()
+	if rctx != nil {
+		dict = rctx.b
 	}
 	limit := c.dec.Limits.maxMessage()
 	guess := max(512, 3*len(src))
@@ -194,11 +219,11 @@ func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 		c.drop()
 		return nil, c.dec.fail(e)
 	}
-	if c.rctx != nil {
-		if c.rctx.b == nil {
-			c.rctx.b = make([]byte, 0, c.rctx.size)
+	if rctx != nil {
+		if rctx.b == nil {
+			rctx.b = make([]byte, 0, rctx.size)
 		}
-		c.rctx.add(out)
+		rctx.add(out)
 	}
 	return out, nil
 }
@@ -214,8 +239,7 @@ func (c *Conn) giveBack() {
 // drop gives back what a failed or closed connection holds.
 func (c *Conn) drop() {
 	c.giveBack()
-	c.rctx = nil
-	c.wctx = nil
+	c.ctx = nil
 }
 
 // compresses reports whether PutMessage compresses a message of n bytes.
@@ -292,10 +316,13 @@ func (c *Conn) compressor() (*compressor, bool) {
 	if c.ext&extWriteReset != 0 {
 		return c.pool.compressor(c.bits), true
 	}
-	if c.wctx == nil {
-		c.wctx = newCompressor(c.pool.cfg.Deflate.level(), c.bits)
+	if c.ctx == nil {
+		c.ctx = &takeover{}
 	}
-	return c.wctx, false
+	if c.ctx.w == nil {
+		c.ctx.w = newCompressor(c.pool.cfg.Deflate.level(), c.bits)
+	}
+	return c.ctx.w, false
 }
 
 // PutControl writes a Ping or a Pong (op) with payload p, at most 125
@@ -339,7 +366,9 @@ func (c *Conn) PutClose(dst []byte, code CloseCode, reason string) (int, error) 
 	n, err := putFrame(dst, Header{Op: OpClose, Fin: true, Masked: c.masked(), Length: len(p)}, p)
 	if err == nil {
 		c.st |= stCloseSent
-		c.wctx = nil // nothing more is compressed
+		if c.ctx != nil {
+			c.ctx.w = nil // nothing more is compressed
+		}
 	}
 	return n, err
 }

@@ -52,19 +52,19 @@ func (c *Conn) AppendState(dst []byte) ([]byte, error) {
 		return dst, ErrNotPortable
 	case d.flags&dInPayload != 0 || d.msgOp != 0:
 		return dst, ErrInMessage
-	case c.wctx != nil || (c.rctx != nil && len(c.rctx.b) > 0):
+	case c.wctx() != nil || (c.rctx() != nil && len(c.rctx().b) > 0):
 		return dst, ErrNotPortable
 	}
 	var flags byte
 	if d.Deflate {
 		flags |= 1
 	}
-	if c.rctx != nil {
+	if c.rctx() != nil {
 		flags |= 2
 	}
 	readBits := byte(0)
-	if c.rctx != nil {
-		for s := c.rctx.size; s > 1; s >>= 1 {
+	if r := c.rctx(); r != nil {
+		for s := r.size; s > 1; s >>= 1 {
 			readBits++
 		}
 	}
@@ -88,7 +88,7 @@ func (c *Conn) Resume(pool *Pool, state []byte) (rest []byte, err error) {
 	*c = Conn{pool: pool, ext: ext, bits: bits}
 	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits, Deflate: flags&1 != 0}
 	if flags&2 != 0 {
-		c.rctx = &window{size: 1 << readBits}
+		c.ctx = &takeover{r: &window{size: 1 << readBits}}
 	}
 	return state[StateLen:], nil
 }

@@ -1,0 +1,109 @@
+//go:build linux
+
+package runtime
+
+import (
+	"net"
+	"time"
+)
+
+// connSide is the state of a connection that most connections do not use
+// most of the time: a dial in progress, the addresses once asked for, the
+// idle and lifetime timers, a close's linger, the requests in flight. An
+// idle WebSocket or an idle keep-alive connection between requests needs
+// none of it, so it lives beside Conn, allocated on first use and dropped
+// again once nothing in it is in use (trimSide), and Conn stays in a
+// smaller size class (docs/decisions/0065-the-idle-websocket-floors.md).
+type connSide struct {
+	dial         *dialState
+	laddr, raddr net.Addr
+
+	idleTimeout time.Duration
+	idleTimer   *Timer
+	lastRead    stamp // the last input's time, kept while idleTimeout is set
+	lifeTimer   *Timer
+	lingerTimer *Timer
+	requests    int // in flight, as BeginRequest/EndRequest count them
+	discarded   int // input dropped by a lingering close (CloseLinger)
+}
+
+// more returns c's side state, taking it on first use from the loop's
+// spare ones (or allocating it).
+func (c *Conn) more() *connSide {
+	if c.side == nil {
+		l := c.loop
+		if n := len(l.spareSides); n > 0 {
+			c.side = l.spareSides[n-1]
+			l.spareSides[n-1] = nil
+			l.spareSides = l.spareSides[:n-1]
+		} else {
+			c.side = new(connSide)
+		}
+	}
+	return c.side
+}
+
+// trimSide drops c's side state once none of it is in use, keeping it
+// for the next connection that needs one: every connection under an idle
+// timeout takes one when it opens, and a WebSocket gives it back at its
+// upgrade; reused, it is not garbage that the heap goal grows by.
+func (c *Conn) trimSide() {
+	if s := c.side; s != nil && *s == (connSide{}) {
+		c.side = nil
+		if l := c.loop; len(l.spareSides) < maxSpares {
+			l.spareSides = append(l.spareSides, s)
+		}
+	}
+}
+
+// dialing returns c's dial in progress, or nil.
+func (c *Conn) dialing() *dialState {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.dial
+}
+
+// setDial records c's dial in progress; nil ends it.
+func (c *Conn) setDial(d *dialState) {
+	if d != nil {
+		c.more().dial = d
+	} else if c.side != nil {
+		c.side.dial = nil
+		c.trimSide()
+	}
+}
+
+// inFlight returns how many requests BeginRequest began and EndRequest
+// did not end yet.
+func (c *Conn) inFlight() int {
+	if c.side == nil {
+		return 0
+	}
+	return c.side.requests
+}
+
+// lingerTimer returns the timer of a close that waits (Linger,
+// LingerInput), or nil.
+func (c *Conn) lingerTimer() *Timer {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.lingerTimer
+}
+
+// stamp is a time on a loop's clock, in nanoseconds since the loop first
+// took one: a quarter of a time.Time, for the times every connection keeps.
+// Loop.stamp takes one, Loop.at turns one back into a time.
+type stamp int64
+
+// stamp returns the loop's time of the turn (Loop.Now) as a stamp.
+func (l *Loop) stamp() stamp {
+	if l.epoch.IsZero() {
+		l.epoch = l.now
+	}
+	return stamp(l.now.Sub(l.epoch))
+}
+
+// at returns the time that s stands for.
+func (l *Loop) at(s stamp) time.Time { return l.epoch.Add(time.Duration(s)) }

@@ -1,0 +1,141 @@
+//go:build linux
+
+package runtime
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+// TestConnSizeClass holds Conn in the 288-byte size class: what every
+// open connection costs the runtime (decision 0065). A field added to Conn
+// that most connections do not use belongs in connSide.
+func TestConnSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(Conn{}); n > 288 {
+		t.Fatalf("Conn is %d bytes; want at most 288 (the 288-byte size class): move rarely used state to connSide", n)
+	}
+	if n := unsafe.Sizeof(uringConn{}); n > 64 {
+		t.Fatalf("uringConn is %d bytes; want at most 64", n)
+	}
+}
+
+// TestConnSideDroppedWhenUnused checks that a connection's side state is
+// there while something in it is in use and gone once nothing is, and
+// that the idle timeout it holds still counts from the last read.
+func TestConnSideDroppedWhenUnused(t *testing.T) {
+	var closeErr []error
+	h := &lingerHandler{closed: &closeErr}
+	l, _, clock := newTestLoop(t, Config{IdleTimeout: 10 * time.Second}, h)
+	l.acceptResult(fakeFd, 0, 0)
+	c := l.conns[0]
+	if c.side == nil || c.side.idleTimer == nil {
+		t.Fatal("a connection with an idle timeout has no idle timer")
+	}
+	l.safely("test", func() {
+		c.BeginRequest()
+		c.SetIdleTimeout(0)
+	})
+	if c.side == nil || c.inFlight() != 1 {
+		t.Fatalf("side %v, %d in flight; want the request kept", c.side, c.inFlight())
+	}
+	l.safely("test", func() { c.EndRequest() })
+	if c.side != nil {
+		t.Fatalf("side state %+v kept with nothing in use", *c.side)
+	}
+	l.safely("test", func() { c.SetMaxLifetime(time.Hour); c.SetMaxLifetime(0) })
+	if c.side != nil {
+		t.Fatalf("side state %+v kept after the lifetime limit was removed", *c.side)
+	}
+
+	// The idle timeout counts from the last read, with the read's time
+	// kept in the side state.
+	l.safely("test", func() { c.SetIdleTimeout(10 * time.Second) })
+	tick(l, clock, 6*time.Second)
+	l.received(c, []byte("x"))
+	tick(l, clock, 6*time.Second)
+	if c.closed() {
+		t.Fatal("closed as idle 6 s after a read; the timeout is 10 s")
+	}
+	tick(l, clock, 5*time.Second)
+	if !c.closed() || len(closeErr) != 1 || !errors.Is(closeErr[0], ErrIdleTimeout) {
+		t.Fatalf("closed %v, OnClose %v; want an idle timeout 11 s after the last read", c.closed(), closeErr)
+	}
+}
+
+// TestStampRoundTrip checks that a stamp stands for the loop's time it
+// was taken at.
+func TestStampRoundTrip(t *testing.T) {
+	l, _, clock := newTestLoop(t, Config{}, nil)
+	s0 := l.stamp()
+	tick(l, clock, 1500*time.Millisecond)
+	s1 := l.stamp()
+	if got := l.at(s1).Sub(l.at(s0)); got != 1500*time.Millisecond {
+		t.Fatalf("two stamps 1.5 s apart are %v apart", got)
+	}
+	if !l.at(s1).Equal(l.now) {
+		t.Fatalf("at(stamp()) = %v, want the loop's time %v", l.at(s1), l.now)
+	}
+}
+
+// TestWriteTimerReused: a connection's write timer, let go a second after
+// its queue drained, is the one the next connection that writes arms,
+// and a closed connection's timers are kept for reuse too.
+func TestWriteTimerReused(t *testing.T) {
+	var closeErr []error
+	h := &lingerHandler{closed: &closeErr}
+	l, d, clock := newTestLoop(t, Config{WriteTimeout: 10 * time.Second, IdleTimeout: time.Minute}, h)
+	l.acceptResult(fakeFd, 0, 0)
+	l.acceptResult(fakeFd+1, 0, 0)
+	a, b := l.conns[0], l.conns[1]
+	l.safely("test", func() { a.Write([]byte("hello")) })
+	first := a.writeTimer
+	if first == nil {
+		t.Fatal("a write armed no write timer")
+	}
+	d.take = -1
+	d.flush(a)
+	tick(l, clock, time.Second)
+	if a.writeTimer != nil || len(l.spare) != 1 || l.spare[0] != first {
+		t.Fatalf("drained: write timer %p, spare %v; want none kept and %p spare", a.writeTimer, l.spare, first)
+	}
+	d.take = 0
+	l.safely("test", func() { b.Write([]byte("hello")) })
+	if b.writeTimer != first || len(l.spare) != 0 {
+		t.Fatalf("the next write armed %p (spare %v), want the spare %p", b.writeTimer, l.spare, first)
+	}
+	idle := b.side.idleTimer
+	l.safely("test", func() { b.Abort() })
+	if len(l.spare) != 2 || !slices.Contains(l.spare, first) || !slices.Contains(l.spare, idle) {
+		t.Fatalf("closed: spare %v, want its write and idle timers", l.spare)
+	}
+	// The reused timer still times out: a connection that takes nothing.
+	l.safely("test", func() { a.Write([]byte("stuck")) })
+	for range 11 {
+		tick(l, clock, time.Second)
+	}
+	if !a.closed() || len(closeErr) != 2 || !errors.Is(closeErr[1], ErrWriteTimeout) {
+		t.Fatalf("closed %v, OnClose %v; want a write timeout", a.closed(), closeErr)
+	}
+}
+
+// TestConnSideReused: the side state a connection gives back is the one
+// the next connection that needs one takes.
+func TestConnSideReused(t *testing.T) {
+	l, _, _ := newTestLoop(t, Config{}, &lingerHandler{closed: new([]error)})
+	l.acceptResult(fakeFd, 0, 0)
+	l.acceptResult(fakeFd+1, 0, 0)
+	a, b := l.conns[0], l.conns[1]
+	l.safely("test", func() { a.BeginRequest() })
+	side := a.side
+	l.safely("test", func() { a.EndRequest() })
+	if a.side != nil || len(l.spareSides) != 1 {
+		t.Fatalf("a's side %p, %d spare; want it given back", a.side, len(l.spareSides))
+	}
+	l.safely("test", func() { b.SetIdleTimeout(time.Second) })
+	if b.side != side || len(l.spareSides) != 0 || b.side.idleTimeout != time.Second || b.side.requests != 0 {
+		t.Fatalf("b's side %p %+v, want the spare %p with only its idle timeout", b.side, *b.side, side)
+	}
+}
