@@ -18,8 +18,8 @@ import (
 // receiving and the turn budget (uring_recv.go), sending (uring_send.go),
 // releasing and cancelling (uring_release.go), wake-ups and MSG_RING
 // (uring_wake.go), the dispatch of completions (uring_dispatch.go), file
-// operations and file sends (uring_file.go), and datagrams
-// (uring_packet.go).
+// operations and file sends (uring_file.go), datagrams (uring_packet.go),
+// and direct descriptors (uring_fixed.go).
 
 // uringOps are the opcodes the io_uring loop needs.
 var uringOps = []ring.Op{
@@ -91,6 +91,8 @@ type uringDriver struct {
 	feats   UringFeatures
 	skipped []skipSend
 	skipSeq uint32
+
+	fx uringFixed // the fixed file table, with UringDirectDescriptors (uring_fixed.go)
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -153,6 +155,9 @@ type uringConn struct {
 	// skipSeq numbers the skipped send in flight (ufSendSkip), as the
 	// driver's list of them does (uring_skip.go).
 	skipSeq uint32
+	// fixed is the connection's slot in the fixed file table plus one, 0
+	// for none (uring_fixed.go): the ring names it by that slot.
+	fixed uint32
 }
 
 // uringFlags are the io_uring driver's flags of a connection.
@@ -211,6 +216,13 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	if feats&UringNAPI != 0 && !d.registerNAPI(r) {
 		feats &^= UringNAPI
 	}
+	loops := 1
+	if l.rt != nil {
+		loops = len(l.rt.peers)
+	}
+	if feats&UringDirectDescriptors != 0 && !d.setupFixed(r, loops) {
+		feats &^= UringDirectDescriptors
+	}
 	d.feats = feats
 	// Config.eventfdWake (a benchmark's, export_test.go) compares the
 	// eventfd with MSG_RING (docs/performance.md).
@@ -258,7 +270,7 @@ func (d *uringDriver) enter(timeout time.Duration) error {
 	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
 		timeout = retryWait
 	}
-	if d.r.Ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 && !d.skipsAwaited() {
+	if d.ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 && !d.skipsAwaited() {
 		d.waitsN++
 		err = d.r.SubmitAndWait(timeout)
 	} else {
@@ -292,7 +304,7 @@ func (d *uringDriver) dispatch() {
 		d.deliverDeferred()
 	}
 	for {
-		n := d.r.Reap(d.cqes)
+		n := d.reap(d.cqes)
 		for i := 0; i < n; i++ {
 			d.complete(&d.cqes[i])
 		}

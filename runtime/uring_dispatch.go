@@ -54,6 +54,15 @@ func (d *uringDriver) complete(e *ring.Completion) {
 	case kindPacketCancel:
 		d.loopOps--
 		return
+	case kindSlotDrop:
+		d.loopOps--
+		d.slotClosed()
+		return
+	case kindInstall:
+		installLate(e) // its wait gave up (uring_fixed.go)
+		return
+	case kindCloseSlot:
+		d.slotClosed() // and the connection's part below
 	}
 	c := l.conn(slot, gen)
 	if c == nil {
@@ -80,13 +89,13 @@ func (d *uringDriver) complete(e *ring.Completion) {
 			err = errnoErr("connect", unix.Errno(-e.Res))
 		}
 		l.connected(c, err)
-	case kindShutdown, kindClose, kindCancel:
+	case kindShutdown, kindClose, kindCancel, kindCloseSlot:
 		c.ur.ops--
 	case kindSplice, kindSplicePoll:
 		c.ur.ops--
 		d.spliced(c, kind, e.Res)
 	}
-	if c.closed() && c.ur.ops == 0 && c.fd < 0 {
+	if c.closed() && c.ur.ops == 0 && !holdsSocket(c) {
 		l.freeSlot(c)
 	}
 }
