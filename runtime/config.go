@@ -273,6 +273,13 @@ type Config struct {
 	// eventfds, never MSG_RING: a benchmark's comparison
 	// (export_test.go), read once when the driver is set up.
 	eventfdWake bool
+	// fixedSlots, when above zero, sizes an io_uring loop's fixed file
+	// table (UringDirectDescriptors) instead of the admitted connections,
+	// and fixedMargin, when set, replaces the backlog as the margin of
+	// its multishot accept (-1: none): the tests' table at its limit
+	// (uring_fixed_export_test.go).
+	fixedSlots  int
+	fixedMargin *int
 }
 
 // OutboundPolicy is what a loop does with a connection whose queued

@@ -89,6 +89,9 @@ const installWait = time.Second
 // the loop on descriptors, logged by the first loop.
 func (d *uringDriver) setupFixed(r *ring.Ring, loops int) bool {
 	size := fixedTableSize(d.cfg.MaxConns, loops)
+	if d.cfg.fixedSlots > 0 {
+		size = d.cfg.fixedSlots
+	}
 	err := errors.New("no room in the descriptor limit")
 	if size > 0 {
 		err = r.RegisterFiles(uint32(size))
@@ -147,7 +150,11 @@ func (d *uringDriver) fixedListener(i int) bool {
 	if d.fx.r == nil || !d.l.ownPlainListener(i) {
 		return false
 	}
-	d.fx.margin += listenerBacklog(d.cfg.Backlog) + 1
+	if m := d.cfg.fixedMargin; m != nil {
+		d.fx.margin = *m
+	} else {
+		d.fx.margin += listenerBacklog(d.cfg.Backlog) + 1
+	}
 	return true
 }
 
