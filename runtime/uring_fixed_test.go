@@ -367,3 +367,34 @@ func TestDirectDescriptorsSharedListenerSpreads(t *testing.T) {
 		t.Fatalf("a TCP connection: %q", got)
 	}
 }
+
+// The restart hand-over with direct descriptors in both processes: the
+// old one's TCP connections live on slots, and each gets a descriptor
+// made for its SCM_RIGHTS duplicate; the new one adopts descriptors (and
+// its inherited listeners are shared, so they stay descriptors). Every
+// client, TCP and Unix, is answered by the new process, nobody sees a
+// close, and the old process leaves no descriptor behind.
+func TestDirectDescriptorsHandover(t *testing.T) {
+	needDirect(t)
+	t.Setenv(pctest.UringFeaturesEnv, "registered_ring,direct_descriptors")
+	p := newHoPair(t, percore.IOURing, nil)
+	if got := p.old.Report().UringFeatures; got&percore.UringDirectDescriptors == 0 {
+		t.Fatalf("the old process uses %v", got)
+	}
+	const n = 20
+	clients := make([]*hoClient, n)
+	for i := range clients {
+		clients[i] = p.dial(t, i, "d")
+	}
+	if err := pctest.Recv(t, p.handOver(t, 20*time.Second), "the hand-over"); err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range clients {
+		if got, err := cl.ask("after"); err != nil || got != "B "+cl.id+" after" {
+			t.Fatalf("%s after the hand-over: %q, %v", cl.id, got, err)
+		}
+	}
+	if st, nst := p.old.Stats(), p.next.Stats(); st.HandedOff != n || st.HandoffFailed != 0 || nst.Adopted != n {
+		t.Fatalf("handed %d (failed %d), adopted %d; want %d, 0, %d", st.HandedOff, st.HandoffFailed, nst.Adopted, n, n)
+	}
+}
