@@ -155,7 +155,10 @@ type Config struct {
 	// connections close. Zero (the default) and negative mean no cap. To
 	// size it from the descriptor limit: (RLIMIT_NOFILE - descriptors the
 	// process needs for other things) / loops; each loop also holds 2-3
-	// descriptors of its own (ring or epoll, eventfd, listener).
+	// descriptors of its own (ring or epoll, eventfd, listener). With
+	// UringDirectDescriptors, MaxConns (else that share of the limit) is
+	// also the size of each io_uring loop's table of direct descriptors,
+	// which bounds what the loop accepts into it.
 	MaxConns int
 	// IdleTimeout closes a connection that has received nothing for this
 	// long, with ErrIdleTimeout. A connection that keeps sending is never

@@ -475,11 +475,6 @@ func (c *Conn) ReadPaused() bool { return c.readPaused() }
 // addresses, asking the kernel for those not known yet while the
 // descriptor is open (only errors pay for it).
 func (c *Conn) opError(op string, err error) error {
-	if slotOnly(c) {
-		// A direct descriptor: the addresses if known, rather than a
-		// descriptor made for an error (uring_fixed.go).
-		return &net.OpError{Op: op, Net: "tcp", Source: c.laddr, Addr: c.raddr, Err: err}
-	}
 	return &net.OpError{Op: op, Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
 }
 

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -137,6 +136,9 @@ const (
 	simWakeFd   = 1<<24 + 2<<20
 	simListenFd = 1<<24 + 3<<20
 	simConnFd   = 1<<24 + 4<<20
+	// simInstalledFd numbers the descriptors installed for slots (direct
+	// descriptors: a connection's error names its addresses).
+	simInstalledFd = 1<<24 + 5<<20
 )
 
 // simOp is a submitted entry the kernel has not finished.
@@ -409,8 +411,7 @@ func (r *simRing) PrepareCloseDirect(slot int, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: slot, fixed: true})
 }
 func (r *simRing) PrepareFixedFdInstall(slot int, ud uint64) error {
-	r.k.fault("ring %d: an install of slot %d (the model asks for no descriptor)", r.id, slot)
-	return errors.New("no installs in the model")
+	return r.prep(&simOp{ud: ud, fd: slot, fixed: true})
 }
 
 // maxSpins is how many enters without a wait the model lets a loop make

@@ -37,7 +37,9 @@ import (
 //     it (no entry with its user data queued or in flight);
 //   - with direct descriptors (UringDirectDescriptors), every receive,
 //     send and shutdown of an accepted connection names its slot
-//     (IOSQE_FIXED_FILE) and its close is the slot's, and no entry names
+//     (IOSQE_FIXED_FILE) and its close is the slot's (and that of the
+//     descriptor installed for it, inline and in the middle of a
+//     dispatch, when an error named its addresses), and no entry names
 //     a slot after its close;
 //   - with skipped sends (UringSkipSends), no callback runs while a
 //     skipped send that the kernel sent whole in an earlier enter still
@@ -69,7 +71,8 @@ func TestModelUringConn(t *testing.T) {
 	if *modelSeed == 0 && *modelSeeds >= 20 && !t.Failed() {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
-			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed"} {
+			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
+			"descriptor installed"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -108,7 +111,8 @@ type connModel struct {
 	seen  map[string]int
 	// direct says the loop uses direct descriptors: its connections are
 	// slots (uring_fixed.go).
-	direct bool
+	direct   bool
+	installs int // descriptors installed for slots
 	// focus is the connection most steps are about for a while: traffic
 	// comes in bursts per connection, and so do the interleavings that
 	// matter (a receive held back, a pause, another receive, one turn).
@@ -239,11 +243,21 @@ func (m *connModel) submitted(r *simRing, op *simOp) bool {
 		if !op.fixed {
 			m.k.fault("an entry of kind %d of a connection on a slot names a descriptor", op.kind)
 		}
-	case op.kind == kindClose:
-		m.k.fault("the close of descriptor %d: the connections are slots", op.fd)
+	case op.kind == kindClose && op.fd <= simInstalledFd:
+		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
+	case op.kind == kindInstall && !op.fixed:
+		m.k.fault("an install of descriptor %d, not of a slot", op.fd)
 	}
 	if op.kind == kindSend && op.nowait {
 		m.sendNoWait(r, op)
+		return true
+	}
+	if op.kind == kindInstall {
+		// Inline, as the kernel runs it: a descriptor for the slot (a
+		// connection's error names its addresses).
+		m.installs++
+		r.post(op.ud, int32(simInstalledFd+m.installs), 0)
+		m.seen["descriptor installed"]++
 		return true
 	}
 	return false

@@ -174,10 +174,6 @@ func (d *uringDriver) onSlot(c *Conn) {
 	}
 }
 
-// slotOnly reports whether c lives on a slot without a descriptor, so
-// that asking for its addresses would make one.
-func slotOnly(c *Conn) bool { return c.fd < 0 && c.ur.fixed != 0 }
-
 // holdsSocket reports whether c still has a slot or a descriptor for
 // release to close.
 func holdsSocket(c *Conn) bool { return c.fd >= 0 || c.ur.fixed != 0 }
