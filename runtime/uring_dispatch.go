@@ -89,7 +89,14 @@ func (d *uringDriver) complete(e *ring.Completion) {
 			err = errnoErr("connect", unix.Errno(-e.Res))
 		}
 		l.connected(c, err)
-	case kindShutdown, kindClose, kindCancel, kindCloseSlot:
+	case kindShutdown:
+		// A slot's shutdown (uring_fixed.go); it fails the connection as
+		// the system call's failure does (uring_send.go).
+		c.ur.ops--
+		if e.Res < 0 && e.Res != -int32(unix.ENOTCONN) && !c.closed() {
+			l.fail(c, "shutdown", errnoErr("shutdown", unix.Errno(-e.Res)))
+		}
+	case kindClose, kindCancel, kindCloseSlot:
 		c.ur.ops--
 	case kindSplice, kindSplicePoll:
 		c.ur.ops--

@@ -15,6 +15,7 @@ import (
 	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/ring"
 	percore "github.com/percore/percore/runtime"
+	"golang.org/x/sys/unix"
 )
 
 // The io_uring driver's direct descriptors (UringDirectDescriptors,
@@ -396,5 +397,35 @@ func TestDirectDescriptorsHandover(t *testing.T) {
 	}
 	if st, nst := p.old.Stats(), p.next.Stats(); st.HandedOff != n || st.HandoffFailed != 0 || nst.Adopted != n {
 		t.Fatalf("handed %d (failed %d), adopted %d; want %d, 0, %d", st.HandedOff, st.HandoffFailed, nst.Adopted, n, n)
+	}
+}
+
+// A table the kernel refuses (larger than RLIMIT_NOFILE) leaves the loop
+// on descriptors: logged once, the feature off in the report, and the
+// connections served as before.
+func TestDirectDescriptorsRefused(t *testing.T) {
+	f := needDirect(t)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Fatal(err)
+	}
+	log, records := pctest.LogInbox()
+	cfg := percore.FixedTable(percore.Config{Backend: percore.IOURing, UringFeatures: f, Logger: log}, int(lim.Cur)+1000, -2)
+	rt := start(t, cfg, slotEcho{})
+	if got := rt.Report().UringFeatures; got&percore.UringDirectDescriptors != 0 || got&percore.UringRegisteredRing == 0 {
+		t.Fatalf("the report says %v: want the registered ring without direct descriptors", got)
+	}
+	c := dial(t, rt)
+	if got := ask(t, c, "?"); got != "slot=false fd=true." {
+		t.Fatalf("a connection lives on %q, want a descriptor", got)
+	}
+	refused := 0
+	for _, r := range records.Drain() {
+		if strings.Contains(r.Message, "direct descriptors refused") {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("the refusal was logged %d times, want once", refused)
 	}
 }
