@@ -51,8 +51,8 @@ const (
 	// so that no operation looks the socket up in the process's
 	// descriptor table and no accept or close changes that table. The
 	// table holds the loop's admitted connections (Config.MaxConns, else
-	// its share of RLIMIT_NOFILE), and the loop stops accepting before
-	// it is full. A real descriptor is made once, where one is needed
+	// its share of RLIMIT_NOFILE; at most 2^20, 8 bytes of kernel memory
+	// a slot), and the loop accepts no more than it holds. A real descriptor is made once, where one is needed
 	// (Conn.Fd, LocalAddr and RemoteAddr, SendFile, a hand-over to a new
 	// process: IORING_OP_FIXED_FD_INSTALL, 6.8+, which the probe wants).
 	// Shared and TLS listeners, dials and adopted connections stay on

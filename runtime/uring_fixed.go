@@ -106,16 +106,21 @@ func (d *uringDriver) setupFixed(r *ring.Ring, loops int) bool {
 	return true
 }
 
+// maxFixedFiles is the largest table the kernel registers
+// (IORING_MAX_FIXED_FILES). Each slot costs the kernel 8 bytes (and a bit
+// of its free map) from registration on, whether filled or not.
+const maxFixedFiles = 1 << 20
+
 // fixedTableSize is the table of a loop that admits maxConns connections
 // (no cap when 0): that, or the loop's share of the descriptor limit left
 // at start (RLIMIT_NOFILE less the descriptors open now, over the loops),
-// which is also the most the kernel lets a table hold.
+// within what the kernel lets a table hold (the limit, and maxFixedFiles).
 func fixedTableSize(maxConns, loops int) int {
 	var lim unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		return 0
 	}
-	limit := int(min(lim.Cur, 1<<30))
+	limit := int(min(lim.Cur, maxFixedFiles))
 	if maxConns > 0 {
 		return min(maxConns, limit)
 	}

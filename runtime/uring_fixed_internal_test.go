@@ -18,7 +18,7 @@ func TestFixedTableSizeAndBacklog(t *testing.T) {
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
 		t.Fatal(err)
 	}
-	limit := int(lim.Cur)
+	limit := int(min(lim.Cur, maxFixedFiles))
 	if got := fixedTableSize(8, 4); got != 8 {
 		t.Errorf("MaxConns 8: a table of %d", got)
 	}
