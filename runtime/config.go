@@ -155,7 +155,10 @@ type Config struct {
 	// connections close. Zero (the default) and negative mean no cap. To
 	// size it from the descriptor limit: (RLIMIT_NOFILE - descriptors the
 	// process needs for other things) / loops; each loop also holds 2-3
-	// descriptors of its own (ring or epoll, eventfd, listener).
+	// descriptors of its own (ring or epoll, eventfd, listener). With
+	// UringDirectDescriptors, MaxConns (else that share of the limit) is
+	// also the size of each io_uring loop's table of direct descriptors,
+	// which bounds what the loop accepts into it.
 	MaxConns int
 	// IdleTimeout closes a connection that has received nothing for this
 	// long, with ErrIdleTimeout. A connection that keeps sending is never
@@ -273,6 +276,13 @@ type Config struct {
 	// eventfds, never MSG_RING: a benchmark's comparison
 	// (export_test.go), read once when the driver is set up.
 	eventfdWake bool
+	// fixedSlots, when above zero, sizes an io_uring loop's fixed file
+	// table (UringDirectDescriptors) instead of the admitted connections,
+	// and fixedMargin, when set, replaces the backlog as the margin of
+	// its multishot accept (-1: none): the tests' table at its limit
+	// (uring_fixed_export_test.go).
+	fixedSlots  int
+	fixedMargin *int
 }
 
 // OutboundPolicy is what a loop does with a connection whose queued

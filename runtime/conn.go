@@ -102,8 +102,15 @@ func (c *Conn) readPaused() bool { return c.state&(stPaused|stPauseRead|stHandof
 func (c *Conn) Loop() *Loop { return c.loop }
 
 // Fd returns the connection's socket descriptor, for socket options. Do
-// not read, write or close it.
-func (c *Conn) Fd() int { return c.fd }
+// not read, write or close it. It is -1 once the connection is released.
+// A connection that an io_uring loop keeps as a direct descriptor
+// (UringDirectDescriptors) gets a descriptor made for it by the first
+// call (and by LocalAddr, RemoteAddr and SendFile), kept until it closes;
+// -1 if that fails.
+func (c *Conn) Fd() int {
+	fd, _ := c.loop.d.descriptor(c)
+	return fd
+}
 
 // Value returns the value stored with SetValue.
 func (c *Conn) Value() any { return c.value }
@@ -314,8 +321,8 @@ func (c *Conn) Listener() *Listener { return c.ln }
 // Once the connection is closed it returns what an earlier call found, or
 // nil: call it in OnOpen to have it in OnClose.
 func (c *Conn) LocalAddr() net.Addr {
-	if (c.side == nil || c.side.laddr == nil) && c.fd >= 0 {
-		if a, err := sys.LocalAddr(c.fd, false); err == nil {
+	if (c.side == nil || c.side.laddr == nil) && holdsSocket(c) {
+		if a, err := sys.LocalAddr(c.Fd(), false); err == nil {
 			c.more().laddr = a
 		}
 	}
@@ -330,8 +337,8 @@ func (c *Conn) LocalAddr() net.Addr {
 // found, or nil: call it in OnOpen to have it in OnClose (a peer's reset
 // can also make the kernel forget it sooner).
 func (c *Conn) RemoteAddr() net.Addr {
-	if (c.side == nil || c.side.raddr == nil) && c.fd >= 0 {
-		if a, err := sys.PeerAddr(c.fd); err == nil {
+	if (c.side == nil || c.side.raddr == nil) && holdsSocket(c) {
+		if a, err := sys.PeerAddr(c.Fd()); err == nil {
 			c.more().raddr = a
 		}
 	}

@@ -63,7 +63,8 @@ type loopSide interface {
 	AfterFunc(d time.Duration, f func()) *Timer // a driver's own timer (accept back-off)
 
 	// Accepting.
-	accepting() bool // the loop takes connections now (cap, back-off, stop)
+	accepting() bool             // the loop takes connections now (cap, back-off, stop)
+	ownPlainListener(i int) bool // stream listener i is the loop's own socket (not shared) and not TLS
 	acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome
 	stopForced() bool // stopping by Close or a deadline: accept nothing more
 
@@ -139,6 +140,17 @@ func (l *Loop) sendAwaited(c *Conn) bool {
 		c.state&(stClosing|stClosed|stCloseWriteAsked|stLinger|stOverCap) != 0
 }
 
+// ownPlainListener reports whether stream listener i is this loop's own
+// socket, which no other loop accepts from, and plain TCP: its connections
+// never go to another loop and need no descriptor for a TLS handshake.
+func (l *Loop) ownPlainListener(i int) bool {
+	if i < 0 || i >= len(l.lns) {
+		return false
+	}
+	info := l.lns[i].info
+	return !info.Shared && !info.TLS && !info.Datagram()
+}
+
 // gsoPending is how many datagrams this turn's GSO batches hold.
 func (l *Loop) gsoPending() int { return l.pk.gsoPending }
 
@@ -177,6 +189,7 @@ func (l *Loop) rewake(id uint32) {
 //	committed                  a handler built bytes in place in Conn.out (Reserve, Commit)
 //	shutdownWrite              shut the write side (the queue is empty)
 //	connect                    start a non-blocking connect of Conn.fd
+//	descriptor                 a real descriptor of a connection (Conn.Fd, SendFile, a hand-over)
 //	release                    the connection is closed: cancel, close the descriptor, then freeSlot
 //	fileStart                  hand a file operation to the kernel (or the file workers)
 //	sendFile                   move the next part of a connection's file send (Conn.sf)
@@ -249,6 +262,12 @@ type driver interface {
 	// connect starts a non-blocking connect of c.fd to the address in d,
 	// which stays referenced by c until the slot is freed.
 	connect(c *Conn, d *dialState) error
+	// descriptor returns a descriptor of c's socket in the process's
+	// table, for what needs one (Conn.Fd and the addresses, SendFile, a
+	// hand-over to a new process): Conn.fd, which io_uring's direct
+	// descriptors (uring_fixed.go) make once, the first time it is
+	// asked. It fails once c is released (net.ErrClosed).
+	descriptor(c *Conn) (int, error)
 	// release gives c's descriptor back to the kernel, after cancelling
 	// what is in flight, and calls loop.freeSlot(c) once the kernel holds
 	// nothing of c.

@@ -66,6 +66,8 @@ func (s *standInLoop) endPass()                               {}
 func (s *standInLoop) AfterFunc(time.Duration, func()) *Timer { s.record("AfterFunc"); return nil }
 func (s *standInLoop) accepting() bool                        { return true }
 func (s *standInLoop) stopForced() bool                       { return false }
+func (s *standInLoop) ownPlainListener(int) bool              { return false }
+
 func (s *standInLoop) acceptResult(fd int, errno unix.Errno, ln int) acceptOutcome {
 	s.record("acceptResult %d %v %d", fd, errno, ln)
 	return acceptNext

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"errors"
+	"net"
 	"os"
 	"time"
 	"unsafe"
@@ -292,6 +293,13 @@ func (d *epollDriver) discardInput(c *Conn) {
 			return
 		}
 	}
+}
+
+func (d *epollDriver) descriptor(c *Conn) (int, error) {
+	if c.fd < 0 {
+		return -1, net.ErrClosed
+	}
+	return c.fd, nil
 }
 
 func (d *epollDriver) connect(c *Conn, ds *dialState) error {

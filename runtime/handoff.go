@@ -273,7 +273,10 @@ func (l *Loop) shipHandoff() {
 		if c.closed() || c.state&stHandoff == 0 {
 			continue
 		}
-		fd, err := sys.DupCloexec(c.fd)
+		fd, err := l.d.descriptor(c) // made once for a direct descriptor (uring_fixed.go)
+		if err == nil {
+			fd, err = sys.DupCloexec(fd)
+		}
 		if err != nil {
 			l.log.Warn("percore: hand-over: duplicate descriptor", "loop", l.id, "err", err)
 			l.keepHandoff(c)

@@ -472,6 +472,10 @@ func TestFairnessBudget(t *testing.T) {
 		light := dial(t, rt)
 		pctest.WaitFor(t, "light connection open", func() bool { return h.light.Load() != nil })
 
+		// The descriptors, asked for on the loop (Conn.Fd makes one for a
+		// direct descriptor: UringDirectDescriptors).
+		var hfd, lfd int
+		pctest.OnLoop(t, rt.Loops()[0], func() { hfd, lfd = h.heavy.Load().Fd(), h.light.Load().Fd() })
 		release := pctest.HoldLoop(t, rt.Loops()[0])
 		line := append(bytes.Repeat([]byte("h"), lineLen-1), '\n')
 		if _, err := heavy.Write(bytes.Repeat(line, lines)); err != nil {
@@ -480,7 +484,6 @@ func TestFairnessBudget(t *testing.T) {
 		if _, err := light.Write([]byte("ping\n")); err != nil {
 			t.Fatal(err)
 		}
-		hfd, lfd := h.heavy.Load().Fd(), h.light.Load().Fd()
 		pctest.WaitFor(t, "both requests queued in the server's sockets", func() bool {
 			hq, _ := unix.IoctlGetInt(hfd, unix.SIOCINQ)
 			lq, _ := unix.IoctlGetInt(lfd, unix.SIOCINQ)

@@ -136,6 +136,9 @@ const (
 	simWakeFd   = 1<<24 + 2<<20
 	simListenFd = 1<<24 + 3<<20
 	simConnFd   = 1<<24 + 4<<20
+	// simInstalledFd numbers the descriptors installed for slots (direct
+	// descriptors: a connection's error names its addresses).
+	simInstalledFd = 1<<24 + 5<<20
 )
 
 // simOp is a submitted entry the kernel has not finished.
@@ -149,6 +152,7 @@ type simOp struct {
 	sel    bool   // a receive that selects a provided buffer
 	nowait bool   // a send that never waits (PrepareSendNoWait)
 	skip   bool   // its success posts nothing (SkipSuccess)
+	fixed  bool   // it names a slot of the fixed file table (FixedFile)
 	msgFd  int    // a MSG_RING's target ring
 	msgRes uint32
 	msgUD  uint64
@@ -385,6 +389,29 @@ func (r *simRing) SkipSuccess() {
 }
 func (r *simRing) PrepareShutdown(fd, _ int, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: fd})
+}
+
+// The uringFixedRing methods (direct descriptors): a slot is numbered as
+// the connection's descriptor would be, so that the kernel's side of the
+// model finds its connection either way.
+
+// FixedFile marks the last prepared entry, as the ring does.
+func (r *simRing) FixedFile() {
+	r.k.mu.Lock()
+	defer r.k.mu.Unlock()
+	if len(r.sq) > 0 {
+		r.sq[len(r.sq)-1].fixed = true
+	}
+}
+func (r *simRing) PrepareAcceptMultishotDirect(fd int, ud uint64) error {
+	return r.prep(&simOp{ud: ud, fd: fd, multi: true})
+}
+func (r *simRing) PrepareAcceptDirect(fd int, ud uint64) error { return r.prep(&simOp{ud: ud, fd: fd}) }
+func (r *simRing) PrepareCloseDirect(slot int, ud uint64) error {
+	return r.prep(&simOp{ud: ud, fd: slot, fixed: true})
+}
+func (r *simRing) PrepareFixedFdInstall(slot int, ud uint64) error {
+	return r.prep(&simOp{ud: ud, fd: slot, fixed: true})
 }
 
 // maxSpins is how many enters without a wait the model lets a loop make

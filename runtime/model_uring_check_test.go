@@ -11,7 +11,7 @@ type connHandler struct{ m *connModel }
 
 func (h connHandler) OnOpen(c *Conn) {
 	m := h.m
-	mc := m.conns[c.fd-simConnFd]
+	mc := m.conns[m.d.sock(c)-simConnFd] // its descriptor, or its slot (numbered alike)
 	mc.c, mc.slot, mc.gen = c, c.slot, c.gen
 	c.SetValue(mc)
 }
@@ -137,7 +137,7 @@ func (m *connModel) check() {
 			return r.find(ud) >= 0
 		}
 		if mc.freed {
-			for _, kind := range []uint8{kindRecv, kindSend, kindCancel, kindClose, kindShutdown, kindConnect} {
+			for _, kind := range []uint8{kindRecv, kindSend, kindCancel, kindClose, kindCloseSlot, kindShutdown, kindConnect} {
 				if inFlight(kind) {
 					m.faultf("connection %d: its slot is free and an operation of kind %d is in flight", mc.id, kind)
 				}

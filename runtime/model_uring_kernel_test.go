@@ -71,11 +71,14 @@ func (m *connModel) kernelStep(settling bool) bool {
 		}
 		r.completeCancel(i)
 		m.log("cancel for connection %v runs", mc != nil)
-	case kindClose:
+	case kindClose, kindCloseSlot:
 		r.take(i)
-		m.k.closedFds[op.fd] = true
+		m.k.closedFds[op.fd] = true // a slot is numbered as its descriptor would be (direct)
 		r.post(op.ud, 0, 0)
-		m.log("close of descriptor %d", op.fd)
+		if op.kind == kindCloseSlot {
+			m.seen["slot closed"]++
+		}
+		m.log("close of descriptor or slot %d", op.fd)
 	case kindAcceptCancel:
 		r.completeCancel(i)
 	default:

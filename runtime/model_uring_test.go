@@ -35,6 +35,12 @@ import (
 //     receive armed; one with bytes queued has a send in flight;
 //   - a connection's slot is freed only once the kernel holds nothing of
 //     it (no entry with its user data queued or in flight);
+//   - with direct descriptors (UringDirectDescriptors), every receive,
+//     send and shutdown of an accepted connection names its slot
+//     (IOSQE_FIXED_FILE) and its close is the slot's (and that of the
+//     descriptor installed for it, inline and in the middle of a
+//     dispatch, when an error named its addresses), and no entry names
+//     a slot after its close;
 //   - with skipped sends (UringSkipSends), no callback runs while a
 //     skipped send that the kernel sent whole in an earlier enter still
 //     counts in its connection's queue (Conn.Buffered): dispatch accounts
@@ -45,17 +51,18 @@ import (
 // was delivered, a connection closed with Close sent everything written,
 // no buffer is held, every slot is free and the loop exits.
 //
-// Every seed runs twice, with plain sends and with skipped sends. Run
-// longer with -model.seeds and -model.steps; one seed with -model.seed;
-// FuzzModelUringConn takes the sequence of choices as its input (its first
-// choice picks the sends).
+// Every seed runs four times: with plain sends and with skipped sends, each
+// on descriptors and on direct descriptors. Run longer with -model.seeds
+// and -model.steps; one seed with -model.seed; FuzzModelUringConn takes
+// the sequence of choices as its input (its first choice picks the sends,
+// its second the descriptors).
 
 func TestModelUringConn(t *testing.T) {
 	seen := map[string]int{}
 	eachModelSeed(t, func(t *testing.T, seed uint64, steps int) {
-		for _, skip := range []bool{false, true} {
-			label := fmt.Sprintf("seed %d, skipped sends %v", seed, skip)
-			m := runConnModel(t, label, seededInput(seed), steps, &skip)
+		for _, f := range []UringFeatures{0, UringSkipSends, UringDirectDescriptors, UringSkipSends | UringDirectDescriptors} {
+			label := fmt.Sprintf("seed %d, features %v", seed, f)
+			m := runConnModel(t, label, seededInput(seed), steps, &f)
 			for k, v := range m.seen {
 				seen[k] += v
 			}
@@ -64,7 +71,8 @@ func TestModelUringConn(t *testing.T) {
 	if *modelSeed == 0 && *modelSeeds >= 20 && !t.Failed() {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
-			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short"} {
+			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
+			"descriptor installed"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -101,6 +109,10 @@ type connModel struct {
 	step  int
 	trace []string
 	seen  map[string]int
+	// direct says the loop uses direct descriptors: its connections are
+	// slots (uring_fixed.go).
+	direct   bool
+	installs int // descriptors installed for slots
 	// focus is the connection most steps are about for a while: traffic
 	// comes in bursts per connection, and so do the interleavings that
 	// matter (a receive held back, a pause, another receive, one turn).
@@ -134,11 +146,12 @@ type mconn struct {
 
 const maxModelConns = 6
 
-// runConnModel runs one sequence, with skipped sends if *skip (nil: as
-// the input's first choice says).
-func runConnModel(t *testing.T, label string, in *modelInput, steps int, skip *bool) *connModel {
+// runConnModel runs one sequence with the features *feats of skipped
+// sends and direct descriptors (nil: as the input's first two choices
+// say).
+func runConnModel(t *testing.T, label string, in *modelInput, steps int, feats *UringFeatures) *connModel {
 	t.Helper()
-	m := newConnModel(in, skip)
+	m := newConnModel(in, feats)
 	defer func() {
 		r := recover()
 		if r != nil {
@@ -160,11 +173,17 @@ func runConnModel(t *testing.T, label string, in *modelInput, steps int, skip *b
 	return m
 }
 
-func newConnModel(in *modelInput, skip *bool) *connModel {
+func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}}
-	if skip == nil {
-		on := in.chance(1, 2)
-		skip = &on
+	if feats == nil {
+		var f UringFeatures
+		if in.chance(1, 2) {
+			f |= UringSkipSends
+		}
+		if in.chance(1, 2) {
+			f |= UringDirectDescriptors
+		}
+		feats = &f
 	}
 	budgets := []int{16, 24, 32, 48, -1}
 	caps := []int{40, 64, 200, -1}
@@ -174,8 +193,15 @@ func newConnModel(in *modelInput, skip *bool) *connModel {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
 	}
 	m.l, m.r, m.d = m.k.newLoop(0, cfg, connHandler{m})
-	if *skip {
+	if *feats&UringSkipSends != 0 {
 		m.d.feats |= UringSkipSends // uring_skip.go: sends the kernel runs inline
+	}
+	if *feats&UringDirectDescriptors != 0 {
+		// A table without a limit: the stand-in kernel gives each
+		// connection the slot numbered as its descriptor would be.
+		m.d.feats |= UringDirectDescriptors
+		m.d.fx.r, m.d.fx.size = m.r, 1<<30
+		m.direct = true
 	}
 	m.k.onSubmit = m.submitted
 	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
@@ -203,13 +229,35 @@ func (m *connModel) faultf(format string, args ...any) {
 // close's descriptor is gone once it completes, and nothing may be
 // submitted for a connection whose slot was freed.
 func (m *connModel) submitted(r *simRing, op *simOp) bool {
-	if op.kind <= kindConnect && op.kind >= kindRecv {
+	if op.kind <= kindConnect && op.kind >= kindRecv || op.kind == kindCloseSlot {
 		if mc := m.byUserData(op.ud); mc != nil && mc.freed {
 			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)
 		}
 	}
+	switch {
+	case !m.direct:
+		if op.fixed || op.kind == kindCloseSlot {
+			m.k.fault("an entry of kind %d on a slot without direct descriptors", op.kind)
+		}
+	case op.kind == kindRecv || op.kind == kindSend || op.kind == kindShutdown:
+		if !op.fixed {
+			m.k.fault("an entry of kind %d of a connection on a slot names a descriptor", op.kind)
+		}
+	case op.kind == kindClose && op.fd <= simInstalledFd:
+		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
+	case op.kind == kindInstall && !op.fixed:
+		m.k.fault("an install of descriptor %d, not of a slot", op.fd)
+	}
 	if op.kind == kindSend && op.nowait {
 		m.sendNoWait(r, op)
+		return true
+	}
+	if op.kind == kindInstall {
+		// Inline, as the kernel runs it: a descriptor for the slot (a
+		// connection's error names its addresses).
+		m.installs++
+		r.post(op.ud, int32(simInstalledFd+m.installs), 0)
+		m.seen["descriptor installed"]++
 		return true
 	}
 	return false

@@ -92,6 +92,9 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 	case off < 0 || n < 0:
 		return c.opError("sendfile", fmt.Errorf("invalid range: offset %d, length %d", off, n))
 	}
+	if _, err := c.loop.d.descriptor(c); err != nil {
+		return c.opError("sendfile", err) // splice takes descriptors: made once for a direct one
+	}
 	sf := &fileSend{f: f, off: off, left: n, done: done}
 	c.sf = sf
 	f.inflight++ // until fileSendGone

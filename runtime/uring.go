@@ -18,8 +18,8 @@ import (
 // receiving and the turn budget (uring_recv.go), sending (uring_send.go),
 // releasing and cancelling (uring_release.go), wake-ups and MSG_RING
 // (uring_wake.go), the dispatch of completions (uring_dispatch.go), file
-// operations and file sends (uring_file.go), and datagrams
-// (uring_packet.go).
+// operations and file sends (uring_file.go), datagrams (uring_packet.go),
+// and direct descriptors (uring_fixed.go).
 
 // uringOps are the opcodes the io_uring loop needs.
 var uringOps = []ring.Op{
@@ -91,6 +91,8 @@ type uringDriver struct {
 	feats   UringFeatures
 	skipped []skipSend
 	skipSeq uint32
+
+	fx uringFixed // the fixed file table, with UringDirectDescriptors (uring_fixed.go)
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -138,7 +140,11 @@ type recvBuffers interface {
 type uringConn struct {
 	// ops counts operations the kernel still holds for the connection;
 	// the slot is freed when a closed connection has none.
-	ops   int
+	ops int32
+	// fixed is the connection's slot in the fixed file table plus one, 0
+	// for none (uring_fixed.go): the ring names it by that slot. (Beside
+	// ops: the struct packs in 64 bytes.)
+	fixed uint32
 	flags uringFlags
 	// skipSeq numbers the skipped send in flight (ufSendSkip), as the
 	// driver's list of them does (uring_skip.go). (Beside flags: the
@@ -212,6 +218,13 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	if feats&UringNAPI != 0 && !d.registerNAPI(r) {
 		feats &^= UringNAPI
 	}
+	loops := 1
+	if l.rt != nil {
+		loops = len(l.rt.peers)
+	}
+	if feats&UringDirectDescriptors != 0 && !d.setupFixed(r, loops) {
+		feats &^= UringDirectDescriptors
+	}
 	d.feats = feats
 	// Config.eventfdWake (a benchmark's, export_test.go) compares the
 	// eventfd with MSG_RING (docs/performance.md).
@@ -259,7 +272,7 @@ func (d *uringDriver) enter(timeout time.Duration) error {
 	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
 		timeout = retryWait
 	}
-	if d.r.Ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 && !d.skipsAwaited() {
+	if d.ready() == 0 && len(d.deferred) == 0 && len(d.dirty) == 0 && !d.skipsAwaited() {
 		d.waitsN++
 		err = d.r.SubmitAndWait(timeout)
 	} else {
@@ -293,7 +306,7 @@ func (d *uringDriver) dispatch() {
 		d.deliverDeferred()
 	}
 	for {
-		n := d.r.Reap(d.cqes)
+		n := d.reap(d.cqes)
 		for i := 0; i < n; i++ {
 			d.complete(&d.cqes[i])
 		}

@@ -25,13 +25,15 @@ type uringListener struct {
 	backlog   int
 	acceptOp  uint8 // what is armed on the listener: kindAccept, kindAcceptPoll or 0
 	awaitConn bool  // the descriptor table was full with none waiting: poll first
+	fixed     bool  // it accepts into the fixed file table (uring_fixed.go)
+	multishot bool  // its accept into the table is multishot
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
 	for len(d.lns) <= i {
 		d.lns = append(d.lns, uringListener{fd: -1, backlog: -1})
 	}
-	d.lns[i] = uringListener{fd: fd, backlog: -1}
+	d.lns[i] = uringListener{fd: fd, backlog: -1, fixed: d.fixedListener(i)}
 	return d.armAccept(i)
 }
 
@@ -54,6 +56,11 @@ func (d *uringDriver) armAccept(i int) error {
 	case ln.awaitConn:
 		op = kindAcceptPoll
 		err = d.r.PreparePollIn(ln.fd, userData(op, slot, 0))
+	case ln.fixed:
+		var armed bool
+		if armed, err = d.armAcceptFixed(ln, userData(op, slot, 0)); !armed && err == nil {
+			return nil // no slot free: a close arms it (slotClosed)
+		}
 	case d.multishotAccept():
 		err = d.r.PrepareAcceptMultishot(ln.fd, userData(op, slot, 0))
 	default:
@@ -164,7 +171,9 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	// An accept that fails once the listener is stopped (closed before
 	// the accept was submitted) is nobody's connection.
 	stopped := ln.fd < 0 && errno != 0
-	if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
+	if ln.fixed && !stopped && errno != unix.ECANCELED && d.acceptedFixed(i, e) {
+		// A slot, or the table full (uring_fixed.go).
+	} else if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
 	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() {

@@ -54,6 +54,15 @@ func (d *uringDriver) complete(e *ring.Completion) {
 	case kindPacketCancel:
 		d.loopOps--
 		return
+	case kindSlotDrop:
+		d.loopOps--
+		d.slotClosed()
+		return
+	case kindInstall:
+		installLate(e) // its wait gave up (uring_fixed.go)
+		return
+	case kindCloseSlot:
+		d.slotClosed() // and the connection's part below
 	}
 	c := l.conn(slot, gen)
 	if c == nil {
@@ -80,13 +89,20 @@ func (d *uringDriver) complete(e *ring.Completion) {
 			err = errnoErr("connect", unix.Errno(-e.Res))
 		}
 		l.connected(c, err)
-	case kindShutdown, kindClose, kindCancel:
+	case kindShutdown:
+		// A slot's shutdown (uring_fixed.go); it fails the connection as
+		// the system call's failure does (uring_send.go).
+		c.ur.ops--
+		if e.Res < 0 && e.Res != -int32(unix.ENOTCONN) && !c.closed() {
+			l.fail(c, "shutdown", errnoErr("shutdown", unix.Errno(-e.Res)))
+		}
+	case kindClose, kindCancel, kindCloseSlot:
 		c.ur.ops--
 	case kindSplice, kindSplicePoll:
 		c.ur.ops--
 		d.spliced(c, kind, e.Res)
 	}
-	if c.closed() && c.ur.ops == 0 && c.fd < 0 {
+	if c.closed() && c.ur.ops == 0 && !holdsSocket(c) {
 		l.freeSlot(c)
 	}
 }

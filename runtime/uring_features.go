@@ -44,6 +44,21 @@ const (
 	// registration there polls nothing. Off by default. Where the kernel
 	// refuses it, the loop runs without it (logged once).
 	UringNAPI
+	// UringDirectDescriptors accepts the connections of the loop's own
+	// plain TCP listeners into the ring's fixed file table (multishot
+	// accept with IORING_FILE_INDEX_ALLOC, 5.19+) and names them by their
+	// slot (IOSQE_FIXED_FILE) in every receive, send, shutdown and close,
+	// so that no operation looks the socket up in the process's
+	// descriptor table and no accept or close changes that table. The
+	// table holds the loop's admitted connections (Config.MaxConns, else
+	// its share of RLIMIT_NOFILE; at most 2^20, 8 bytes of kernel memory
+	// a slot), and the loop accepts no more than it holds. A real descriptor is made once, where one is needed
+	// (Conn.Fd, LocalAddr and RemoteAddr, SendFile, a hand-over to a new
+	// process: IORING_OP_FIXED_FD_INSTALL, 6.8+, which the probe wants).
+	// Shared and TLS listeners, dials and adopted connections stay on
+	// descriptors (docs/decisions/0066). Off by default: measured in
+	// docs/performance.md, "io_uring features, part 4".
+	UringDirectDescriptors
 )
 
 // DefaultUringFeatures are the features a loop uses unless
@@ -63,6 +78,7 @@ var uringFeatureNames = []struct {
 	{UringRegisteredRing, "registered_ring"},
 	{UringSkipSends, "skip_sends"},
 	{UringNAPI, "napi"},
+	{UringDirectDescriptors, "direct_descriptors"},
 }
 
 // String lists the features by ParseUringFeatures' names, "none" for none.
@@ -84,7 +100,7 @@ func (f UringFeatures) String() string {
 }
 
 // ParseUringFeatures parses a comma-separated list of feature names
-// (registered_ring, skip_sends, napi), case-insensitive; "none" is no features
+// (registered_ring, skip_sends, napi, direct_descriptors), case-insensitive; "none" is no features
 // and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
 // pointer to the result.
 func ParseUringFeatures(s string) (UringFeatures, error) {
@@ -104,7 +120,7 @@ next:
 				continue next
 			}
 		}
-		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi or none)", name)
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors or none)", name)
 	}
 	return f, nil
 }
@@ -122,6 +138,9 @@ func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) Uri
 	}
 	if want&UringNAPI != 0 && s.HasFeature(ring.NAPI) {
 		got |= UringNAPI
+	}
+	if want&UringDirectDescriptors != 0 && s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall) {
+		got |= UringDirectDescriptors
 	}
 	return got
 }

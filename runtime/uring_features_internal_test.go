@@ -14,11 +14,12 @@ func TestUringFeaturesFor(t *testing.T) {
 	if err != nil {
 		t.Skipf("io_uring unavailable here: %v", err)
 	}
-	all := UringRegisteredRing | UringSkipSends | UringNAPI
+	all := UringRegisteredRing | UringSkipSends | UringNAPI | UringDirectDescriptors
 	has := map[UringFeatures]bool{
-		UringRegisteredRing: s.HasFeature(ring.RegisteredRing),
-		UringSkipSends:      s.HasFeature(ring.CQESkip),
-		UringNAPI:           s.HasFeature(ring.NAPI),
+		UringRegisteredRing:    s.HasFeature(ring.RegisteredRing),
+		UringSkipSends:         s.HasFeature(ring.CQESkip),
+		UringNAPI:              s.HasFeature(ring.NAPI),
+		UringDirectDescriptors: s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall),
 	}
 	for _, tc := range []struct {
 		name  string
@@ -29,7 +30,8 @@ func TestUringFeaturesFor(t *testing.T) {
 		{"none asked", 0, DefaultRingFlags, all},
 		{"all, default flags", all, DefaultRingFlags, 0},
 		{"all, SQPoll", all, ring.SQPoll, UringSkipSends},
-		{"skip sends alone", UringSkipSends, DefaultRingFlags, UringRegisteredRing | UringNAPI},
+		{"skip sends alone", UringSkipSends, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringDirectDescriptors},
+		{"direct descriptors alone", UringDirectDescriptors, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringSkipSends},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := uringFeaturesFor(tc.want, tc.flags, s)

@@ -24,6 +24,7 @@ func TestParseUringFeatures(t *testing.T) {
 		{" Skip_Sends ", percore.UringSkipSends},
 		{"registered_ring,skip_sends", percore.UringRegisteredRing | percore.UringSkipSends},
 		{"napi", percore.UringNAPI},
+		{"direct_descriptors,skip_sends", percore.UringDirectDescriptors | percore.UringSkipSends},
 	} {
 		got, err := percore.ParseUringFeatures(tc.in)
 		if err != nil || got != tc.want {
@@ -41,7 +42,9 @@ func TestParseUringFeatures(t *testing.T) {
 // uringFeatureSets are the settings each feature is tested under: each
 // alone, none (a kernel without any), and the default.
 var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, percore.UringSkipSends,
-	percore.DefaultUringFeatures, percore.DefaultUringFeatures | percore.UringNAPI}
+	percore.DefaultUringFeatures, percore.DefaultUringFeatures | percore.UringNAPI,
+	percore.DefaultUringFeatures | percore.UringDirectDescriptors,
+	percore.UringDirectDescriptors | percore.UringSkipSends}
 
 // kernelFeatures is what of want the kernel here lets a loop use (the
 // driver's own rule, with the default setup flags).
@@ -59,6 +62,9 @@ func kernelFeatures(t *testing.T, want percore.UringFeatures) percore.UringFeatu
 	}
 	if want&percore.UringNAPI != 0 && s.HasFeature(ring.NAPI) {
 		got |= percore.UringNAPI
+	}
+	if want&percore.UringDirectDescriptors != 0 && s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall) {
+		got |= percore.UringDirectDescriptors
 	}
 	return got
 }

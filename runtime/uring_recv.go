@@ -52,18 +52,20 @@ func (d *uringDriver) resumeRead(c *Conn) {
 }
 
 func (d *uringDriver) start(c *Conn) error {
+	d.takeSlot(c)
 	var err error
 	if c.ur.flags&ufThrottled != 0 {
 		// A connection that recently went over its turn budget receives
 		// one buffer at a time, so that it cannot take every provided
 		// buffer from the others.
-		err = d.r.PrepareRecvSelect(c.fd, d.br, userData(kindRecv, c.slot, c.gen))
+		err = d.r.PrepareRecvSelect(d.sock(c), d.br, userData(kindRecv, c.slot, c.gen))
 	} else {
-		err = d.r.PrepareRecvMultishot(c.fd, d.br, userData(kindRecv, c.slot, c.gen))
+		err = d.r.PrepareRecvMultishot(d.sock(c), d.br, userData(kindRecv, c.slot, c.gen))
 	}
 	if err != nil {
 		return err
 	}
+	d.onSlot(c)
 	c.ur.ops++
 	c.ur.flags |= ufRecvArmed
 	return nil

@@ -37,7 +37,7 @@ func (d *uringDriver) cancel(c *Conn, kind uint8) bool {
 // then reach, and its slot, so that the loop does not exit with its
 // receive still armed.
 func (d *uringDriver) release(c *Conn) {
-	if c.fd < 0 {
+	if !holdsSocket(c) {
 		return
 	}
 	u := &c.ur
@@ -75,8 +75,15 @@ func (d *uringDriver) cancelOnce(c *Conn, inFlight bool, flag uringFlags, kind u
 	return true
 }
 
-// closeFd queues the close of c's descriptor.
+// closeFd queues the close of c's slot, if it has one (uring_fixed.go),
+// and of its descriptor, if it has one.
 func (d *uringDriver) closeFd(c *Conn) bool {
+	if !d.closeSlot(c) {
+		return false
+	}
+	if c.fd < 0 {
+		return true
+	}
 	if d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)) != nil {
 		return false
 	}

@@ -57,7 +57,10 @@ func (d *uringDriver) sendOut(c *Conn, skip bool) {
 	if skip {
 		err = d.sendSkipped(c, p, ud)
 	} else {
-		err = d.r.PrepareSend(c.fd, p, ud)
+		err = d.r.PrepareSend(d.sock(c), p, ud)
+		if err == nil {
+			d.onSlot(c)
+		}
 	}
 	if err != nil {
 		d.l.fail(c, "write", err)
@@ -75,6 +78,10 @@ func (d *uringDriver) sendOut(c *Conn, skip bool) {
 // closed unanswered). The call does not block; its result was ignored
 // anyway (kindShutdown's completion only counted).
 func (d *uringDriver) shutdownWrite(c *Conn) {
+	if c.ur.fixed != 0 {
+		d.shutdownSlot(c) // no descriptor for the system call (uring_fixed.go)
+		return
+	}
 	d.fileCalls++ // counted with the other calls made outside the ring (Stats.Syscalls)
 	if err := sys.ShutdownWrite(c.fd); err != nil && err != unix.ENOTCONN {
 		d.l.fail(c, "shutdown", os.NewSyscallError("shutdown", err))

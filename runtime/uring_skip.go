@@ -39,9 +39,10 @@ type skipSend struct {
 // sendSkipped prepares the send of p (the head of c's queue) as a skipped
 // send, under the send's user data ud, and lists it.
 func (d *uringDriver) sendSkipped(c *Conn, p []byte, ud uint64) error {
-	if err := d.r.PrepareSendNoWait(c.fd, p, ud); err != nil {
+	if err := d.r.PrepareSendNoWait(d.sock(c), p, ud); err != nil {
 		return err
 	}
+	d.onSlot(c)
 	d.r.SkipSuccess()
 	d.skipSeq++
 	if d.skipSeq == 0 {
@@ -107,7 +108,7 @@ func (d *uringDriver) skipsDone(n int) {
 		if d.l.sendResult(c, s.n, nil) {
 			d.send(c) // listed after n
 		}
-		if c.closed() && c.ur.ops == 0 && c.fd < 0 {
+		if c.closed() && c.ur.ops == 0 && !holdsSocket(c) {
 			d.l.freeSlot(c)
 		}
 	}
@@ -134,7 +135,7 @@ func (d *uringDriver) dispatchSkipsFirst(known int) {
 	// The grown batch is a slice of its own: the ordinary reaping keeps
 	// its batch, so that buffers recycled in a batch go back to the
 	// kernel as often as before.
-	want := d.r.Ready()
+	want := d.ready()
 	buf := d.cqes
 	if want > len(buf) {
 		if cap(d.skipCqes) < want {
@@ -144,7 +145,7 @@ func (d *uringDriver) dispatchSkipsFirst(known int) {
 	}
 	n := 0
 	for n < want {
-		got := d.r.Reap(buf[n:want])
+		got := d.reap(buf[n:want])
 		if got == 0 {
 			break
 		}

@@ -25,6 +25,9 @@ const (
 	kindPacketRecv   // a datagram socket's multishot recvmsg (slot: its listener index)
 	kindPacketSend   // a sendmsg of a datagram (slot: its send slot)
 	kindPacketCancel // the cancel of a datagram socket's receive
+	kindCloseSlot    // the close of a connection's slot in the fixed file table (uring_fixed.go)
+	kindSlotDrop     // the close of a slot accepted into while the loop stopped (slot: the table's)
+	kindInstall      // a slot's FIXED_FD_INSTALL (slot: the install's sequence number)
 )
 
 // The file kinds (uring_file.go) carry the slot and generation of the

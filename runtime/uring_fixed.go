@@ -1,0 +1,397 @@
+//go:build linux
+
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/percore/percore/ring"
+	"golang.org/x/sys/unix"
+)
+
+// The io_uring driver's direct descriptors (UringDirectDescriptors,
+// docs/decisions/0058 and 0066). The connections of the loop's own plain
+// TCP listeners are accepted into the ring's fixed file table and live
+// there as a slot (uringConn.fixed): receives, sends and the shutdown
+// name the slot (IOSQE_FIXED_FILE) and release closes it
+// (IORING_OP_CLOSE with its file index). Nothing else changes: dials,
+// adopted connections and those of shared and TLS listeners keep their
+// descriptors, and every operation names a connection by what it has
+// (sock, onSlot).
+//
+// The table is sized to the connections the loop admits, and the loop
+// never lets an accept find it full, since the kernel accepts before it
+// looks for a slot and closes the connection when there is none: while
+// more slots are free than one multishot accept can take in one go (a
+// listener's backlog, for every listener accepting into the table) the
+// accept is multishot; within that margin it is cancelled and replaced
+// by single accepts, one slot each, none armed while the table is full.
+// The connections that arrive meanwhile wait in the listen backlog, and
+// a close re-arms the accept. An -ENFILE that happens anyway (more
+// connections joined the backlog while the kernel's accept loop ran) is
+// counted in Stats.AcceptErrors, logged once, and the accept re-armed
+// after the next close.
+//
+// A real descriptor is installed once where one is needed (descriptor:
+// Conn.Fd, the addresses, SendFile, the hand-over to a new process) with
+// IORING_OP_FIXED_FD_INSTALL, submitted and waited for on the loop's
+// thread; the completions reaped meanwhile are kept (stash) and
+// dispatched first, in the kernel's order. The connection then has both
+// names until it closes: the ring goes on using the slot.
+
+// uringFixedRing is what direct descriptors need of the ring, beyond
+// uringRing: *ring.Ring, or nil where the loop uses descriptors only (the
+// kernel-free tests' stand-ins among them).
+type uringFixedRing interface {
+	FixedFile()
+	PrepareAcceptMultishotDirect(fd int, userData uint64) error
+	PrepareAcceptDirect(fd int, userData uint64) error
+	PrepareCloseDirect(slot int, userData uint64) error
+	PrepareFixedFdInstall(slot int, userData uint64) error
+}
+
+// uringFixed is the driver's state of its fixed file table.
+type uringFixed struct {
+	r      uringFixedRing // nil without a table
+	size   int            // the table's slots
+	used   int            // slots filled: accepted, their close not yet complete
+	margin int            // the most one round of multishot accepts may take
+	// full says an accept found the table full (-ENFILE) although the
+	// count said otherwise: no accept into it until the next close.
+	full bool
+	// starved says an accept was not armed for want of a slot: the next
+	// close arms it.
+	starved bool
+	warned  bool   // the -ENFILE warning was logged
+	pending uint32 // the slot (plus one) an accept completion is opening a connection on (start takes it)
+	seq     uint32 // numbers the installs, so that a late completion is told apart
+	// stash holds the completions reaped while waiting for an install,
+	// which dispatch (reap) hands on before the ring's.
+	stash []ring.Completion
+}
+
+// installWait bounds the wait for an install's completion. The kernel
+// completes it inline, within the submit; only a completion queue that
+// overflowed delays it to the next enter.
+const installWait = time.Second
+
+// setupFixed registers the loop's fixed file table on r when the loop
+// uses direct descriptors, and reports whether it did: sized to the
+// connections the loop admits (Config.MaxConns, else its share of the
+// descriptor limit, which then bounds what it accepts into the table). A
+// refusal (the limit is lower than the size, a kernel without it) leaves
+// the loop on descriptors, logged by the first loop.
+func (d *uringDriver) setupFixed(r *ring.Ring, loops int) bool {
+	size := fixedTableSize(d.cfg.MaxConns, loops)
+	if d.cfg.fixedSlots > 0 {
+		size = d.cfg.fixedSlots
+	}
+	err := errors.New("no room in the descriptor limit")
+	if size > 0 {
+		err = r.RegisterFiles(uint32(size))
+	}
+	if err != nil {
+		if d.id == 0 {
+			d.log.Warn("percore: direct descriptors refused: the loops use descriptors", "slots", size, "err", err)
+		}
+		return false
+	}
+	d.fx.r, d.fx.size = r, size
+	return true
+}
+
+// maxFixedFiles is the largest table the kernel registers
+// (IORING_MAX_FIXED_FILES). Each slot costs the kernel 8 bytes (and a bit
+// of its free map) from registration on, whether filled or not.
+const maxFixedFiles = 1 << 20
+
+// fixedTableSize is the table of a loop that admits maxConns connections
+// (no cap when 0): that, or the loop's share of the descriptor limit left
+// at start (RLIMIT_NOFILE less the descriptors open now, over the loops),
+// within what the kernel lets a table hold (the limit, and maxFixedFiles).
+func fixedTableSize(maxConns, loops int) int {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		return 0
+	}
+	limit := int(min(lim.Cur, maxFixedFiles))
+	if maxConns > 0 {
+		return min(maxConns, limit)
+	}
+	open := 0
+	if f, err := os.Open("/proc/self/fd"); err == nil {
+		names, _ := f.Readdirnames(-1)
+		open = len(names)
+		f.Close()
+	}
+	return max(limit-open, 0) / max(loops, 1)
+}
+
+// listenerBacklog is the accept queue length of the loop's listeners: the
+// configured backlog, capped by the kernel's net.core.somaxconn, as
+// listen(2) caps it. The queue holds one more than that.
+func listenerBacklog(cfg int) int {
+	limit := 4096
+	if b, err := os.ReadFile("/proc/sys/net/core/somaxconn"); err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 {
+			limit = n
+		}
+	}
+	if cfg <= 0 || cfg > limit {
+		return limit
+	}
+	return cfg
+}
+
+// fixedListener reports whether listener i accepts into the table: the
+// loop has one and the listener is its own plain stream socket.
+func (d *uringDriver) fixedListener(i int) bool {
+	if d.fx.r == nil || !d.l.ownPlainListener(i) {
+		return false
+	}
+	if m := d.cfg.fixedMargin; m != nil {
+		d.fx.margin = *m
+	} else {
+		d.fx.margin += listenerBacklog(d.cfg.Backlog) + 1
+	}
+	return true
+}
+
+// sock is what the ring names c by: its slot, or its descriptor.
+func (d *uringDriver) sock(c *Conn) int {
+	if c.ur.fixed != 0 {
+		return int(c.ur.fixed - 1)
+	}
+	return c.fd
+}
+
+// onSlot marks the entry just prepared for c as one on its slot, if it
+// has one.
+func (d *uringDriver) onSlot(c *Conn) {
+	if c.ur.fixed != 0 {
+		d.fx.r.FixedFile()
+	}
+}
+
+// holdsSocket reports whether c still has a slot or a descriptor for
+// release to close.
+func holdsSocket(c *Conn) bool { return c.fd >= 0 || c.ur.fixed != 0 }
+
+// takeSlot gives c, which start is starting, the slot the accept being
+// reported opened it on (acceptedSlot).
+func (d *uringDriver) takeSlot(c *Conn) {
+	if d.fx.pending != 0 && c.fd < 0 && c.ur.fixed == 0 {
+		c.ur.fixed, d.fx.pending = d.fx.pending, 0
+	}
+}
+
+// armAcceptFixed arms listener i's accept into the table: multishot while
+// more slots are free than a round of accepts may take, else a single
+// accept, and none while the table is full.
+func (d *uringDriver) armAcceptFixed(ln *uringListener, ud uint64) (bool, error) {
+	fx := &d.fx
+	free := fx.size - fx.used
+	if free <= 0 || fx.full {
+		fx.starved = true
+		return false, nil
+	}
+	if d.multishotAccept() && free > fx.margin {
+		ln.multishot = true
+		return true, fx.r.PrepareAcceptMultishotDirect(ln.fd, ud)
+	}
+	ln.multishot = false
+	return true, fx.r.PrepareAcceptDirect(ln.fd, ud)
+}
+
+// acceptedFixed handles a completion of listener i's accept into the
+// table, and reports false when it was a failure for accepted to handle
+// as any accept's.
+func (d *uringDriver) acceptedFixed(i int, e *ring.Completion) bool {
+	fx := &d.fx
+	if e.Res == -int32(unix.ENFILE) && fx.used > 0 {
+		// The table is full: the kernel closed the connection it had
+		// accepted. Counted and logged, and the accept waits for a
+		// close.
+		fx.full, fx.starved = true, true
+		d.cnt[sAcceptErrors]++
+		if !fx.warned {
+			fx.warned = true
+			d.log.Warn("percore: an accept found the direct descriptor table full: a connection was lost",
+				"loop", d.id, "slots", fx.size, "used", fx.used)
+		}
+		return true
+	}
+	if e.Res < 0 {
+		return false
+	}
+	fx.used++
+	slot := uint32(e.Res)
+	fx.pending = slot + 1
+	d.l.acceptResult(-1, 0, i)
+	if fx.pending != 0 {
+		// The loop opened no connection on it (it is stopping).
+		fx.pending = 0
+		d.dropSlot(slot)
+	}
+	ln := &d.lns[i]
+	if e.More() && ln.multishot && fx.size-fx.used <= fx.margin {
+		// Within the margin: single accepts from here on, once this
+		// one's cancel has ended it.
+		if d.r.PrepareCancel(userData(kindAccept, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
+			d.loopOps++
+			ln.multishot = false
+		}
+	}
+	return true
+}
+
+// dropSlot closes a slot no connection was opened on.
+func (d *uringDriver) dropSlot(slot uint32) {
+	if d.fx.r.PrepareCloseDirect(int(slot), userData(kindSlotDrop, slot, 0)) == nil {
+		d.loopOps++
+		return
+	}
+	// The queue takes no entry: the slot stays filled until the ring
+	// closes, and counts as used.
+	d.log.Error("percore: close an unused direct descriptor", "loop", d.id, "slot", slot)
+}
+
+// slotClosed notes a slot's close, and arms the accepts that waited for
+// one.
+func (d *uringDriver) slotClosed() {
+	fx := &d.fx
+	fx.used--
+	fx.full = false
+	if !fx.starved {
+		return
+	}
+	fx.starved = false
+	for i := range d.lns {
+		if d.lns[i].fd >= 0 && d.lns[i].fixed {
+			d.rearmAccept(i)
+		}
+	}
+}
+
+// closeSlot queues the close of c's slot, if it has one, and reports
+// false when the queue took no entry.
+func (d *uringDriver) closeSlot(c *Conn) bool {
+	if c.ur.fixed == 0 {
+		return true
+	}
+	if d.fx.r.PrepareCloseDirect(int(c.ur.fixed-1), userData(kindCloseSlot, c.slot, c.gen)) != nil {
+		return false
+	}
+	c.ur.ops++
+	c.ur.fixed = 0
+	return true
+}
+
+// shutdownSlot shuts c's write side on its slot, with the ring: there is
+// no descriptor for the system call. Unlike a descriptor's number, a slot
+// is not reused before its close completes, and the kernel resolves the
+// slot as it takes the entry, so the shutdown cannot reach another
+// connection (the reason shutdownWrite uses the system call otherwise).
+func (d *uringDriver) shutdownSlot(c *Conn) {
+	if err := d.r.PrepareShutdown(d.sock(c), unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)); err != nil {
+		d.l.fail(c, "shutdown", err)
+		return
+	}
+	d.onSlot(c)
+	c.ur.ops++
+}
+
+func (d *uringDriver) descriptor(c *Conn) (int, error) {
+	if c.fd >= 0 {
+		return c.fd, nil
+	}
+	if c.ur.fixed == 0 {
+		return -1, net.ErrClosed
+	}
+	fd, err := d.install(int(c.ur.fixed - 1))
+	if err != nil {
+		return -1, err
+	}
+	c.fd = fd
+	return fd, nil
+}
+
+// install makes a real descriptor of the table's slot: it submits an
+// IORING_OP_FIXED_FD_INSTALL and waits for its completion, keeping every
+// other completion it reaps meanwhile for dispatch.
+func (d *uringDriver) install(slot int) (int, error) {
+	fx := &d.fx
+	fx.seq++
+	ud := userData(kindInstall, fx.seq, 0)
+	if err := fx.r.PrepareFixedFdInstall(slot, ud); err != nil {
+		return -1, fmt.Errorf("install a descriptor: %w", err)
+	}
+	deadline := time.Now().Add(installWait)
+	var batch [64]ring.Completion
+	for wait := false; ; wait = true {
+		var err error
+		if wait {
+			err = d.r.SubmitAndWait(10 * time.Millisecond)
+		} else {
+			err = d.r.Submit()
+		}
+		if err != nil && !errors.Is(err, ring.ErrBusy) {
+			return -1, fmt.Errorf("install a descriptor: %w", err)
+		}
+		res, found := int32(0), false
+		for {
+			n := d.r.Reap(batch[:])
+			for _, e := range batch[:n] {
+				if e.UserData == ud {
+					res, found = e.Res, true
+					continue
+				}
+				fx.stash = append(fx.stash, e)
+			}
+			if n < len(batch) {
+				break
+			}
+		}
+		switch {
+		case found && res < 0:
+			return -1, fmt.Errorf("install a descriptor: %w", os.NewSyscallError("io_uring FIXED_FD_INSTALL", unix.Errno(-res)))
+		case found:
+			return int(res), nil
+		case time.Now().After(deadline):
+			// Its completion, when it comes, closes the descriptor
+			// (complete, kindInstall).
+			return -1, fmt.Errorf("install a descriptor: no completion after %v", installWait)
+		}
+	}
+}
+
+// installLate closes the descriptor of an install whose wait gave up.
+func installLate(e *ring.Completion) {
+	if e.Res >= 0 {
+		_ = unix.Close(int(e.Res))
+	}
+}
+
+// reap copies up to len(dst) completions into dst: those an install
+// stashed first, then the ring's, in the order the kernel posted them.
+func (d *uringDriver) reap(dst []ring.Completion) int {
+	n := 0
+	if s := d.fx.stash; len(s) > 0 {
+		n = copy(dst, s)
+		rest := copy(s, s[n:])
+		d.fx.stash = s[:rest]
+		if n == len(dst) {
+			return n
+		}
+	}
+	return n + d.r.Reap(dst[n:])
+}
+
+// ready is how many completions reap has to hand on.
+func (d *uringDriver) ready() int { return len(d.fx.stash) + d.r.Ready() }
