@@ -3,7 +3,6 @@
 package httpd
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -62,7 +61,7 @@ func (a *adapted) ServeHTTP(w *Response, r *Request) {
 		w.WriteString("400 Bad Request: malformed request target\n")
 		return
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, cancel := jobContext()
 	ar.req = ar.base.WithContext(ctx)
 	if ls := cn.ls; ls.done.drain == nil {
 		ls.done.drain = ls.done.drainAll
