@@ -344,7 +344,7 @@ func (cn *conn) finish() {
 	if cn.held {
 		cn.held = false // the hold timer, left armed, finds it so
 		if cn.s.idle > 0 && !c.Closed() {
-			c.SetIdleTimeout(cn.s.idle)
+			c.SetIdleTimeout(cn.s.idle) // the idle time counts from the answer
 		}
 	}
 	if cn.begun {
@@ -398,7 +398,7 @@ func (cn *conn) hold(keepHead bool) {
 		cn.begun = true
 		c.BeginRequest()
 	}
-	if cn.s.idle > 0 {
+	if cn.idleOffWhileHeld() {
 		c.SetIdleTimeout(0)
 	}
 	if d := cn.s.cfg.HandlerTimeout; d > 0 {
@@ -428,6 +428,16 @@ func (cn *conn) keepHeadForHold() {
 			cn.piece = nil
 		}
 	}
+}
+
+// idleOffWhileHeld reports whether the idle timeout must be turned off
+// while a request is held. Not when HandlerTimeout is shorter: the held
+// request began at a read (the idle time counts from the last one), so
+// HandlerTimeout ends it first, and the idle timer is left as it is
+// rather than stopped and made again per request.
+func (cn *conn) idleOffWhileHeld() bool {
+	ht := cn.s.cfg.HandlerTimeout
+	return cn.s.idle > 0 && (ht <= 0 || ht >= cn.s.idle)
 }
 
 // stopHold stops the hold timer for good (the connection closes or is

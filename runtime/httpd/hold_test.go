@@ -86,3 +86,40 @@ func TestCloseCancelsRunningWork(t *testing.T) {
 		}
 	})
 }
+
+// TestIdleTimeoutAroundHeld: a held request is not cut by the idle
+// timeout, whether the idle timer is turned off while it is held
+// (HandlerTimeout not shorter than IdleTimeout) or left as it is
+// (shorter), and the idle time counts again from the answer.
+func TestIdleTimeoutAroundHeld(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		idle, handler time.Duration
+		sleep         string
+	}{
+		{"turned-off", 150 * time.Millisecond, time.Minute, "400"},
+		{"left", 500 * time.Millisecond, 300 * time.Millisecond, "100"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+				ts := start(t, b, httpd.Config{IdleTimeout: tc.idle, HandlerTimeout: tc.handler})
+				c := pctest.Dial(t, ts.addr)
+				c.SetDeadline(time.Now().Add(20 * time.Second))
+				rd := bufio.NewReader(c)
+				if _, err := c.Write([]byte("GET /sleep?ms=" + tc.sleep + " HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+					t.Fatal(err)
+				}
+				if got := readResponses(t, rd, 1)[0]; got != "200 slept\n" {
+					t.Fatalf("the held request: %q", got)
+				}
+				answered := time.Now()
+				if _, err := rd.ReadByte(); err == nil {
+					t.Fatal("a byte after the answer, want the idle close")
+				}
+				if idle := time.Since(answered); idle < tc.idle*9/10 {
+					t.Fatalf("closed %v after the answer, before the idle timeout %v", idle, tc.idle)
+				}
+			})
+		})
+	}
+}
