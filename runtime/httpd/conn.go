@@ -128,7 +128,9 @@ func (cn *conn) view(in []byte) (int, error) {
 		}
 		switch ev {
 		case http1.Head:
-			cn.stopHeadTimer()
+			if cn.headArmed { // checked here: the call is not inlined
+				cn.stopHeadTimer()
+			}
 			cn.headIn, cn.headAt = in, at
 			cn.begin(cn.d.Request())
 		case http1.Body:
