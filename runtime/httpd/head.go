@@ -128,7 +128,12 @@ func send[T string | []byte](w *Response, h *Head, body T) {
 		w.buf = append(w.buf, common[len(status200):]...)
 	}
 	w.buf = append(w.buf, h.fields...)
-	w.buf = w.appendTail(w.buf)
+	if cn.closeAfter || cn.shutdown || cn.eof || w.minor == 0 {
+		w.buf = w.appendTail(w.buf) // a Connection field
+	} else {
+		w.buf = http1.AppendContentLength(w.buf, w.length)
+		w.buf = append(w.buf, "\r\n"...)
+	}
 	if !w.noBody {
 		w.buf = append(w.buf, body...)
 	}
