@@ -72,17 +72,21 @@ func main() {
 	r.close()
 }
 
+// The heads of the answers, their fields checked once, here, and each
+// written with one copy.
+var (
+	plainHead = httpd.NewHead(200, "Content-Type", "text/plain")
+	jsonHead  = httpd.NewHead(200, "Content-Type", "application/json")
+	octetHead = httpd.NewHead(200, "Content-Type", "application/octet-stream")
+)
+
 // routes are the endpoints.
 func routes() *httpd.Mux {
 	m := httpd.NewMux()
-	m.HandleFunc("GET /plaintext", func(w *httpd.Response, r *httpd.Request) {
-		w.AddHeader("Content-Type", "text/plain")
-		w.WriteString("Hello, World!")
-	})
+	m.HandleFunc("GET /plaintext", func(w *httpd.Response, r *httpd.Request) { w.SendString(plainHead, "Hello, World!") })
 	m.HandleFunc("GET /json", func(w *httpd.Response, r *httpd.Request) {
 		var buf [64]byte
-		w.AddHeader("Content-Type", "application/json")
-		w.Write(appendJSONMessage(buf[:0], "Hello, World!"))
+		w.Send(jsonHead, appendJSONMessage(buf[:0], "Hello, World!"))
 	})
 	m.Handle("POST /echo", echo{})
 	m.Handle("PUT /echo", echo{})
@@ -91,8 +95,7 @@ func routes() *httpd.Mux {
 		ms, _ := strconv.Atoi(string(v))
 		w.Hold() // answered by the timer; the loop serves on meanwhile
 		r.Conn().Loop().AfterFunc(min(time.Duration(max(ms, 0))*time.Millisecond, 10*time.Second), func() {
-			w.AddHeader("Content-Type", "text/plain")
-			w.WriteString("slept\n")
+			w.SendString(plainHead, "slept\n")
 			w.End()
 		})
 	})
@@ -103,7 +106,7 @@ func routes() *httpd.Mux {
 type echo struct{}
 
 func (echo) ServeHTTP(w *httpd.Response, r *httpd.Request) {
-	w.AddHeader("Content-Type", "application/octet-stream")
+	w.WriteHead(octetHead)
 	if n := r.ContentLength(); n >= 0 {
 		w.ContentLength(n) // else chunked, as the upload was
 	}

@@ -3,7 +3,6 @@
 package httpd
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -55,15 +54,15 @@ const flushAt = 32 << 10
 func (a *adapted) ServeHTTP(w *Response, r *Request) {
 	cn := w.cn
 	s := cn.s
-	ar := newAdaptedRequest(cn, r.hr, a.h)
+	ctx, cancel := jobContext()
+	ar := newAdaptedRequest(cn, r.hr, a.h, ctx)
 	if ar == nil {
+		cancel(nil)
 		w.WriteHeader(400)
 		w.CloseAfter()
 		w.WriteString("400 Bad Request: malformed request target\n")
 		return
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx)
-	ar.req = ar.base.WithContext(ctx)
 	if ls := cn.ls; ls.done.drain == nil {
 		ls.done.drain = ls.done.drainAll
 	}
@@ -127,7 +126,6 @@ type adaptedRequest struct {
 	rw  *responseWriter
 
 	// What the request is built of (newAdaptedRequest): one allocation.
-	base     http.Request // req without its context
 	url      url.URL
 	bodyv    adaptedBody
 	rwv      responseWriter
@@ -145,7 +143,7 @@ type adaptedRequest struct {
 	readDL   time.Time
 	dlTimer  *time.Timer
 
-	ack     chan struct{} // the loop took a flush (or the request died)
+	ack     chan struct{} // the loop took a flush (or the request died); made by the first flush that waits
 	waiting bool          // the loop waits for OnDrain before it acks (loop's)
 	gone_   atomic.Bool
 }

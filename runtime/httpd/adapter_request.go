@@ -3,6 +3,7 @@
 package httpd
 
 import (
+	"context"
 	"net/http"
 	"net/textproto"
 	"net/url"
@@ -16,13 +17,14 @@ import (
 // types (the http.Request WithContext makes, its Header, the context):
 // one adaptedRequest holding the ResponseWriter, the job, the URL and
 // the first response buffer, and one string holding the target and every
-// field, which the Request's strings are slices of.
+// field, which the Request's strings are slices of. The channel a flush
+// waits on is made by the first flush before the end.
 
-// newAdaptedRequest builds the http.Request of the head hr (without its
-// context: see start) in one adaptedRequest. It returns nil when the
-// target is not a valid request URI.
-func newAdaptedRequest(cn *conn, hr *http1.Request, h http.Handler) *adaptedRequest {
-	ar := &adaptedRequest{cn: cn, h: h, ack: make(chan struct{}, 1)}
+// newAdaptedRequest builds the http.Request of the head hr, with the
+// context ctx, around one adaptedRequest. It returns nil when the target
+// is not a valid request URI.
+func newAdaptedRequest(cn *conn, hr *http1.Request, h http.Handler, ctx context.Context) *adaptedRequest {
+	ar := &adaptedRequest{cn: cn, h: h}
 	ar.cond.L = &ar.mu
 	fields := hr.Header.All()
 	var sb strings.Builder
@@ -66,30 +68,31 @@ func newAdaptedRequest(cn *conn, hr *http1.Request, h http.Handler) *adaptedRequ
 	} else {
 		hdr = make(http.Header)
 	}
-	ar.base = http.Request{
+	base := http.Request{
 		Method: methodString(hr.Method), URL: u, RequestURI: target,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: hr.Minor,
 		Header: hdr, Host: host, Close: hr.Close, ContentLength: hr.ContentLength,
 		RemoteAddr: cn.remoteAddr(),
 	}
 	if hr.Minor == 0 {
-		ar.base.Proto = "HTTP/1.0"
+		base.Proto = "HTTP/1.0"
 	}
 	if u.Host != "" {
-		ar.base.Host = u.Host
+		base.Host = u.Host
 	}
 	if hr.Chunked {
-		ar.base.TransferEncoding = chunkedTE
+		base.TransferEncoding = chunkedTE
 	}
 	if hr.HasBody() {
 		ar.bodyv.ar = ar
-		ar.base.Body = &ar.bodyv
+		base.Body = &ar.bodyv
 	} else {
-		ar.base.Body = http.NoBody
+		base.Body = http.NoBody
 		ar.bodyDone = true
 	}
 	ar.rwv = responseWriter{ar: ar, hdr: make(http.Header), buf: ar.out[:0]}
 	ar.rw = &ar.rwv
+	ar.req = base.WithContext(ctx) // its copy is the request's one allocation; base stays on the stack
 	return ar
 }
 

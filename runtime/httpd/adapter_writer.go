@@ -138,6 +138,9 @@ func (rw *responseWriter) flush(final bool, p any) error {
 		}
 		return nil
 	}
+	if ar.ack == nil {
+		ar.ack = make(chan struct{}, 1) // before the post: the loop signals on it
+	}
 	ar.job.post(func() { ar.onLoop(buf, final, p) })
 	var timeout <-chan time.Time
 	if !rw.writeDL.IsZero() {

@@ -63,3 +63,19 @@ func benchPipelined(b *testing.B, backend percore.Backend, path string, depth in
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*depth), "ns/req")
 }
+
+// BenchmarkPlaintextSend is BenchmarkPlaintext with the handler a user
+// writes for speed: a Head prepared once and Send (the length known
+// before the head is written).
+func BenchmarkPlaintextSend(b *testing.B) {
+	for _, bk := range []struct {
+		name string
+		b    percore.Backend
+	}{{"uring", percore.IOURing}, {"epoll", percore.Epoll}} {
+		for _, depth := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/P%d", bk.name, depth), func(b *testing.B) {
+				benchPipelined(b, bk.b, "/plaintext/send", depth)
+			})
+		}
+	}
+}

@@ -4,6 +4,7 @@ package httpd
 
 import (
 	"fmt"
+	"time"
 
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame"
@@ -47,6 +48,8 @@ type conn struct {
 	held       bool // the response comes later (Response.Hold)
 	readHeld   bool // reading paused while held (too much input behind it)
 	holdTimer  *percore.Timer
+	holdUntil  time.Time      // when a held request passes HandlerTimeout
+	holdArmed  bool           // holdTimer is armed (it is left so between requests)
 	job        *job           // the offloaded work answering this request
 	aw         adapterRequest // the adapter's request in progress
 
@@ -125,7 +128,9 @@ func (cn *conn) view(in []byte) (int, error) {
 		}
 		switch ev {
 		case http1.Head:
-			cn.stopHeadTimer()
+			if cn.headArmed { // checked here: the call is not inlined
+				cn.stopHeadTimer()
+			}
 			cn.headIn, cn.headAt = in, at
 			cn.begin(cn.d.Request())
 		case http1.Body:
@@ -339,10 +344,9 @@ func (cn *conn) finish() {
 	cn.releaseBuf()
 	wasHeld := cn.held
 	if cn.held {
-		cn.held = false
-		cn.stopHold()
+		cn.held = false // the hold timer, left armed, finds it so
 		if cn.s.idle > 0 && !c.Closed() {
-			c.SetIdleTimeout(cn.s.idle)
+			c.SetIdleTimeout(cn.s.idle) // the idle time counts from the answer
 		}
 	}
 	if cn.begun {
@@ -396,15 +400,21 @@ func (cn *conn) hold(keepHead bool) {
 		cn.begun = true
 		c.BeginRequest()
 	}
-	if cn.s.idle > 0 {
+	if cn.idleOffWhileHeld() {
 		c.SetIdleTimeout(0)
 	}
 	if d := cn.s.cfg.HandlerTimeout; d > 0 {
-		if cn.holdTimer == nil {
+		// The timer is not reset per request: it stays armed between
+		// requests, and when it fires for an earlier one it re-arms for
+		// the rest of this one's time (holdExpired).
+		cn.holdUntil = c.Loop().Now().Add(d)
+		switch {
+		case cn.holdTimer == nil:
 			cn.holdTimer = c.Loop().AfterFunc(d, cn.holdExpired)
-		} else {
+		case !cn.holdArmed:
 			cn.holdTimer.Reset(d)
 		}
+		cn.holdArmed = true
 	}
 }
 
@@ -422,16 +432,35 @@ func (cn *conn) keepHeadForHold() {
 	}
 }
 
+// idleOffWhileHeld reports whether the idle timeout must be turned off
+// while a request is held. Not when HandlerTimeout is shorter: the held
+// request began at a read (the idle time counts from the last one), so
+// HandlerTimeout ends it first, and the idle timer is left as it is
+// rather than stopped and made again per request.
+func (cn *conn) idleOffWhileHeld() bool {
+	ht := cn.s.cfg.HandlerTimeout
+	return cn.s.idle > 0 && (ht <= 0 || ht >= cn.s.idle)
+}
+
+// stopHold stops the hold timer for good (the connection closes or is
+// handed off): a request's end leaves it armed.
 func (cn *conn) stopHold() {
 	if cn.holdTimer != nil {
 		cn.holdTimer.Stop()
+		cn.holdArmed = false
 	}
 }
 
 // holdExpired answers a request held past HandlerTimeout: 503 (or a
 // close, once its response began), and its work's context is cancelled.
 func (cn *conn) holdExpired() {
+	cn.holdArmed = false
 	if !cn.held || cn.gone {
+		return // armed for a request answered since
+	}
+	if left := cn.holdUntil.Sub(cn.c.Loop().Now()); left > 0 {
+		cn.holdArmed = true // armed for an earlier request: the rest of this one's time
+		cn.holdTimer.Reset(left)
 		return
 	}
 	cn.s.nTimeout.Add(1)

@@ -29,7 +29,12 @@
 // committed together, once, when the read is done, and go out in one
 // write at the end of the loop's turn. A body gets a
 // Content-Length when it is whole by the end of the handler (or declared
-// with Response.ContentLength), else it is sent chunked. Keep-alive,
+// with Response.ContentLength), else it is sent chunked. The fast way to
+// answer is a Head, a status and fields prepared once (NewHead: checked
+// when it is made), and Response.Send with the whole body: one
+// reservation, the head in one copy, the length known before the head
+// is written (AddHeader checks each field per response, and a body written
+// without a declared length is moved to insert its Content-Length). Keep-alive,
 // pipelining, HEAD, Expect: 100-continue (granted for a routed request,
 // refused with the final status and a close otherwise), the per-loop Date,
 // the head timeout (408), the idle timeout, Upgrade (Response.Upgrade

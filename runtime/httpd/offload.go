@@ -68,7 +68,7 @@ func (s *Server) Go(w *Response, work func(ctx context.Context) func(w *Response
 	if !cn.inRequest || cn.job != nil || cn.c.Closed() {
 		return
 	}
-	ctx, cancel := context.WithCancelCause(s.ctx)
+	ctx, cancel := jobContext()
 	j := &job{cn: cn, l: cn.c.Loop(), ctx: ctx, cancel: cancel, work: work}
 	if !s.pool.submit(j) {
 		cancel(nil)
@@ -94,6 +94,14 @@ func busy(w *Response) {
 	w.AddHeader("Content-Type", "text/plain")
 	w.AddHeader("Retry-After", "1")
 	w.WriteString("503 Service Unavailable: the server's workers are busy\n")
+}
+
+// jobContext returns the context of a job. It is no child of a context
+// of the server's: Close cancels the running jobs itself (workers.close),
+// so that making and cancelling one takes no lock that every job shares
+// (a parent's list of children).
+func jobContext() (context.Context, context.CancelCauseFunc) {
+	return context.WithCancelCause(context.Background())
 }
 
 // job is one piece of offloaded work and its way back to the loop.
@@ -198,9 +206,10 @@ type workers struct {
 	limit   int64
 	started atomic.Int32
 	pending atomic.Int64
+	running []atomic.Pointer[job] // each worker's job, for close to cancel
+	closing atomic.Bool
 	mu      sync.Mutex
 	closed  bool
-	done    chan struct{}
 	wg      sync.WaitGroup
 }
 
@@ -214,7 +223,7 @@ func (p *workers) init(n, queue int) {
 	p.max = int32(n)
 	p.limit = int64(n + queue)
 	p.jobs = make(chan *job, n+queue)
-	p.done = make(chan struct{})
+	p.running = make([]atomic.Pointer[job], n)
 }
 
 // submit admits j, or reports that the pool is full (or closed).
@@ -232,42 +241,47 @@ func (p *workers) submit(j *job) bool {
 	}
 	if st := p.started.Load(); st < p.max && int64(st) < n {
 		// Fewer workers than admitted jobs: one more.
-		p.started.Add(1)
+		i := p.started.Add(1) - 1
 		p.wg.Add(1)
-		go p.worker()
+		go p.worker(&p.running[i])
 	}
 	p.jobs <- j // room for every admitted job: never blocks
 	p.mu.Unlock()
 	return true
 }
 
-func (p *workers) worker() {
+// worker runs jobs until close closes the channel: one receive per job,
+// the job in slot while it runs (close cancels it there); once closing,
+// the jobs still queued are cancelled, not run.
+func (p *workers) worker(slot *atomic.Pointer[job]) {
 	defer p.wg.Done()
-	for {
-		select {
-		case j := <-p.jobs:
+	for j := range p.jobs {
+		slot.Store(j)
+		if p.closing.Load() {
+			j.cancel(nil) // close may have looked at slot before j was in it
+		} else {
 			j.run()
-			p.pending.Add(-1)
-		case <-p.done:
-			return
 		}
+		slot.Store(nil)
+		p.pending.Add(-1)
 	}
 }
 
-// close stops the workers once their jobs return (their contexts are
-// cancelled already), and drops the jobs still queued.
+// close cancels the running jobs' contexts, drops the queued ones and
+// stops the workers once their jobs return.
 func (p *workers) close() {
 	p.mu.Lock()
 	p.closed = true
-	close(p.done)
+	p.closing.Store(true)
+	close(p.jobs) // submit sends under mu, never after this
 	p.mu.Unlock()
-	p.wg.Wait()
-	for {
-		select {
-		case j := <-p.jobs:
+	for i := range p.running {
+		if j := p.running[i].Load(); j != nil {
 			j.cancel(nil)
-		default:
-			return
 		}
+	}
+	p.wg.Wait()
+	for j := range p.jobs { // queued with no worker to drop them
+		j.cancel(nil)
 	}
 }

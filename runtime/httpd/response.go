@@ -328,7 +328,7 @@ func (w *Response) end() {
 	if w.ended {
 		return
 	}
-	if !w.startHead() {
+	if !w.started && !w.startHead() {
 		w.ended = true
 		return
 	}

@@ -3,7 +3,6 @@
 package httpd
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -125,8 +124,6 @@ type Server struct {
 	adoptClosed atomic.Uint64
 
 	pool     workers
-	ctx      context.Context // cancelled by Close
-	cancel   context.CancelFunc
 	closing  sync.Once
 	nOffload atomic.Uint64
 	nReject  atomic.Uint64
@@ -169,7 +166,6 @@ func New(cfg Config, h Handler) *Server {
 	s.idle = durDefault(cfg.IdleTimeout, DefaultIdleTimeout)
 	s.cfg.HeadTimeout = durDefault(cfg.HeadTimeout, DefaultHeadTimeout)
 	s.cfg.HandlerTimeout = durDefault(cfg.HandlerTimeout, DefaultHandlerTimeout)
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	workers := cfg.Workers
 	if workers <= 0 {
 		workers = DefaultWorkers
@@ -205,8 +201,7 @@ func (s *Server) Handler() percore.Handler {
 // goroutine.
 func (s *Server) Close() {
 	s.closing.Do(func() {
-		s.cancel()
-		s.pool.close()
+		s.pool.close() // it cancels the jobs running and queued
 	})
 }
 

@@ -52,6 +52,7 @@ func testMux(srv **httpd.Server) *httpd.Mux {
 		w.AddHeader("Content-Type", "text/plain")
 		w.WriteString("Hello, World!")
 	})
+	m.HandleFunc("GET /plaintext/send", func(w *httpd.Response, r *httpd.Request) { w.Send(plainHead, hello) })
 	m.HandleFunc("GET /users/{id}", func(w *httpd.Response, r *httpd.Request) {
 		w.AddHeader("Content-Type", "text/plain")
 		w.WriteString("user ")
@@ -479,7 +480,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestRouteAllocs(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		ts := start(t, b, httpd.Config{})
-		for _, path := range []string{"/plaintext", "/users/42?x=%41", "/mw/7"} {
+		for _, path := range []string{"/plaintext", "/plaintext/send", "/users/42?x=%41", "/mw/7"} {
 			// rawconn reads back as many bytes as it sent: pad the request
 			// to the length of its response.
 			resp := probe(t, ts.addr, path)
