@@ -22,7 +22,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/examples/internal/serverflag"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/frame/http1"
@@ -30,25 +29,24 @@ import (
 	"github.com/percore/percore/runtime/metrics"
 )
 
+// config is what the flags set: the runtime's, the server's and TLS's.
 type config struct {
-	addr, cores, backend     string
-	tls                      serverflag.TLSFlags
-	idleTimeout, headTimeout time.Duration
-	maxBody                  int64
-	logger                   *slog.Logger
+	rt  percore.Config
+	srv httpd.Config
+	tls serverflag.TLSFlags
 }
 
 func main() {
 	var cfg config
 	sf := serverflag.Register(flag.CommandLine, "127.0.0.1:8080")
 	tf := serverflag.RegisterTLS(flag.CommandLine)
-	flag.DurationVar(&cfg.idleTimeout, "idle-timeout", 75*time.Second, "close a connection idle this long (negative: never)")
-	flag.DurationVar(&cfg.headTimeout, "head-timeout", 10*time.Second, "answer 408 to a head not whole this long after its first byte")
-	flag.Int64Var(&cfg.maxBody, "max-body", http1.DefaultMaxBody, "longest request body in bytes (413 past it; -1: no limit)")
+	flag.DurationVar(&cfg.srv.IdleTimeout, "idle-timeout", 75*time.Second, "close a connection idle this long (negative: never)")
+	flag.DurationVar(&cfg.srv.HeadTimeout, "head-timeout", 10*time.Second, "answer 408 to a head not whole this long after its first byte")
+	flag.Int64Var(&cfg.srv.Limits.MaxBody, "max-body", http1.DefaultMaxBody, "longest request body in bytes (413 past it; -1: no limit)")
 	flag.Parse()
-	cfg.addr, cfg.cores, cfg.backend = sf.Addr, cpu.FormatList(sf.Cores), sf.Backend.String()
-	cfg.tls = *tf
-	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	cfg.rt.Addr, cfg.tls = sf.Addr, *tf
+	sf.Apply(&cfg.rt)
+	cfg.rt.Logger, cfg.srv.Logger = slog.Default(), slog.Default()
 	r, err := start(cfg)
 	if err == nil {
 		var ms *metrics.Server // nil without -metrics
@@ -140,20 +138,11 @@ type running struct {
 }
 
 func start(cfg config) (*running, error) {
-	srv := httpd.New(httpd.Config{Limits: http1.Limits{MaxBody: cfg.maxBody}, HeadTimeout: cfg.headTimeout,
-		IdleTimeout: cfg.idleTimeout, Logger: cfg.logger}, routes())
-	rcfg := percore.Config{Addr: cfg.addr, Logger: cfg.logger}
-	if err := cfg.tls.Apply(&rcfg, "http/1.1"); err != nil {
+	srv := httpd.New(cfg.srv, routes())
+	if err := cfg.tls.Apply(&cfg.rt, "http/1.1"); err != nil {
 		return nil, err
 	}
-	var err error
-	if rcfg.Backend, err = percore.ParseBackend(cfg.backend); err != nil {
-		return nil, err
-	}
-	if rcfg.Cores, err = cpu.ParseList(cfg.cores); cfg.cores != "" && err != nil {
-		return nil, err
-	}
-	rt, err := percore.New(rcfg, srv.Handler())
+	rt, err := percore.New(cfg.rt, srv.Handler())
 	return &running{srv, rt}, err
 }
 

@@ -21,14 +21,17 @@ import (
 	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/internal/rawconn"
 	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/frame/http1"
+	"github.com/percore/percore/runtime/httpd"
 )
 
 func TestMain(m *testing.M) { leakcheck.Main(m) }
 
 func startServer(t *testing.T, b percore.Backend, mod func(*config)) *running {
 	t.Helper()
-	cfg := config{addr: "127.0.0.1:0", cores: "0", backend: b.String(), headTimeout: 10 * time.Second,
-		maxBody: 1 << 20, logger: slog.New(slog.DiscardHandler)}
+	logger := slog.New(slog.DiscardHandler)
+	cfg := config{rt: percore.Config{Addr: "127.0.0.1:0", Cores: []int{0}, Backend: b, Logger: logger},
+		srv: httpd.Config{HeadTimeout: 10 * time.Second, Limits: http1.Limits{MaxBody: 1 << 20}, Logger: logger}}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -233,7 +236,7 @@ func TestEchoStreams(t *testing.T) {
 
 func TestRejects(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r := startServer(t, b, func(c *config) { c.maxBody = 100 })
+		r := startServer(t, b, func(c *config) { c.srv.Limits.MaxBody = 100 })
 		for _, tc := range []struct {
 			name, req string
 			status    int
@@ -314,7 +317,7 @@ func TestLargeHeadRejectionArrives(t *testing.T) {
 
 func TestHeadTimeout(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
-		r := startServer(t, b, func(c *config) { c.headTimeout = 200 * time.Millisecond })
+		r := startServer(t, b, func(c *config) { c.srv.HeadTimeout = 200 * time.Millisecond })
 		c := pctest.Dial(t, r.rt.Addr().String())
 		c.SetDeadline(time.Now().Add(20 * time.Second))
 		if _, err := c.Write([]byte("GET /plaintext HTTP/1.1\r\nHost: x\r\n")); err != nil {
