@@ -10,10 +10,13 @@ import (
 	"net/netip"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 
+	"github.com/percore/percore/cpu"
 	"github.com/percore/percore/internal/limit"
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/runtime/tlsconn"
 )
 
@@ -62,14 +65,15 @@ type loopTLS struct {
 // runtimeTLS is the runtime's handshake pool, made on first use.
 type runtimeTLS struct {
 	mu   sync.Mutex
+	cfg  tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
 	pool *tlsconn.Pool
 }
 
-func (r *runtimeTLS) get(cfg tlsconn.PoolConfig) *tlsconn.Pool {
+func (r *runtimeTLS) get() *tlsconn.Pool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pool == nil {
-		r.pool = tlsconn.NewPool(cfg)
+		r.pool = tlsconn.NewPool(r.cfg)
 	}
 	return r.pool
 }
@@ -99,18 +103,53 @@ func (rt *Runtime) TLSPoolStats() tlsconn.PoolStats {
 	return p.Stats()
 }
 
-// warnTLSProcs warns, once at start, when TLS listeners leave the
-// handshake pool no P of its own: each loop's locked thread holds one, so
-// handshakes would wait for the scheduler to take a P from a loop asleep
-// in the kernel (docs/decisions/0047-tls-under-conn.md, Consequences).
-func (rt *Runtime) warnTLSProcs() {
+// setupTLSPool settles the handshake pool's configuration at start, before
+// the loops start (docs/decisions/0064-tls-storm-scheduling.md):
+// MaxCPU (zero: GOMAXPROCS/2, at least 1), the CPUs the handshakes compute
+// on (zero: those of the process's affinity that no loop uses, when there
+// are any), and GOMAXPROCS, raised to the loops plus MaxCPU when it is
+// below: each loop's locked thread holds a P, and a handshake that finds
+// none waits for the scheduler to take one from a loop asleep in the
+// kernel, while a loop that finds none (back from a wait, or from yield)
+// waits behind the handshakes. The raise is logged and in the Report.
+func (rt *Runtime) setupTLSPool() {
+	rt.report.GOMAXPROCS = goruntime.GOMAXPROCS(0)
 	if rt.cfg.TLS == nil {
 		return
 	}
-	if procs := goruntime.GOMAXPROCS(0); procs <= len(rt.loops) {
-		rt.cfg.Logger.Warn("percore: TLS handshakes run on goroutines that need a P beside the loops'; raise GOMAXPROCS above the loop count",
-			"gomaxprocs", procs, "loops", len(rt.loops))
+	pc := rt.cfg.TLSPool
+	procs := rt.report.GOMAXPROCS
+	if pc.MaxCPU <= 0 {
+		pc.MaxCPU = max(1, procs/2)
 	}
+	if pc.CPUs == nil {
+		pc.CPUs = spareCPUs(rt.report.CPUs)
+	}
+	if want := len(rt.report.CPUs) + pc.MaxCPU; procs < want {
+		goruntime.GOMAXPROCS(want)
+		rt.report.GOMAXPROCS = want
+		rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
+			"gomaxprocs", want, "was", procs, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+	}
+	rt.tls.mu.Lock()
+	rt.tls.cfg = pc
+	rt.tls.mu.Unlock()
+}
+
+// spareCPUs returns the CPUs of the process's affinity that no loop runs
+// on, nil when there are none (or the mask cannot be read).
+func spareCPUs(loops []int) []int {
+	cores, err := cpu.Cores()
+	if err != nil {
+		return nil
+	}
+	var spare []int
+	for _, c := range cores {
+		if !slices.Contains(loops, c) {
+			spare = append(spare, c)
+		}
+	}
+	return spare
 }
 
 // handshakePool returns the pool the loop's handshakes run on: the
@@ -119,7 +158,7 @@ func (l *Loop) handshakePool() *tlsconn.Pool {
 	if l.rt == nil {
 		return nil
 	}
-	return l.rt.tls.get(l.cfg.TLSPool)
+	return l.rt.tls.get()
 }
 
 // splitTLSScheme maps a tls:// listen address to its tcp:// one and
@@ -190,12 +229,32 @@ func checkTLSListeners(cfg Config, specs []*listenSpec) error {
 
 // tlsOptions wires a session to c's loop: Notify posts tlsNotified.
 func (l *Loop) tlsOptions(c *Conn) tlsconn.Options {
+	local, remote := handshakeAddrs(c)
 	return tlsconn.Options{
 		Pool:       l.handshakePool(),
 		Notify:     func() { _ = l.post(func() { l.tlsNotified(c) }, true) },
-		LocalAddr:  c.LocalAddr(),
-		RemoteAddr: c.RemoteAddr(),
+		LocalAddr:  local,
+		RemoteAddr: remote,
 	}
+}
+
+// handshakeAddrs returns c's addresses for crypto/tls's
+// ClientHelloInfo.Conn: the ones c has, else the kernel's, without
+// keeping them in c. The session drops them once the handshake ended, so
+// an idle TLS connection whose handler never asked for its addresses does
+// not hold two (110 B); a handler that asks gets them from the kernel then.
+func handshakeAddrs(c *Conn) (local, remote net.Addr) {
+	local, remote = c.laddr, c.raddr
+	if c.fd < 0 {
+		return local, remote
+	}
+	if local == nil {
+		local, _ = sys.LocalAddr(c.fd, false)
+	}
+	if remote == nil {
+		remote, _ = sys.PeerAddr(c.fd)
+	}
+	return local, remote
 }
 
 // tlsAccepted starts the server handshake of c, accepted from a TLS

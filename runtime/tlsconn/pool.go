@@ -2,6 +2,7 @@ package tlsconn
 
 import (
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,6 +28,18 @@ type PoolConfig struct {
 	// that fetches) holds its place while it blocks. Zero means
 	// GOMAXPROCS/2, at least 1.
 	MaxCPU int
+
+	// Sched is how the kernel schedules a handshake's thread while it
+	// computes (see Sched): zero means SchedIdle, so that a loop sharing
+	// a CPU with a handshake preempts it as soon as the kernel wakes the
+	// loop.
+	Sched Sched
+
+	// CPUs are the CPUs a handshake's thread computes on (its affinity
+	// while it computes, put back after); nil means wherever the thread
+	// may run. The runtime gives the CPUs that no loop uses, when there
+	// are any (runtime.Config.TLSPool).
+	CPUs []int
 
 	// MaxQueued is how many more handshakes wait for a place, first come
 	// first served; a session past it fails with ErrPoolFull. Zero means
@@ -68,7 +81,8 @@ type PoolStats struct {
 type Pool struct {
 	cfg PoolConfig
 
-	cpu chan struct{} // a token per computing handshake (MaxCPU)
+	cpu    chan struct{} // a token per computing handshake (MaxCPU)
+	thread threadPlan    // what a computing handshake's thread gets (Sched, CPUs)
 
 	mu      sync.Mutex
 	queue   list // queued sessions, oldest first
@@ -104,7 +118,21 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.MaxCPU <= 0 {
 		cfg.MaxCPU = max(1, goruntime.GOMAXPROCS(0)/2)
 	}
-	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU)}
+	cfg.CPUs = slices.Clone(cfg.CPUs)
+	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU), thread: newThreadPlan(cfg)}
+}
+
+// acquire takes a CPU place for a handshake about to compute on w's
+// goroutine, and applies the thread plan.
+func (p *Pool) acquire(w *worker) {
+	p.cpu <- struct{}{}
+	w.enter(&p.thread)
+}
+
+// release gives the place back, the thread as it was.
+func (p *Pool) release(w *worker) {
+	w.leave()
+	<-p.cpu
 }
 
 // Config returns the pool's bounds, defaults filled in.
@@ -154,10 +182,12 @@ func (p *Pool) runLocked(s *Session) {
 // run is a pool goroutine: it runs handshakes until the queue is empty.
 func (p *Pool) run(s *Session) {
 	defer p.wg.Done()
+	var w worker
 	for s != nil {
-		p.cpu <- struct{}{}
+		s.w = &w
+		p.acquire(&w)
 		err := s.handshake()
-		<-p.cpu
+		p.release(&w)
 		p.mu.Lock()
 		p.running.remove(s)
 		s.pstate = psDone

@@ -200,9 +200,9 @@ func (t *transport) Read(p []byte) (int, error) {
 		// Wait for the peer without holding a CPU place.
 		wake := t.wake
 		s.mu.Unlock()
-		<-s.pool.cpu
+		s.pool.release(s.w)
 		<-wake
-		s.pool.cpu <- struct{}{}
+		s.pool.acquire(s.w)
 		s.mu.Lock()
 	}
 }
