@@ -129,10 +129,15 @@ func (p *Pool) acquire(w *worker) {
 	w.enter(&p.thread)
 }
 
-// release gives the place back, the thread as it was.
-func (p *Pool) release(w *worker) {
+// release gives the place back, the thread as it was, and then calls s's
+// Notify if the stretch of work that ends asked for it.
+func (p *Pool) release(s *Session, w *worker) {
 	w.leave()
 	<-p.cpu
+	if w.notify {
+		w.notify = false
+		s.notify()
+	}
 }
 
 // Config returns the pool's bounds, defaults filled in.
@@ -187,7 +192,7 @@ func (p *Pool) run(s *Session) {
 		s.w = &w
 		p.acquire(&w)
 		err := s.handshake()
-		p.release(&w)
+		p.release(s, &w)
 		p.mu.Lock()
 		p.running.remove(s)
 		s.pstate = psDone

@@ -15,6 +15,7 @@ import (
 // computes (Sched): enter after the CPU place is taken, leave before it
 // is given back. Only its own goroutine uses it.
 type worker struct {
+	notify bool // the session's Notify is due at release
 	locked bool // LockOSThread is in force
 	set    bool // the policy was changed: saved puts it back
 	masked bool // the affinity was changed: mask puts it back

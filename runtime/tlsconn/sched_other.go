@@ -4,7 +4,9 @@ package tlsconn
 
 // Elsewhere than Linux the pool's threads are left as they are.
 
-type worker struct{}
+type worker struct {
+	notify bool // the session's Notify is due at release
+}
 
 type threadPlan struct{}
 

@@ -141,11 +141,10 @@ func (s *Session) handshake() error {
 	if err != nil && s.t.timedOut {
 		err = os.ErrDeadlineExceeded
 	}
-	notify := s.finishLocked(err)
-	s.mu.Unlock()
-	if notify {
-		s.notify()
+	if s.finishLocked(err) {
+		s.w.notify = true // at release, as transport.Write's
 	}
+	s.mu.Unlock()
 	return err
 }
 
