@@ -37,6 +37,7 @@ var (
 	tlsIdleExec = flag.String("tls.idle.exec", "", "TestTLSIdleMemory, -tls.idle.mode exec: the server program (examples/bench/baseline/tlsnbio)")
 	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
+	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
 	tlsStormSch = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
 )
 
@@ -195,7 +196,11 @@ func TestTLSStormLag(t *testing.T) {
 	default:
 		t.Fatalf("unknown -tls.storm.sched %q", *tlsStormSch)
 	}
-	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg,
+	var cores []int
+	if *tlsStormCPU >= 0 {
+		cores = []int{*tlsStormCPU}
+	}
+	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Cores: cores,
 		TLSPool: tlsconn.PoolConfig{Sched: sched}, Backend: percore.IOURing}, &stormHandler{})
 	addr := rt.Listeners()[0].Addr.String()
 	ping := startPinger(t, rt.Listeners()[1].Addr.String())
@@ -222,7 +227,7 @@ func TestTLSStormLag(t *testing.T) {
 	lag := <-maxLag
 	pinged := ping()
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d sched=%q gomaxprocs=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormSch, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

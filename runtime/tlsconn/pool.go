@@ -24,7 +24,7 @@ type PoolConfig struct {
 	// the kernel waits for a P when goroutines hold them all, up to the
 	// scheduler's 10 ms preemption), so this keeps handshakes from taking
 	// every P: with GOMAXPROCS above the number of loops by MaxCPU, no loop
-	// waits for one. A tls.Config callback that blocks (a GetCertificate
+	// waits for one (the runtime raises GOMAXPROCS so). A tls.Config callback that blocks (a GetCertificate
 	// that fetches) holds its place while it blocks. Zero means
 	// GOMAXPROCS/2, at least 1.
 	MaxCPU int
@@ -123,9 +123,14 @@ func NewPool(cfg PoolConfig) *Pool {
 }
 
 // acquire takes a CPU place for a handshake about to compute on w's
-// goroutine, and applies the thread plan.
+// goroutine, and applies the thread plan. It yields once first: a loop
+// that yielded to the scheduler (its yield's Gosched) waits in the global
+// run queue while its P runs the goroutines its own wake-ups readied,
+// this one among them, and so runs before this stretch of crypto/tls work
+// rather than after it (docs/decisions/0064-tls-storm-scheduling.md).
 func (p *Pool) acquire(w *worker) {
 	p.cpu <- struct{}{}
+	goruntime.Gosched()
 	w.enter(&p.thread)
 }
 
