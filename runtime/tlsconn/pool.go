@@ -123,14 +123,9 @@ func NewPool(cfg PoolConfig) *Pool {
 }
 
 // acquire takes a CPU place for a handshake about to compute on w's
-// goroutine, and applies the thread plan. It yields once first: a loop
-// that yielded to the scheduler (its yield's Gosched) waits in the global
-// run queue while its P runs the goroutines its own wake-ups readied,
-// this one among them, and so runs before this stretch of crypto/tls work
-// rather than after it (docs/decisions/0064-tls-storm-scheduling.md).
+// goroutine, and applies the thread plan.
 func (p *Pool) acquire(w *worker) {
 	p.cpu <- struct{}{}
-	goruntime.Gosched()
 	w.enter(&p.thread)
 }
 
