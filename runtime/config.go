@@ -267,8 +267,9 @@ type Config struct {
 	// or SchedNormal trade that back). With TLS listeners New raises
 	// GOMAXPROCS to the loops plus TLSPool.MaxCPU when it is below (a P
 	// for each loop and each computing handshake), logs it and reports it
-	// (Report.GOMAXPROCS); setting GOMAXPROCS ends Go's own updates of it
-	// from a cgroup's CPU quota. docs/decisions/0064-tls-storm-scheduling.md.
+	// (Report.GOMAXPROCS), and Close puts it back; setting GOMAXPROCS ends
+	// Go's own updates of it from a cgroup's CPU quota.
+	// docs/decisions/0064-tls-storm-scheduling.md.
 	TLSPool tlsconn.PoolConfig
 	// MaxHandshakes caps each loop's connections in their TLS handshake:
 	// at it the loop stops accepting until one ends (h2o caps accepts per

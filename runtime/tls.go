@@ -64,9 +64,11 @@ type loopTLS struct {
 
 // runtimeTLS is the runtime's handshake pool, made on first use.
 type runtimeTLS struct {
-	mu   sync.Mutex
-	cfg  tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
-	pool *tlsconn.Pool
+	mu     sync.Mutex
+	cfg    tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
+	pool   *tlsconn.Pool
+	raised int // GOMAXPROCS as setupTLSPool set it, 0 if it did not
+	procs  int // and what it was before
 }
 
 func (r *runtimeTLS) get() *tlsconn.Pool {
@@ -78,13 +80,20 @@ func (r *runtimeTLS) get() *tlsconn.Pool {
 	return r.pool
 }
 
-// close ends the handshakes still running, once the loops have stopped.
+// close ends the handshakes still running, once the loops have stopped,
+// and puts GOMAXPROCS back where setupTLSPool found it, unless something
+// else has changed it since.
 func (r *runtimeTLS) close() {
 	r.mu.Lock()
 	p := r.pool
+	raised, procs := r.raised, r.procs
+	r.raised = 0
 	r.mu.Unlock()
 	if p != nil {
 		_ = p.Close()
+	}
+	if raised > 0 && goruntime.GOMAXPROCS(0) == raised {
+		goruntime.GOMAXPROCS(procs)
 	}
 }
 
@@ -111,7 +120,8 @@ func (rt *Runtime) TLSPoolStats() tlsconn.PoolStats {
 // below: each loop's locked thread holds a P, and a handshake that finds
 // none waits for the scheduler to take one from a loop asleep in the
 // kernel, while a loop that finds none (back from a wait, or from yield)
-// waits behind the handshakes. The raise is logged and in the Report.
+// waits behind the handshakes. The raise is logged and in the Report, and
+// Close undoes it.
 func (rt *Runtime) setupTLSPool() {
 	rt.report.GOMAXPROCS = goruntime.GOMAXPROCS(0)
 	if rt.cfg.TLS == nil {
@@ -133,6 +143,9 @@ func (rt *Runtime) setupTLSPool() {
 	}
 	rt.tls.mu.Lock()
 	rt.tls.cfg = pc
+	if rt.report.GOMAXPROCS != procs {
+		rt.tls.raised, rt.tls.procs = rt.report.GOMAXPROCS, procs
+	}
 	rt.tls.mu.Unlock()
 }
 

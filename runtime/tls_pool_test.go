@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"crypto/tls"
 	"net"
+	"os"
 	goruntime "runtime"
 	"sync"
 	"testing"
@@ -57,12 +58,26 @@ func TestTLSPoolThreads(t *testing.T) {
 	}
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		prev := goruntime.GOMAXPROCS(1) // below the loop and a handshake: New raises it
-		t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
+		t.Cleanup(func() {
+			// Setting GOMAXPROCS stops Go from following the CPU
+			// quota: give the default back where it was the default.
+			if os.Getenv("GOMAXPROCS") == "" && prev == goruntime.NumCPU() {
+				goruntime.SetDefaultGOMAXPROCS()
+			} else {
+				goruntime.GOMAXPROCS(prev)
+			}
+		})
 		h := &handshakeSeen{}
 		rt, addr, _ := startTLS(t, b, percore.Config{Cores: cores[:1], TLS: h.config(t)}, &tlsEcho{})
 		if got := goruntime.GOMAXPROCS(0); got != 2 || rt.Report().GOMAXPROCS != 2 {
 			t.Errorf("GOMAXPROCS %d, reported %d; want 2 (a loop and MaxCPU 1)", got, rt.Report().GOMAXPROCS)
 		}
+		defer func() {
+			rt.Close()
+			if got := goruntime.GOMAXPROCS(0); got != 1 {
+				t.Errorf("GOMAXPROCS %d after Close, want 1 back", got)
+			}
+		}()
 		c := tlsDial(t, addr, pctest.TestPKI().ClientTLS())
 		defer c.Close()
 		if _, err := roundTrip(c, []byte("ping")); err != nil {
