@@ -112,8 +112,8 @@ func (rt *Runtime) TLSPoolStats() tlsconn.PoolStats {
 	return p.Stats()
 }
 
-// setupTLSPool settles the handshake pool's configuration at start, before
-// the loops start (docs/decisions/0064-tls-storm-scheduling.md):
+// setupTLSPool settles the handshake pool's configuration (Config.TLSPool)
+// at start, before the loops start (docs/decisions/0064-tls-storm-scheduling.md):
 // MaxCPU (zero: GOMAXPROCS/2, at least 1), the CPUs the handshakes compute
 // on (zero: those of the process's affinity that no loop uses, when there
 // are any), and GOMAXPROCS, raised to the loops plus MaxCPU when it is
@@ -123,19 +123,18 @@ func (rt *Runtime) TLSPoolStats() tlsconn.PoolStats {
 // waits behind the handshakes. The raise is logged and in the Report, and
 // Close undoes it.
 func (rt *Runtime) setupTLSPool() {
-	rt.report.GOMAXPROCS = goruntime.GOMAXPROCS(0)
-	if rt.cfg.TLS == nil {
-		return
-	}
+	procs := goruntime.GOMAXPROCS(0)
+	rt.report.GOMAXPROCS = procs
 	pc := rt.cfg.TLSPool
-	procs := rt.report.GOMAXPROCS
 	if pc.MaxCPU <= 0 {
 		pc.MaxCPU = max(1, procs/2)
 	}
 	if pc.CPUs == nil {
 		pc.CPUs = spareCPUs(rt.report.CPUs)
 	}
-	if want := len(rt.report.CPUs) + pc.MaxCPU; procs < want {
+	// Only TLS listeners raise GOMAXPROCS: a runtime that may DialTLS
+	// makes its pool with the same configuration, but may never use it.
+	if want := len(rt.report.CPUs) + pc.MaxCPU; rt.cfg.TLS != nil && procs < want {
 		goruntime.GOMAXPROCS(want)
 		rt.report.GOMAXPROCS = want
 		rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
