@@ -261,10 +261,10 @@ type Config struct {
 	// value is tlsconn's defaults, with two of the runtime's own: CPUs
 	// nil means the CPUs of the process's affinity that no loop runs on
 	// (none: wherever the threads run), and a handshake computes on a
-	// SCHED_IDLE thread (Sched), so that a loop on the same CPU preempts
-	// it as soon as the kernel wakes the loop; a loop that keeps its CPU
-	// busy then leaves that CPU's handshakes only its idle time (SchedNice
-	// or SchedNormal trade that back). With TLS listeners New raises
+	// thread at nice 19 (Sched), so that a loop on the same CPU gets it as
+	// soon as the kernel wakes the loop; a loop that keeps its CPU busy
+	// then leaves that CPU's handshakes about 1.4% of it (SchedNormal
+	// trades that back). With TLS listeners New raises
 	// GOMAXPROCS to the loops plus TLSPool.MaxCPU when it is below (a P
 	// for each loop and each computing handshake), logs it and reports it
 	// (Report.GOMAXPROCS), and Close puts it back; setting GOMAXPROCS ends

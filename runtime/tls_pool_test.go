@@ -21,6 +21,7 @@ import (
 type handshakeSeen struct {
 	mu            sync.Mutex
 	policy        uint32
+	nice          int32
 	cpus          []int
 	local, remote net.Addr
 }
@@ -38,7 +39,7 @@ func (h *handshakeSeen) config(t *testing.T) *tls.Config {
 			t.Error(err)
 		}
 		h.mu.Lock()
-		h.policy, h.cpus = a.Policy, cpus
+		h.policy, h.nice, h.cpus = a.Policy, a.Nice, cpus
 		h.local, h.remote = hello.Conn.LocalAddr(), hello.Conn.RemoteAddr()
 		h.mu.Unlock()
 		return nil, nil
@@ -46,8 +47,8 @@ func (h *handshakeSeen) config(t *testing.T) *tls.Config {
 	return cfg
 }
 
-// TestTLSPoolThreads: a runtime's handshakes compute on SCHED_IDLE
-// threads (tlsconn.PoolConfig.Sched's default), on the CPUs of the
+// TestTLSPoolThreads: a runtime's handshakes compute on threads at nice
+// 19 (tlsconn.PoolConfig.Sched's default), on the CPUs of the
 // process that no loop uses (all of them when every CPU has a loop), and
 // crypto/tls sees the connection's addresses; New raised GOMAXPROCS to
 // the loops plus the pool's MaxCPU and says so in its Report.
@@ -89,8 +90,8 @@ func TestTLSPoolThreads(t *testing.T) {
 		}
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.policy != unix.SCHED_IDLE {
-			t.Errorf("handshake thread's policy %d, want SCHED_IDLE (%d)", h.policy, unix.SCHED_IDLE)
+		if h.policy != unix.SCHED_NORMAL || h.nice != 19 {
+			t.Errorf("handshake thread's policy %d nice %d, want SCHED_NORMAL (%d) at 19", h.policy, h.nice, unix.SCHED_NORMAL)
 		}
 		if cpu.FormatList(h.cpus) != cpu.FormatList(want) {
 			t.Errorf("handshake thread on CPUs %s, want %s", cpu.FormatList(h.cpus), cpu.FormatList(want))

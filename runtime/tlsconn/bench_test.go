@@ -31,8 +31,8 @@ var benchSizes = []int{64, 1024, 16 << 10, 256 << 10}
 
 // benchPool is the benchmarks' pool. Its threads keep their priority
 // (SchedNormal): some benchmarks drive the handshake from a goroutine
-// that polls with runtime.Gosched, which a SCHED_IDLE handshake thread on
-// its CPU would wait behind.
+// that polls with runtime.Gosched, which a lowered handshake thread on its
+// CPU would wait behind.
 func benchPool(b *testing.B) *tlsconn.Pool {
 	pool := tlsconn.NewPool(tlsconn.PoolConfig{Sched: tlsconn.SchedNormal})
 	b.Cleanup(func() { pool.Close() })

@@ -8,8 +8,8 @@
 //
 //   - The handshake runs on a Pool goroutine (bounded, counted, with a
 //     timeout), so its milliseconds of CPU never run on a loop, and while
-//     it computes its thread is SCHED_IDLE (PoolConfig.Sched), so that a
-//     loop on the same CPU preempts it as soon as the kernel wakes the
+//     it computes its thread is at nice 19 (PoolConfig.Sched), so that a
+//     loop on the same CPU gets the CPU as soon as the kernel wakes the
 //     loop. The loop feeds it the peer's bytes (Session.Decrypt) and
 //     sends what it wrote (Session.Output) when Options.Notify says there
 //     is something.

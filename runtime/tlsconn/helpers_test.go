@@ -290,7 +290,7 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 // handshakePair runs a client and a server session against each other in
 // memory, the test's goroutine carrying the bytes, until both are done. It
 // waits for a session's Notify between its looks (a goroutine that polled
-// without waiting would starve the pool's SCHED_IDLE threads on its CPU).
+// without waiting would starve the pool's lowered threads on its CPU).
 func handshakePair(t testing.TB, pool *tlsconn.Pool, scfg, ccfg *tls.Config) (srv, cli *tlsconn.Session) {
 	news := make(chan struct{}, 1)
 	notify := func() {

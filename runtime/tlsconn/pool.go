@@ -30,9 +30,9 @@ type PoolConfig struct {
 	MaxCPU int
 
 	// Sched is how the kernel schedules a handshake's thread while it
-	// computes (see Sched): zero means SchedIdle, so that a loop sharing
-	// a CPU with a handshake preempts it as soon as the kernel wakes the
-	// loop.
+	// computes (see Sched): zero means SchedNice (nice 19), so that a
+	// loop sharing a CPU with a handshake gets the CPU as soon as the
+	// kernel wakes the loop.
 	Sched Sched
 
 	// CPUs are the CPUs a handshake's thread computes on (its affinity

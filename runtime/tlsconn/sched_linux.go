@@ -33,7 +33,7 @@ type threadPlan struct {
 func newThreadPlan(cfg PoolConfig) threadPlan {
 	pl := threadPlan{sched: cfg.Sched}
 	if pl.sched == SchedDefault {
-		pl.sched = SchedIdle
+		pl.sched = SchedNice
 	}
 	if len(cfg.CPUs) > 0 {
 		pl.cpus = unix.NewCPUSet(max(1024, slices.Max(cfg.CPUs)+1))
