@@ -24,6 +24,11 @@ type worker struct {
 	mask   unix.CPUSetDynamic
 }
 
+// restoreSched puts a thread's scheduling back: sys.SetThreadSched, a
+// variable so that a test can make it fail as an unprivileged process's
+// would (export_test.go).
+var restoreSched = sys.SetThreadSched
+
 // threadPlan is what a pool does to a computing handshake's thread.
 type threadPlan struct {
 	sched Sched              // SchedIdle, SchedNice or SchedNormal
@@ -93,7 +98,7 @@ func (w *worker) leave() {
 	}
 	ok := true
 	if w.set {
-		ok = sys.SetThreadSched(w.saved) == nil
+		ok = restoreSched(w.saved) == nil
 		w.set = false
 	}
 	if w.masked {
