@@ -35,7 +35,7 @@ type Report struct {
 	KernelTLS KernelTLSStatus
 	// GOMAXPROCS is GOMAXPROCS once New returned: with TLS listeners
 	// New raises it to the loops plus the handshake pool's MaxCPU
-	// (runtime/tls.go, setupTLSPool).
+	// (runtime/tls_pool.go, setupTLSPool).
 	GOMAXPROCS int
 }
 
