@@ -260,7 +260,19 @@ type Config struct {
 	TLS *tls.Config
 	// TLSPool bounds the handshakes, which run off the loops on one pool
 	// per runtime (runtime/tlsconn): at once, waiting, computing, and
-	// their timeout. Its zero value is tlsconn's defaults.
+	// their timeout, and says how their threads are scheduled. Its zero
+	// value is tlsconn's defaults, with two of the runtime's own: CPUs
+	// nil means the CPUs of the process's affinity that no loop runs on
+	// (none: wherever the threads run), and a handshake computes on a
+	// thread at nice 19 (Sched), so that a loop on the same CPU gets it as
+	// soon as the kernel wakes the loop; a loop that keeps its CPU busy
+	// then leaves that CPU's handshakes about 1.4% of it (SchedNormal
+	// trades that back). With TLS listeners New raises
+	// GOMAXPROCS to the loops plus TLSPool.MaxCPU when it is below (a P
+	// for each loop and each computing handshake), logs it and reports it
+	// (Report.GOMAXPROCS), and Close puts it back; setting GOMAXPROCS ends
+	// Go's own updates of it from a cgroup's CPU quota.
+	// docs/decisions/0064-tls-storm-scheduling.md.
 	TLSPool tlsconn.PoolConfig
 	// MaxHandshakes caps each loop's connections in their TLS handshake:
 	// at it the loop stops accepting until one ends (h2o caps accepts per

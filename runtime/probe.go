@@ -33,6 +33,10 @@ type Report struct {
 	CPUs []int
 	// KernelTLS is what New found of kernel TLS (runtime/tls_kernel.go).
 	KernelTLS KernelTLSStatus
+	// GOMAXPROCS is GOMAXPROCS once New returned: with TLS listeners
+	// New raises it to the loops plus the handshake pool's MaxCPU
+	// (runtime/tls_pool.go, setupTLSPool).
+	GOMAXPROCS int
 }
 
 // String is a readable multi-line report.
@@ -47,7 +51,7 @@ func (p Report) String() string {
 	if len(p.CPUs) == 1 {
 		loops = "loop"
 	}
-	fmt.Fprintf(&b, "cpus:     %s (%d %s)\n", cpu.FormatList(p.CPUs), len(p.CPUs), loops)
+	fmt.Fprintf(&b, "cpus:     %s (%d %s), GOMAXPROCS %d\n", cpu.FormatList(p.CPUs), len(p.CPUs), loops, p.GOMAXPROCS)
 	fmt.Fprintf(&b, "tls:      %s", p.KernelTLS)
 	return b.String()
 }

@@ -108,6 +108,7 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	rt.report.CPUs = append([]int(nil), cores...)
 	rt.report.Kernel = kernelRelease()
 	rt.report.KernelTLS = probeKernelTLS(cfg)
+	rt.setupTLSPool() // before any loop starts: a loop's first handshake makes the pool
 	backend := cfg.Backend
 	// Every loop exists before any starts, so that each can reach the
 	// others (cross-loop calls) from its first turn.
@@ -156,7 +157,6 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 		return nil, serveErr
 	}
 	rt.report.Backend = backend
-	rt.warnTLSProcs()
 	rt.started.Store(true)
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "listeners", listenerList(rt.lns))

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/percore/percore/internal/limit"
+	"github.com/percore/percore/internal/sys"
 	"github.com/percore/percore/runtime/tlsconn"
 )
 
@@ -61,26 +62,36 @@ type loopTLS struct {
 
 // runtimeTLS is the runtime's handshake pool, made on first use.
 type runtimeTLS struct {
-	mu   sync.Mutex
-	pool *tlsconn.Pool
+	mu     sync.Mutex
+	cfg    tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
+	pool   *tlsconn.Pool
+	raised int // GOMAXPROCS as setupTLSPool set it, 0 if it did not
+	procs  int // and what it was before
 }
 
-func (r *runtimeTLS) get(cfg tlsconn.PoolConfig) *tlsconn.Pool {
+func (r *runtimeTLS) get() *tlsconn.Pool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pool == nil {
-		r.pool = tlsconn.NewPool(cfg)
+		r.pool = tlsconn.NewPool(r.cfg)
 	}
 	return r.pool
 }
 
-// close ends the handshakes still running, once the loops have stopped.
+// close ends the handshakes still running, once the loops have stopped,
+// and puts GOMAXPROCS back where setupTLSPool found it, unless something
+// else has changed it since.
 func (r *runtimeTLS) close() {
 	r.mu.Lock()
 	p := r.pool
+	raised, procs := r.raised, r.procs
+	r.raised = 0
 	r.mu.Unlock()
 	if p != nil {
 		_ = p.Close()
+	}
+	if raised > 0 && goruntime.GOMAXPROCS(0) == raised {
+		goruntime.GOMAXPROCS(procs)
 	}
 }
 
@@ -99,27 +110,13 @@ func (rt *Runtime) TLSPoolStats() tlsconn.PoolStats {
 	return p.Stats()
 }
 
-// warnTLSProcs warns, once at start, when TLS listeners leave the
-// handshake pool no P of its own: each loop's locked thread holds one, so
-// handshakes would wait for the scheduler to take a P from a loop asleep
-// in the kernel (docs/decisions/0047-tls-under-conn.md, Consequences).
-func (rt *Runtime) warnTLSProcs() {
-	if rt.cfg.TLS == nil {
-		return
-	}
-	if procs := goruntime.GOMAXPROCS(0); procs <= len(rt.loops) {
-		rt.cfg.Logger.Warn("percore: TLS handshakes run on goroutines that need a P beside the loops'; raise GOMAXPROCS above the loop count",
-			"gomaxprocs", procs, "loops", len(rt.loops))
-	}
-}
-
 // handshakePool returns the pool the loop's handshakes run on: the
 // runtime's (a loop without one, in the kernel-free tests, has none).
 func (l *Loop) handshakePool() *tlsconn.Pool {
 	if l.rt == nil {
 		return nil
 	}
-	return l.rt.tls.get(l.cfg.TLSPool)
+	return l.rt.tls.get()
 }
 
 // splitTLSScheme maps a tls:// listen address to its tcp:// one and
@@ -190,12 +187,34 @@ func checkTLSListeners(cfg Config, specs []*listenSpec) error {
 
 // tlsOptions wires a session to c's loop: Notify posts tlsNotified.
 func (l *Loop) tlsOptions(c *Conn) tlsconn.Options {
+	local, remote := handshakeAddrs(c)
 	return tlsconn.Options{
 		Pool:       l.handshakePool(),
 		Notify:     func() { _ = l.post(func() { l.tlsNotified(c) }, true) },
-		LocalAddr:  c.LocalAddr(),
-		RemoteAddr: c.RemoteAddr(),
+		LocalAddr:  local,
+		RemoteAddr: remote,
 	}
+}
+
+// handshakeAddrs returns c's addresses for crypto/tls's
+// ClientHelloInfo.Conn: the ones c has, else the kernel's, without
+// keeping them in c. The session drops them once the handshake ended, so
+// an idle TLS connection whose handler never asked for its addresses does
+// not hold two (110 B); a handler that asks gets them from the kernel then.
+func handshakeAddrs(c *Conn) (local, remote net.Addr) {
+	if c.side != nil {
+		local, remote = c.side.laddr, c.side.raddr
+	}
+	if c.fd < 0 {
+		return local, remote
+	}
+	if local == nil {
+		local, _ = sys.LocalAddr(c.fd, false)
+	}
+	if remote == nil {
+		remote, _ = sys.PeerAddr(c.fd)
+	}
+	return local, remote
 }
 
 // tlsAccepted starts the server handshake of c, accepted from a TLS

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
+	"github.com/percore/percore/runtime/tlsconn"
 )
 
 // Measurements of TLS under Conn (docs/performance.md, "TLS"): skipped
@@ -31,9 +33,12 @@ import (
 
 var (
 	tlsIdleN    = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
-	tlsIdleMode = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop) or nethttp (net/http with crypto/tls)")
+	tlsIdleMode = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop), nethttp (net/http with crypto/tls) or exec (the server program -tls.idle.exec names, in a child process)")
+	tlsIdleExec = flag.String("tls.idle.exec", "", "TestTLSIdleMemory, -tls.idle.mode exec: the server program (examples/bench/baseline/tlsnbio)")
 	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
+	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
+	tlsStormSch = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
 )
 
 // tlsIdleClientEnv makes the test binary the idle client: addr,N.
@@ -93,6 +98,8 @@ func TestTLSIdleMemory(t *testing.T) {
 	cfg.NextProtos = nil
 	var addr string
 	var live func() int
+	rss := func() int64 { return pctest.VmRSSKiB(t) }
+	gc, free := goruntime.GC, debug.FreeOSMemory
 	switch *tlsIdleMode {
 	case "percore":
 		h := &idleReplier{}
@@ -118,14 +125,17 @@ func TestTLSIdleMemory(t *testing.T) {
 		t.Cleanup(func() { srv.Close() })
 		addr = ln.Addr().String()
 		live = func() int { return int(opened.Load()) }
+	case "exec":
+		p := startIdleServer(t, *tlsIdleExec)
+		addr, live, rss, gc, free = p.addr, p.count, p.rss, p.gc, p.free
 	default:
 		t.Fatalf("unknown mode %q", *tlsIdleMode)
 	}
-	goruntime.GC()
-	debug.FreeOSMemory()
+	gc()
+	free()
 	var ms0 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
-	rss0 := pctest.VmRSSKiB(t)
+	rss0 := rss()
 	began := time.Now()
 	line := startIdleClient(t, addr, n)
 	var got, failed int
@@ -136,11 +146,11 @@ func TestTLSIdleMemory(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling a counter
 	}
-	rss1 := pctest.VmRSSKiB(t)
-	goruntime.GC()
+	rss1 := rss()
+	gc()
 	var ms1 goruntime.MemStats
 	goruntime.ReadMemStats(&ms1)
-	rss2 := pctest.VmRSSKiB(t)
+	rss2 := rss()
 	if *tlsIdleHeap != "" {
 		f, err := os.Create(*tlsIdleHeap)
 		if err != nil {
@@ -151,12 +161,17 @@ func TestTLSIdleMemory(t *testing.T) {
 		}
 		f.Close()
 	}
-	debug.FreeOSMemory()
-	rss3 := pctest.VmRSSKiB(t)
+	free()
+	rss3 := rss()
 	per := func(kib int64) float64 { return float64(kib-rss0) * 1024 / float64(got) }
-	heap := float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc)) / float64(got)
-	fmt.Printf("tls idle mode=%s n=%d failed=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%.0f took=%v\n",
-		*tlsIdleMode, got, failed, per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond))
+	heap := fmt.Sprintf("%.0f", float64(int64(ms1.HeapAlloc)-int64(ms0.HeapAlloc))/float64(got))
+	mode := *tlsIdleMode
+	if mode == "exec" {
+		heap = "-" // the child's heap is not this process's
+		mode += ":" + filepath.Base(*tlsIdleExec)
+	}
+	fmt.Printf("tls idle mode=%s n=%d failed=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%s took=%v\n",
+		mode, got, failed, per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond))
 }
 
 // TestTLSStormLag measures the loop lag while a storm of full handshakes
@@ -169,8 +184,26 @@ func TestTLSStormLag(t *testing.T) {
 	}
 	cfg := pctest.TestPKI().ServerTLS()
 	cfg.NextProtos = nil
-	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing}, &idleReplier{})
+	var sched tlsconn.Sched
+	switch *tlsStormSch {
+	case "":
+	case "idle":
+		sched = tlsconn.SchedIdle
+	case "nice":
+		sched = tlsconn.SchedNice
+	case "normal":
+		sched = tlsconn.SchedNormal
+	default:
+		t.Fatalf("unknown -tls.storm.sched %q", *tlsStormSch)
+	}
+	var cores []int
+	if *tlsStormCPU >= 0 {
+		cores = []int{*tlsStormCPU}
+	}
+	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Cores: cores,
+		TLSPool: tlsconn.PoolConfig{Sched: sched}, Backend: percore.IOURing}, &stormHandler{})
 	addr := rt.Listeners()[0].Addr.String()
+	ping := startPinger(t, rt.Listeners()[1].Addr.String())
 	stop := make(chan struct{})
 	maxLag := make(chan time.Duration, 1)
 	go func() {
@@ -192,8 +225,9 @@ func TestTLSStormLag(t *testing.T) {
 	took := time.Since(began)
 	close(stop)
 	lag := <-maxLag
+	pinged := ping()
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q\n",
-		*tlsStormN, took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
-		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line)
+	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

@@ -29,8 +29,12 @@ import (
 
 var benchSizes = []int{64, 1024, 16 << 10, 256 << 10}
 
+// benchPool is the benchmarks' pool. Its threads keep their priority
+// (SchedNormal): some benchmarks drive the handshake from a goroutine
+// that polls with runtime.Gosched, which a lowered handshake thread on its
+// CPU would wait behind.
 func benchPool(b *testing.B) *tlsconn.Pool {
-	pool := tlsconn.NewPool(tlsconn.PoolConfig{})
+	pool := tlsconn.NewPool(tlsconn.PoolConfig{Sched: tlsconn.SchedNormal})
 	b.Cleanup(func() { pool.Close() })
 	return pool
 }

@@ -7,9 +7,12 @@
 // when the tls.Conn runs:
 //
 //   - The handshake runs on a Pool goroutine (bounded, counted, with a
-//     timeout), so its milliseconds of CPU never run on a loop. The loop
-//     feeds it the peer's bytes (Session.Decrypt) and sends what it wrote
-//     (Session.Output) when Options.Notify says there is something.
+//     timeout), so its milliseconds of CPU never run on a loop, and while
+//     it computes its thread is at nice 19 (PoolConfig.Sched), so that a
+//     loop on the same CPU gets the CPU as soon as the kernel wakes the
+//     loop. The loop feeds it the peer's bytes (Session.Decrypt) and
+//     sends what it wrote (Session.Output) when Options.Notify says there
+//     is something.
 //   - After the handshake, the loop calls the tls.Conn itself, only when a
 //     whole record is buffered (the 5-byte header says how long it is), so
 //     a read never waits: Decrypt turns ciphertext into plaintext,

@@ -2,6 +2,7 @@ package tlsconn
 
 import (
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"time"
 )
@@ -23,10 +24,22 @@ type PoolConfig struct {
 	// the kernel waits for a P when goroutines hold them all, up to the
 	// scheduler's 10 ms preemption), so this keeps handshakes from taking
 	// every P: with GOMAXPROCS above the number of loops by MaxCPU, no loop
-	// waits for one. A tls.Config callback that blocks (a GetCertificate
+	// waits for one (the runtime raises GOMAXPROCS so). A tls.Config callback that blocks (a GetCertificate
 	// that fetches) holds its place while it blocks. Zero means
 	// GOMAXPROCS/2, at least 1.
 	MaxCPU int
+
+	// Sched is how the kernel schedules a handshake's thread while it
+	// computes (see Sched): zero means SchedNice (nice 19), so that a
+	// loop sharing a CPU with a handshake gets the CPU as soon as the
+	// kernel wakes the loop.
+	Sched Sched
+
+	// CPUs are the CPUs a handshake's thread computes on (its affinity
+	// while it computes, put back after); nil means wherever the thread
+	// may run. The runtime gives the CPUs that no loop uses, when there
+	// are any (runtime.Config.TLSPool).
+	CPUs []int
 
 	// MaxQueued is how many more handshakes wait for a place, first come
 	// first served; a session past it fails with ErrPoolFull. Zero means
@@ -68,7 +81,8 @@ type PoolStats struct {
 type Pool struct {
 	cfg PoolConfig
 
-	cpu chan struct{} // a token per computing handshake (MaxCPU)
+	cpu    chan struct{} // a token per computing handshake (MaxCPU)
+	thread threadPlan    // what a computing handshake's thread gets (Sched, CPUs)
 
 	mu      sync.Mutex
 	queue   list // queued sessions, oldest first
@@ -104,7 +118,26 @@ func NewPool(cfg PoolConfig) *Pool {
 	if cfg.MaxCPU <= 0 {
 		cfg.MaxCPU = max(1, goruntime.GOMAXPROCS(0)/2)
 	}
-	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU)}
+	cfg.CPUs = slices.Clone(cfg.CPUs)
+	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU), thread: newThreadPlan(cfg)}
+}
+
+// acquire takes a CPU place for a handshake about to compute on w's
+// goroutine, and applies the thread plan.
+func (p *Pool) acquire(w *worker) {
+	p.cpu <- struct{}{}
+	w.enter(&p.thread)
+}
+
+// release gives the place back, the thread as it was, and then calls s's
+// Notify if the stretch of work that ends asked for it.
+func (p *Pool) release(s *Session, w *worker) {
+	w.leave()
+	<-p.cpu
+	if w.notify {
+		w.notify = false
+		s.notify()
+	}
 }
 
 // Config returns the pool's bounds, defaults filled in.
@@ -154,10 +187,12 @@ func (p *Pool) runLocked(s *Session) {
 // run is a pool goroutine: it runs handshakes until the queue is empty.
 func (p *Pool) run(s *Session) {
 	defer p.wg.Done()
+	var w worker
 	for s != nil {
-		p.cpu <- struct{}{}
+		s.w = &w
+		p.acquire(&w)
 		err := s.handshake()
-		<-p.cpu
+		p.release(s, &w)
 		p.mu.Lock()
 		p.running.remove(s)
 		s.pstate = psDone

@@ -93,7 +93,10 @@ func TestPoolClose(t *testing.T) {
 // turns take meanwhile is a measurement, TestStormTurns, not asserted.)
 func TestHandshakeStorm(t *testing.T) {
 	const max, n = 4, 200
-	pool := newPool(t, tlsconn.PoolConfig{MaxHandshakes: max, MaxQueued: n})
+	// The pool's threads keep their priority: the test's 200 clients
+	// compute their own halves of the handshakes in this process, at
+	// normal priority, and would leave lowered server threads a sliver.
+	pool := newPool(t, tlsconn.PoolConfig{MaxHandshakes: max, MaxQueued: n, Sched: tlsconn.SchedNormal})
 	l := newEloop(t, serverConfig(t), pool)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)

@@ -26,8 +26,10 @@ type Options struct {
 	Notify func()
 
 	// LocalAddr and RemoteAddr are what the tls.Conn's net.Conn reports
-	// (tls.ClientHelloInfo.Conn, seen by GetCertificate and
-	// GetConfigForClient). Nil is allowed.
+	// during the handshake (tls.ClientHelloInfo.Conn, seen by
+	// GetCertificate and GetConfigForClient); the session drops them once
+	// the loop has seen the handshake end, so that an idle connection
+	// does not hold them, and reports nil from then on. Nil is allowed.
 	LocalAddr, RemoteAddr net.Addr
 }
 
@@ -51,6 +53,9 @@ type Session struct {
 	hsErr    error      // how it ended
 	notified bool       // Notify was called and the loop has not looked since
 	timer    *time.Timer
+
+	// The pool goroutine's, while it runs the handshake: its thread.
+	w *worker
 
 	// Under pool.mu.
 	pstate     poolState
@@ -136,11 +141,10 @@ func (s *Session) handshake() error {
 	if err != nil && s.t.timedOut {
 		err = os.ErrDeadlineExceeded
 	}
-	notify := s.finishLocked(err)
-	s.mu.Unlock()
-	if notify {
-		s.notify()
+	if s.finishLocked(err) {
+		s.w.notify = true // at release, as transport.Write's
 	}
+	s.mu.Unlock()
 	return err
 }
 
@@ -215,6 +219,7 @@ func (s *Session) HandshakeDone() (bool, error) {
 // loop owns everything and nothing locks.
 func (s *Session) establish() {
 	s.est = true
+	s.local, s.remote = nil, nil // the handshake's, for ClientHelloInfo.Conn
 	if s.hsErr != nil {
 		s.rerr, s.werr = s.hsErr, s.hsErr
 		return

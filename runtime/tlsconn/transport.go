@@ -200,9 +200,9 @@ func (t *transport) Read(p []byte) (int, error) {
 		// Wait for the peer without holding a CPU place.
 		wake := t.wake
 		s.mu.Unlock()
-		<-s.pool.cpu
+		s.pool.release(s, s.w)
 		<-wake
-		s.pool.cpu <- struct{}{}
+		s.pool.acquire(s.w)
 		s.mu.Lock()
 	}
 }
@@ -224,11 +224,14 @@ func (t *transport) Write(p []byte) (int, error) {
 	}
 	t.out = append(t.out, p...)
 	t.sniffAlert(p)
-	notify := s.markLocked()
-	s.mu.Unlock()
-	if notify {
-		s.notify()
+	if s.markLocked() {
+		// Notify once this stretch of work ends (release), on a thread
+		// back at its own priority: Notify wakes the loop, which preempts
+		// a low-priority thread at once, and one preempted inside the
+		// loop's post would hold the lock the loop takes next.
+		s.w.notify = true
 	}
+	s.mu.Unlock()
 	return len(p), nil
 }
 

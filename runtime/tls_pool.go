@@ -1,0 +1,65 @@
+//go:build linux
+
+package runtime
+
+import (
+	goruntime "runtime"
+	"slices"
+
+	"github.com/percore/percore/cpu"
+)
+
+// The handshake pool's configuration, settled at start
+// (docs/decisions/0064-tls-storm-scheduling.md).
+
+// setupTLSPool settles the handshake pool's configuration (Config.TLSPool)
+// at start, before the loops start (docs/decisions/0064-tls-storm-scheduling.md):
+// MaxCPU (zero: GOMAXPROCS/2, at least 1), the CPUs the handshakes compute
+// on (zero: those of the process's affinity that no loop uses, when there
+// are any), and GOMAXPROCS, raised to the loops plus MaxCPU when it is
+// below: each loop's locked thread holds a P, and a handshake that finds
+// none waits for the scheduler to take one from a loop asleep in the
+// kernel, while a loop that finds none (back from a wait, or from yield)
+// waits behind the handshakes. The raise is logged and in the Report, and
+// Close undoes it.
+func (rt *Runtime) setupTLSPool() {
+	procs := goruntime.GOMAXPROCS(0)
+	rt.report.GOMAXPROCS = procs
+	pc := rt.cfg.TLSPool
+	if pc.MaxCPU <= 0 {
+		pc.MaxCPU = max(1, procs/2)
+	}
+	if pc.CPUs == nil {
+		pc.CPUs = spareCPUs(rt.report.CPUs)
+	}
+	// Only TLS listeners raise GOMAXPROCS: a runtime that may DialTLS
+	// makes its pool with the same configuration, but may never use it.
+	if want := len(rt.report.CPUs) + pc.MaxCPU; rt.cfg.TLS != nil && procs < want {
+		goruntime.GOMAXPROCS(want)
+		rt.report.GOMAXPROCS = want
+		rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
+			"gomaxprocs", want, "was", procs, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+	}
+	rt.tls.mu.Lock()
+	rt.tls.cfg = pc
+	if rt.report.GOMAXPROCS != procs {
+		rt.tls.raised, rt.tls.procs = rt.report.GOMAXPROCS, procs
+	}
+	rt.tls.mu.Unlock()
+}
+
+// spareCPUs returns the CPUs of the process's affinity that no loop runs
+// on, nil when there are none (or the mask cannot be read).
+func spareCPUs(loops []int) []int {
+	cores, err := cpu.Cores()
+	if err != nil {
+		return nil
+	}
+	var spare []int
+	for _, c := range cores {
+		if !slices.Contains(loops, c) {
+			spare = append(spare, c)
+		}
+	}
+	return spare
+}
