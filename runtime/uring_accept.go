@@ -27,6 +27,7 @@ type uringListener struct {
 	awaitConn bool  // the descriptor table was full with none waiting: poll first
 	fixed     bool  // it accepts into the fixed file table (uring_fixed.go)
 	multishot bool  // its accept into the table is multishot
+	toSingle  bool  // that multishot is cancelled for single accepts (the table's margin)
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
@@ -160,8 +161,10 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	l := d.l
 	ln := &d.lns[i]
 	more := e.More()
+	toSingle := ln.toSingle && !more
 	if !more {
 		ln.acceptOp = 0
+		ln.toSingle = false
 		d.loopOps--
 	}
 	fd, errno := int(e.Res), unix.Errno(0)
@@ -176,7 +179,9 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	} else if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
-	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() {
+	// A multishot cancelled for single accepts into the table (toSingle)
+	// leaves what waits to the single accept armed below (uring_fixed.go).
+	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !toSingle {
 		d.acceptCancelledWaiting(i)
 	}
 	if !more {

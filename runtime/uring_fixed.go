@@ -184,7 +184,7 @@ func (d *uringDriver) onSlot(c *Conn) {
 func holdsSocket(c *Conn) bool { return c.fd >= 0 || c.ur.fixed != 0 }
 
 // takeSlot gives c, which start is starting, the slot the accept being
-// reported opened it on (acceptedSlot).
+// reported opened it on (acceptedFixed).
 func (d *uringDriver) takeSlot(c *Conn) {
 	if d.fx.pending != 0 && c.fd < 0 && c.ur.fixed == 0 {
 		c.ur.fixed, d.fx.pending = d.fx.pending, 0
@@ -245,7 +245,7 @@ func (d *uringDriver) acceptedFixed(i int, e *ring.Completion) bool {
 		// one's cancel has ended it.
 		if d.r.PrepareCancel(userData(kindAccept, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
 			d.loopOps++
-			ln.multishot = false
+			ln.multishot, ln.toSingle = false, true
 		}
 	}
 	return true
