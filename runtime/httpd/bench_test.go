@@ -21,14 +21,18 @@ import (
 // (-cpuprofile) and read runtime/httpd's share, or compare variants of the
 // package with benchstat. allocs/op are the server's and the client's
 // (rawconn allocates nothing).
-func BenchmarkPlaintext(b *testing.B) {
+func BenchmarkPlaintext(b *testing.B) { benchBackends(b, "/plaintext") }
+
+// benchBackends runs benchPipelined on path on each backend, one request
+// at a time and 16 pipelined.
+func benchBackends(b *testing.B, path string) {
 	for _, bk := range []struct {
 		name string
 		b    percore.Backend
 	}{{"uring", percore.IOURing}, {"epoll", percore.Epoll}} {
 		for _, depth := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/P%d", bk.name, depth), func(b *testing.B) {
-				benchPipelined(b, bk.b, "/plaintext", depth)
+				benchPipelined(b, bk.b, path, depth)
 			})
 		}
 	}
@@ -67,15 +71,4 @@ func benchPipelined(b *testing.B, backend percore.Backend, path string, depth in
 // BenchmarkPlaintextSend is BenchmarkPlaintext with the handler a user
 // writes for speed: a Head prepared once and Send (the length known
 // before the head is written).
-func BenchmarkPlaintextSend(b *testing.B) {
-	for _, bk := range []struct {
-		name string
-		b    percore.Backend
-	}{{"uring", percore.IOURing}, {"epoll", percore.Epoll}} {
-		for _, depth := range []int{1, 16} {
-			b.Run(fmt.Sprintf("%s/P%d", bk.name, depth), func(b *testing.B) {
-				benchPipelined(b, bk.b, "/plaintext/send", depth)
-			})
-		}
-	}
-}
+func BenchmarkPlaintextSend(b *testing.B) { benchBackends(b, "/plaintext/send") }
