@@ -34,14 +34,8 @@ func startIdleServer(t testing.TB, path string) *idleServer {
 	}
 	_, cert, key := pctest.TestPKI().PEMFiles(t)
 	cmd := exec.Command(path, "-addr", "127.0.0.1:0", "-cert", cert, "-key", key)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	s := &idleServer{t: t, pid: cmd.Process.Pid, in: stdin, out: bufio.NewReader(stdout)}
+	in, out := startPiped(t, cmd)
+	s := &idleServer{t: t, pid: cmd.Process.Pid, in: in, out: out}
 	addr, ok := strings.CutPrefix(s.line(), "listening ")
 	if !ok {
 		t.Fatalf("%s did not say where it listens", path)

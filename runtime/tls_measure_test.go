@@ -69,6 +69,19 @@ func startIdleClient(t *testing.T, addr string, n int) string {
 	}
 	cmd.Env = append(os.Environ(), tlsIdleClientEnv+"="+addr+","+strconv.Itoa(n),
 		pctest.IdleTLSCAEnv+"="+pctest.IdleTLSCAValue(pctest.TestPKI().CA))
+	_, out := startPiped(t, cmd)
+	line, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return strings.TrimSpace(line)
+}
+
+// startPiped starts cmd with its stdin and stdout piped to the test (its
+// stderr the test's) and returns them; closing stdin at the test's end
+// tells it to exit, and the test waits for it.
+func startPiped(t testing.TB, cmd *exec.Cmd) (io.WriteCloser, *bufio.Reader) {
+	t.Helper()
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -76,11 +89,7 @@ func startIdleClient(t *testing.T, addr string, n int) string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	return strings.TrimSpace(line)
+	return stdin, bufio.NewReader(stdout)
 }
 
 // TestTLSIdleMemory measures the process memory of idle TLS connections
