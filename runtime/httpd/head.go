@@ -24,11 +24,13 @@ type Head struct {
 	fields string // the field lines, "Name: value\r\n" each
 }
 
-// NewHead returns the head of status (100-999; 0 leaves the status to
-// WriteHeader, 200 without it) with the fields given as name, value
-// pairs. It panics on an odd number of strings, a name that is not an
-// HTTP token, a value with a control character (CR and LF among them)
-// or surrounding whitespace (the checks http1's own parser makes of a
+// NewHead returns the head of status (101 or 200-999; 0 leaves the
+// status to WriteHeader, 200 without it) with the fields given as name,
+// value pairs. It panics on an odd number of strings, an informational
+// status other than 101 (no final answer), a CR or LF in a name or a
+// value (it would end the field or the head early), a name that is not
+// an HTTP token, a value with a control character or surrounding
+// whitespace (the checks http1's own parser makes of a
 // response head), and on the fields the server writes itself:
 // Content-Length, Transfer-Encoding, Date, and Connection but in a 101's
 // head (Connection: Upgrade).
@@ -36,12 +38,23 @@ func NewHead(status int, fields ...string) *Head {
 	if status != 0 && (status < 100 || status > 999) {
 		panic(fmt.Sprintf("httpd: NewHead: status %d out of 100-999", status))
 	}
+	if status >= 100 && status < 200 && status != 101 {
+		// An informational status is no answer: the client would wait
+		// for the final one.
+		panic(fmt.Sprintf("httpd: NewHead: status %d is informational, not a final answer", status))
+	}
 	if len(fields)%2 != 0 {
 		panic(fmt.Sprintf("httpd: NewHead: %d strings, want name, value pairs", len(fields)))
 	}
 	var b strings.Builder
 	for i := 0; i < len(fields); i += 2 {
 		name, value := fields[i], fields[i+1]
+		// A CR or LF would end the field, or the head, early: the parse
+		// below stops at the first empty line, so it is refused here,
+		// before anything is joined.
+		if !validField(name) || !validField(value) {
+			panic(fmt.Sprintf("httpd: NewHead: the field %q: %q has a CR or LF", name, value))
+		}
 		for _, own := range []string{"Content-Length", "Transfer-Encoding", "Connection", "Date"} {
 			if http1.EqualFold([]byte(name), own) && !(own == "Connection" && status == 101) {
 				panic(fmt.Sprintf("httpd: NewHead: %s is the server's to write", own))
