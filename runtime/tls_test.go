@@ -310,6 +310,7 @@ func TestTLSDial(t *testing.T) {
 		}()
 		rt := start(t, percore.Config{Backend: b}, nil)
 		l := rt.Loops()[0]
+		tickets := &keyedCache{ClientSessionCache: tls.NewLRUClientSessionCache(4), keys: make(chan string, 4)}
 		for _, tc := range []struct {
 			name string
 			cfg  *tls.Config
@@ -318,6 +319,9 @@ func TestTLSDial(t *testing.T) {
 			{"verified by IP", &tls.Config{RootCAs: p.Pool}, true},
 			{"verified by name", p.ClientTLS(), true},
 			{"unknown authority", &tls.Config{}, false},
+			// No ServerName: crypto/tls keys the session ticket it reads
+			// after the handshake, on the loop, by the remote address.
+			{"session cache, no server name", &tls.Config{InsecureSkipVerify: true, ClientSessionCache: tickets}, true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				got := make(chan string, 1)
@@ -360,10 +364,30 @@ func TestTLSDial(t *testing.T) {
 				}
 			})
 		}
+		if k := pctest.Recv(t, tickets.keys, "the session ticket"); k != ln.Addr().String() {
+			t.Errorf("the ticket is kept under %q, want the server's address %s", k, ln.Addr())
+		}
 		waitStats(t, rt, "dials", func(s percore.Stats) bool {
-			return s.TLSHandshakes == 2 && s.TLSHandshakeErrors == 1 && s.Dials == 2 && s.Open == 0
+			return s.TLSHandshakes == 3 && s.TLSHandshakeErrors == 1 && s.Dials == 3 && s.Open == 0
 		})
 	})
+}
+
+// keyedCache is a ClientSessionCache that says under which keys tickets
+// are put.
+type keyedCache struct {
+	tls.ClientSessionCache
+	keys chan string
+}
+
+func (c *keyedCache) Put(key string, cs *tls.ClientSessionState) {
+	if cs != nil {
+		select {
+		case c.keys <- key:
+		default:
+		}
+	}
+	c.ClientSessionCache.Put(key, cs)
 }
 
 // TestTLSHandshakeCap: at Config.MaxHandshakes connections in their

@@ -27,9 +27,12 @@ type Options struct {
 
 	// LocalAddr and RemoteAddr are what the tls.Conn's net.Conn reports
 	// during the handshake (tls.ClientHelloInfo.Conn, seen by
-	// GetCertificate and GetConfigForClient); the session drops them once
-	// the loop has seen the handshake end, so that an idle connection
-	// does not hold them, and reports nil from then on. Nil is allowed.
+	// GetCertificate and GetConfigForClient). A server session drops them
+	// once the loop has seen the handshake end, so that an idle
+	// connection does not hold them; a client session keeps them, because
+	// crypto/tls keys its ClientSessionCache by RemoteAddr when the
+	// config has no ServerName, also for the tickets it reads after the
+	// handshake. Nil reads as an address of "<nil>".
 	LocalAddr, RemoteAddr net.Addr
 }
 
@@ -219,7 +222,13 @@ func (s *Session) HandshakeDone() (bool, error) {
 // loop owns everything and nothing locks.
 func (s *Session) establish() {
 	s.est = true
-	s.local, s.remote = nil, nil // the handshake's, for ClientHelloInfo.Conn
+	if !s.client {
+		// The handshake's, for ClientHelloInfo.Conn. A client keeps them:
+		// crypto/tls reads RemoteAddr after the handshake, on the loop,
+		// to key a TLS 1.3 session ticket in the ClientSessionCache when
+		// the config has no ServerName.
+		s.local, s.remote = nil, nil
+	}
 	if s.hsErr != nil {
 		s.rerr, s.werr = s.hsErr, s.hsErr
 		return

@@ -273,8 +273,18 @@ func (t *transport) Close() error {
 	return nil
 }
 
-func (t *transport) LocalAddr() net.Addr  { return t.s.local }
-func (t *transport) RemoteAddr() net.Addr { return t.s.remote }
+func (t *transport) LocalAddr() net.Addr  { return orNoAddr(t.s.local) }
+func (t *transport) RemoteAddr() net.Addr { return orNoAddr(t.s.remote) }
+
+// orNoAddr returns a, or for nil a typed nil *net.TCPAddr: crypto/tls
+// calls RemoteAddr().String() (a client's session cache key), which a
+// nil interface would turn into a panic on the loop.
+func orNoAddr(a net.Addr) net.Addr {
+	if a == nil {
+		return (*net.TCPAddr)(nil)
+	}
+	return a
+}
 
 // Deadlines are the session's business (the pool's handshake timeout); the
 // tls.Conn sets one around close_notify, which never waits here.
