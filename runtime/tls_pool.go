@@ -21,10 +21,10 @@ import (
 // none waits for the scheduler to take one from a loop asleep in the
 // kernel, while a loop that finds none (back from a wait, or from yield)
 // waits behind the handshakes. The raise is logged and in the Report, and
-// Close undoes it.
+// Close undoes it once no other runtime's raise is live (tls_procs.go).
 func (rt *Runtime) setupTLSPool() {
-	procs := goruntime.GOMAXPROCS(0)
-	rt.report.GOMAXPROCS = procs
+	procs := baseProcs() // not another runtime's raise
+	rt.report.GOMAXPROCS = goruntime.GOMAXPROCS(0)
 	pc := rt.cfg.TLSPool
 	if pc.MaxCPU <= 0 {
 		pc.MaxCPU = max(1, procs/2)
@@ -34,17 +34,16 @@ func (rt *Runtime) setupTLSPool() {
 	}
 	// Only TLS listeners raise GOMAXPROCS: a runtime that may DialTLS
 	// makes its pool with the same configuration, but may never use it.
+	// The raise is the process's (tls_procs.go): another runtime's may
+	// already cover this one's want.
 	if want := len(rt.report.CPUs) + pc.MaxCPU; rt.cfg.TLS != nil && procs < want {
-		goruntime.GOMAXPROCS(want)
-		rt.report.GOMAXPROCS = want
+		now, was := raiseProcs(&rt.tls, want)
+		rt.report.GOMAXPROCS = now
 		rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
-			"gomaxprocs", want, "was", procs, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+			"gomaxprocs", now, "was", was, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
 	}
 	rt.tls.mu.Lock()
 	rt.tls.cfg = pc
-	if rt.report.GOMAXPROCS != procs {
-		rt.tls.raised, rt.tls.procs = rt.report.GOMAXPROCS, procs
-	}
 	rt.tls.mu.Unlock()
 }
 

@@ -1,0 +1,128 @@
+//go:build linux
+
+package runtime
+
+import (
+	"os"
+	goruntime "runtime"
+	"testing"
+)
+
+// setProcs sets GOMAXPROCS to n for the test and puts it back after
+// (Go's default where it was the default: setting GOMAXPROCS stops Go
+// from following a CPU quota).
+func setProcs(t *testing.T, n int) {
+	prev := goruntime.GOMAXPROCS(n)
+	t.Cleanup(func() {
+		if os.Getenv("GOMAXPROCS") == "" && prev == goruntime.NumCPU() {
+			goruntime.SetDefaultGOMAXPROCS()
+		} else {
+			goruntime.GOMAXPROCS(prev)
+		}
+	})
+}
+
+// TestProcsRecord: the raises of runtimes that overlap are one record for
+// the process, whatever order they close in. (A) at 1, A raises to 2, B's
+// want of 2 is covered; A closing leaves 2 for B, B closing puts 1 back.
+// (B) at 4, A raises to 6; B's MaxCPU comes from the 4 (baseProcs), and a
+// B that wants 7 raises to 7; A closing leaves 7, B closing puts 4 back
+// (not the 6 that A found). Before the record, each runtime put back what
+// it had found, when GOMAXPROCS was still what it had set: (A) ended at 1
+// under B, (B) at 6.
+func TestProcsRecord(t *testing.T) {
+	type step struct {
+		raise     bool
+		key       *runtimeTLS
+		want      int // raise: the runtime's want
+		procs     int // GOMAXPROCS after the step
+		base      int // baseProcs after the step
+		orig, now int // raise: what raiseProcs returns
+	}
+	a, b := &runtimeTLS{}, &runtimeTLS{}
+	for _, tc := range []struct {
+		name  string
+		start int
+		steps []step
+	}{
+		{"hand-over", 1, []step{
+			{raise: true, key: a, want: 2, procs: 2, base: 1, orig: 1, now: 2},
+			{raise: true, key: b, want: 2, procs: 2, base: 1, orig: 1, now: 2},
+			{key: a, procs: 2, base: 1},
+			{key: b, procs: 1, base: 1},
+		}},
+		{"raised twice", 4, []step{
+			{raise: true, key: a, want: 6, procs: 6, base: 4, orig: 4, now: 6},
+			{raise: true, key: b, want: 7, procs: 7, base: 4, orig: 4, now: 7},
+			{key: a, procs: 7, base: 4},
+			{key: b, procs: 4, base: 4},
+		}},
+		{"lowered to the want left", 4, []step{
+			{raise: true, key: a, want: 6, procs: 6, base: 4, orig: 4, now: 6},
+			{raise: true, key: b, want: 5, procs: 6, base: 4, orig: 4, now: 6},
+			{key: a, procs: 5, base: 4},
+			{key: a, procs: 5, base: 4}, // a second close changes nothing
+			{key: b, procs: 4, base: 4},
+		}},
+		{"a want below", 4, []step{
+			{raise: true, key: a, want: 3, procs: 4, base: 4, orig: 4, now: 4},
+			{key: a, procs: 4, base: 4},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			setProcs(t, tc.start)
+			for i, st := range tc.steps {
+				if st.raise {
+					now, orig := raiseProcs(st.key, st.want)
+					if now != st.now || orig != st.orig {
+						t.Fatalf("step %d: raiseProcs(%d) = %d, %d; want %d, %d", i, st.want, now, orig, st.now, st.orig)
+					}
+				} else {
+					dropProcs(st.key)
+				}
+				if got, base := goruntime.GOMAXPROCS(0), baseProcs(); got != st.procs || base != st.base {
+					t.Fatalf("step %d: GOMAXPROCS %d, base %d; want %d, %d", i, got, base, st.procs, st.base)
+				}
+			}
+		})
+	}
+}
+
+// TestProcsRecordDefault: GOMAXPROCS that was Go's default comes back as
+// the default (SetDefaultGOMAXPROCS, so that Go follows a CPU quota
+// again); one a program set stays its value, and the record leaves alone a
+// GOMAXPROCS that something else changed after the raise.
+func TestProcsRecordDefault(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS is set in the environment: Go's default is that")
+	}
+	setProcs(t, 1)
+	goruntime.SetDefaultGOMAXPROCS()
+	def := goruntime.GOMAXPROCS(0)
+	a := &runtimeTLS{}
+	raiseProcs(a, def+2)
+	if !tlsProcs.dflt {
+		t.Error("Go's default not recognised as the default")
+	}
+	dropProcs(a)
+	if got := goruntime.GOMAXPROCS(0); got != def {
+		t.Errorf("GOMAXPROCS %d after the raise, want the default %d", got, def)
+	}
+
+	goruntime.GOMAXPROCS(def + 1) // the program's own, above the default
+	raiseProcs(a, def+3)
+	if tlsProcs.dflt {
+		t.Error("a value the program set taken for the default")
+	}
+	dropProcs(a)
+	if got := goruntime.GOMAXPROCS(0); got != def+1 {
+		t.Errorf("GOMAXPROCS %d after the raise, want the program's %d", got, def+1)
+	}
+
+	raiseProcs(a, def+3)
+	goruntime.GOMAXPROCS(def + 5) // someone else's, after the raise
+	dropProcs(a)
+	if got := goruntime.GOMAXPROCS(0); got != def+5 {
+		t.Errorf("GOMAXPROCS %d, want %d: changed after the raise, not the record's", got, def+5)
+	}
+}
