@@ -22,6 +22,9 @@ import (
 // kernel, while a loop that finds none (back from a wait, or from yield)
 // waits behind the handshakes. The raise is logged and in the Report, and
 // Close undoes it once no other runtime's raise is live (tls_procs.go).
+// Where Go's default GOMAXPROCS is below the affinity mask's CPUs (a cgroup
+// CPU quota), the raise stops at that default, logged: more running
+// threads than the quota has CPUs get the whole cgroup throttled.
 func (rt *Runtime) setupTLSPool() {
 	procs := baseProcs() // not another runtime's raise
 	rt.report.GOMAXPROCS = goruntime.GOMAXPROCS(0)
@@ -37,10 +40,20 @@ func (rt *Runtime) setupTLSPool() {
 	// The raise is the process's (tls_procs.go): another runtime's may
 	// already cover this one's want.
 	if want := len(rt.report.CPUs) + pc.MaxCPU; rt.cfg.TLS != nil && procs < want {
-		now, was := raiseProcs(&rt.tls, want)
+		affinity := 0
+		if cores, err := cpu.Cores(); err == nil {
+			affinity = len(cores)
+		}
+		now, was, quota := raiseProcs(&rt.tls, want, affinity)
 		rt.report.GOMAXPROCS = now
-		rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
-			"gomaxprocs", now, "was", was, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+		if quota > 0 && now < want {
+			rt.cfg.Logger.Info("percore: GOMAXPROCS not raised past Go's default, below the CPUs in the affinity mask (a CPU quota?): more running threads than the quota has CPUs would have the kernel throttle the loops with the handshakes; these share the quota's Ps",
+				"gomaxprocs", now, "wanted", want, "default", quota, "affinity", affinity)
+		}
+		if now > was {
+			rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
+				"gomaxprocs", now, "was", was, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+		}
 	}
 	rt.tls.mu.Lock()
 	rt.tls.cfg = pc

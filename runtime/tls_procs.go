@@ -21,6 +21,7 @@ type procsRecord struct {
 	orig  int                 // GOMAXPROCS before the first live raise
 	dflt  bool                // orig was Go's default: restore with SetDefaultGOMAXPROCS
 	set   int                 // what the record last set it to
+	limit int                 // a CPU quota's Ps (Go's default below the affinity mask), 0: none
 	wants map[*runtimeTLS]int // each live raising runtime's want
 }
 
@@ -29,7 +30,8 @@ type procsRecord struct {
 // choose (no GOMAXPROCS environment variable); cur is GOMAXPROCS now,
 // which it leaves as it found it. Go has no query for the default: it
 // sets it and puts cur back if that differs.
-func goDefaultProcs(cur int) (int, bool) {
+// A variable: the tests drive the quota case without a cgroup.
+var goDefaultProcs = func(cur int) (int, bool) {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return 0, false
 	}
@@ -54,24 +56,39 @@ func baseProcs() int {
 
 // raiseProcs records key's want of GOMAXPROCS, when it is above the value
 // before the raises, and returns GOMAXPROCS after (raised to the largest
-// want) and before the raises.
-func raiseProcs(key *runtimeTLS, want int) (now, orig int) {
+// want) and before the raises. affinity is how many CPUs the process's
+// affinity mask has: where Go's default is below it, a cgroup CPU quota
+// set the default (as loopCores finds), and the raise stops at the
+// default (quota, returned): more runnable threads than the quota has CPUs
+// would have CFS throttle the whole cgroup, loops included, so the
+// handshakes share the quota's Ps instead.
+func raiseProcs(key *runtimeTLS, want, affinity int) (now, orig, quota int) {
 	tlsProcs.mu.Lock()
 	defer tlsProcs.mu.Unlock()
 	cur := goruntime.GOMAXPROCS(0)
 	if len(tlsProcs.wants) == 0 {
 		if want <= cur {
-			return cur, cur
+			return cur, cur, 0
 		}
 		d, ok := goDefaultProcs(cur)
+		tlsProcs.limit = 0
+		if ok && d < affinity {
+			tlsProcs.limit = d
+		}
+		if tlsProcs.limit > 0 && min(want, tlsProcs.limit) <= cur {
+			return cur, cur, tlsProcs.limit
+		}
 		tlsProcs.orig, tlsProcs.dflt, tlsProcs.set = cur, ok && d == cur, 0
 		tlsProcs.wants = map[*runtimeTLS]int{}
 	}
+	if tlsProcs.limit > 0 {
+		want = min(want, tlsProcs.limit)
+	}
 	if want <= tlsProcs.orig {
-		return cur, tlsProcs.orig
+		return cur, tlsProcs.orig, tlsProcs.limit
 	}
 	tlsProcs.wants[key] = want
-	return tlsProcs.applyLocked(cur), tlsProcs.orig
+	return tlsProcs.applyLocked(cur), tlsProcs.orig, tlsProcs.limit
 }
 
 // dropProcs forgets key's want, lowers GOMAXPROCS to the largest want
