@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -62,11 +61,9 @@ type loopTLS struct {
 
 // runtimeTLS is the runtime's handshake pool, made on first use.
 type runtimeTLS struct {
-	mu     sync.Mutex
-	cfg    tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
-	pool   *tlsconn.Pool
-	raised int // GOMAXPROCS as setupTLSPool set it, 0 if it did not
-	procs  int // and what it was before
+	mu   sync.Mutex
+	cfg  tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
+	pool *tlsconn.Pool
 }
 
 func (r *runtimeTLS) get() *tlsconn.Pool {
@@ -79,20 +76,16 @@ func (r *runtimeTLS) get() *tlsconn.Pool {
 }
 
 // close ends the handshakes still running, once the loops have stopped,
-// and puts GOMAXPROCS back where setupTLSPool found it, unless something
-// else has changed it since.
+// and takes back its raise of GOMAXPROCS (dropProcs: the process's
+// record puts it back when no other runtime's raise is live).
 func (r *runtimeTLS) close() {
 	r.mu.Lock()
 	p := r.pool
-	raised, procs := r.raised, r.procs
-	r.raised = 0
 	r.mu.Unlock()
 	if p != nil {
 		_ = p.Close()
 	}
-	if raised > 0 && goruntime.GOMAXPROCS(0) == raised {
-		goruntime.GOMAXPROCS(procs)
-	}
+	dropProcs(r)
 }
 
 // TLSPoolStats returns the handshake pool's counters: the runtime's

@@ -21,10 +21,13 @@ import (
 // none waits for the scheduler to take one from a loop asleep in the
 // kernel, while a loop that finds none (back from a wait, or from yield)
 // waits behind the handshakes. The raise is logged and in the Report, and
-// Close undoes it.
+// Close undoes it once no other runtime's raise is live (tls_procs.go).
+// Where Go's default GOMAXPROCS is below the affinity mask's CPUs (a cgroup
+// CPU quota), the raise stops at that default, logged: more running
+// threads than the quota has CPUs get the whole cgroup throttled.
 func (rt *Runtime) setupTLSPool() {
-	procs := goruntime.GOMAXPROCS(0)
-	rt.report.GOMAXPROCS = procs
+	procs := baseProcs() // not another runtime's raise
+	rt.report.GOMAXPROCS = goruntime.GOMAXPROCS(0)
 	pc := rt.cfg.TLSPool
 	if pc.MaxCPU <= 0 {
 		pc.MaxCPU = max(1, procs/2)
@@ -34,17 +37,26 @@ func (rt *Runtime) setupTLSPool() {
 	}
 	// Only TLS listeners raise GOMAXPROCS: a runtime that may DialTLS
 	// makes its pool with the same configuration, but may never use it.
+	// The raise is the process's (tls_procs.go): another runtime's may
+	// already cover this one's want.
 	if want := len(rt.report.CPUs) + pc.MaxCPU; rt.cfg.TLS != nil && procs < want {
-		goruntime.GOMAXPROCS(want)
-		rt.report.GOMAXPROCS = want
-		rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
-			"gomaxprocs", want, "was", procs, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+		affinity := 0
+		if cores, err := cpu.Cores(); err == nil {
+			affinity = len(cores)
+		}
+		now, was, quota := raiseProcs(&rt.tls, want, affinity)
+		rt.report.GOMAXPROCS = now
+		if quota > 0 && now < want {
+			rt.cfg.Logger.Info("percore: GOMAXPROCS not raised past Go's default, below the CPUs in the affinity mask (a CPU quota?): more running threads than the quota has CPUs would have the kernel throttle the loops with the handshakes; these share the quota's Ps",
+				"gomaxprocs", now, "wanted", want, "default", quota, "affinity", affinity)
+		}
+		if now > was {
+			rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",
+				"gomaxprocs", now, "was", was, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
+		}
 	}
 	rt.tls.mu.Lock()
 	rt.tls.cfg = pc
-	if rt.report.GOMAXPROCS != procs {
-		rt.tls.raised, rt.tls.procs = rt.report.GOMAXPROCS, procs
-	}
 	rt.tls.mu.Unlock()
 }
 
