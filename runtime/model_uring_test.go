@@ -72,7 +72,7 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed"} {
+			"descriptor installed", "slot shut down"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -464,6 +464,13 @@ func (m *connModel) act(mc *mconn, act int, outside bool) {
 			mc.graceful = c.state&stClosed == 0 && !mc.failed
 		}
 		c.Close()
+	case 6:
+		// A lingering close: the write side shut once the queue is sent
+		// (on a slot, with a ring entry the kernel resolves late).
+		if c.Buffered() > 0 || c.state&stClosing == 0 {
+			mc.graceful = c.state&stClosed == 0 && !mc.failed
+		}
+		c.CloseLinger()
 	case 4:
 		if held(c) > 0 {
 			m.seen["closed while holding"]++
