@@ -247,6 +247,17 @@ func (m *connModel) submitted(r *simRing, op *simOp) bool {
 		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
 	case op.kind == kindInstall && !op.fixed:
 		m.k.fault("an install of descriptor %d, not of a slot", op.fd)
+	case op.kind == kindCloseSlot:
+		// The kernel closes a slot inline, at submit, but runs a
+		// shutdown on its io-wq workers (io_shutdown_prep forces it
+		// async), which resolve the slot only when they issue it: at a
+		// later step (kernelStep). A slot closed under a shutdown in
+		// flight may by then hold the next connection accepted into it.
+		for _, o := range r.inflight {
+			if o.kind == kindShutdown && o.fixed && o.fd == op.fd {
+				m.k.fault("the close of slot %d submitted while a shutdown on it is in flight: the shutdown may reach the next connection on the slot", op.fd)
+			}
+		}
 	}
 	if op.kind == kindSend && op.nowait {
 		m.sendNoWait(r, op)

@@ -280,9 +280,15 @@ func (d *uringDriver) slotClosed() {
 }
 
 // closeSlot queues the close of c's slot, if it has one, and reports
-// false when the queue took no entry.
+// false when the queue took no entry. While a shutdown on the slot is in
+// flight the close is held (c keeps its slot, and the shutdown is counted
+// in its ops), and the shutdown's completion queues it (slotShutDown).
 func (d *uringDriver) closeSlot(c *Conn) bool {
 	if c.ur.fixed == 0 {
+		return true
+	}
+	if c.ur.flags&ufSlotShut != 0 {
+		c.ur.flags |= ufCloseHeld
 		return true
 	}
 	if d.fx.r.PrepareCloseDirect(int(c.ur.fixed-1), userData(kindCloseSlot, c.slot, c.gen)) != nil {
@@ -294,10 +300,13 @@ func (d *uringDriver) closeSlot(c *Conn) bool {
 }
 
 // shutdownSlot shuts c's write side on its slot, with the ring: there is
-// no descriptor for the system call. Unlike a descriptor's number, a slot
-// is not reused before its close completes, and the kernel resolves the
-// slot as it takes the entry, so the shutdown cannot reach another
-// connection (the reason shutdownWrite uses the system call otherwise).
+// no descriptor for the system call. The kernel runs IORING_OP_SHUTDOWN
+// on its io-wq workers (io_shutdown_prep forces it async) and resolves
+// the slot only when the worker issues it, while a close of the slot
+// runs inline at submit: a close submitted with the shutdown would free
+// the slot first, and the next accept into the table could put another
+// connection there for the worker to shut down. So the slot's close
+// waits for the shutdown's completion (closeSlot, slotShutDown).
 func (d *uringDriver) shutdownSlot(c *Conn) {
 	if err := d.r.PrepareShutdown(d.sock(c), unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)); err != nil {
 		d.l.fail(c, "shutdown", err)
@@ -305,6 +314,18 @@ func (d *uringDriver) shutdownSlot(c *Conn) {
 	}
 	d.onSlot(c)
 	c.ur.ops++
+	c.ur.flags |= ufSlotShut
+}
+
+// slotShutDown notes the completion of c's shutdown on its slot, and
+// queues the close that release held meanwhile (through release, which
+// retries next turn should the submission queue be full).
+func (d *uringDriver) slotShutDown(c *Conn) {
+	c.ur.flags &^= ufSlotShut
+	if c.ur.flags&ufCloseHeld != 0 {
+		c.ur.flags &^= ufCloseHeld
+		d.release(c)
+	}
 }
 
 func (d *uringDriver) descriptor(c *Conn) (int, error) {
