@@ -222,11 +222,12 @@ func (l *Loop) lingerStart(c *Conn) {
 		return
 	}
 	c.state |= stLingering
-	if c.state&stPauseRead != 0 {
-		c.state &^= stPauseRead
-		if !c.readPaused() {
-			l.d.resumeRead(c)
-		}
+	// Reading resumes to discard: paused by the handler, or left unarmed
+	// by a receive that ended while the queue drained (a closing
+	// connection is not re-armed until it lingers).
+	c.state &^= stPauseRead
+	if !c.readPaused() {
+		l.d.resumeRead(c)
 	}
 	if d := l.cfg.LingerInput; d > 0 {
 		c.more().lingerTimer = l.AfterFunc(d, c.lingerInputDone)

@@ -57,6 +57,8 @@ func (h connHandler) OnData(c *Conn, data []byte) {
 		if o := m.pick(m.open()); o != nil && o != mc {
 			m.act(o, m.in.intn(2), true)
 		}
+	case x < 12:
+		m.act(mc, 6, false)
 	}
 }
 

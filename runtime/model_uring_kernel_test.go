@@ -79,6 +79,16 @@ func (m *connModel) kernelStep(settling bool) bool {
 			m.seen["slot closed"]++
 		}
 		m.log("close of descriptor or slot %d", op.fd)
+	case kindShutdown:
+		// Issued by an io-wq worker, a step after its submit: here its
+		// slot is resolved (submitted checks that no close of it came
+		// first).
+		r.take(i)
+		r.post(op.ud, 0, 0)
+		if op.fixed {
+			m.seen["slot shut down"]++
+		}
+		m.log("shutdown of descriptor or slot %d", op.fd)
 	case kindAcceptCancel:
 		r.completeCancel(i)
 	default:

@@ -72,7 +72,7 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed"} {
+			"descriptor installed", "slot shut down"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -247,6 +247,17 @@ func (m *connModel) submitted(r *simRing, op *simOp) bool {
 		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
 	case op.kind == kindInstall && !op.fixed:
 		m.k.fault("an install of descriptor %d, not of a slot", op.fd)
+	case op.kind == kindCloseSlot:
+		// The kernel closes a slot inline, at submit, but runs a
+		// shutdown on its io-wq workers (io_shutdown_prep forces it
+		// async), which resolve the slot only when they issue it: at a
+		// later step (kernelStep). A slot closed under a shutdown in
+		// flight may by then hold the next connection accepted into it.
+		for _, o := range r.inflight {
+			if o.kind == kindShutdown && o.fixed && o.fd == op.fd {
+				m.k.fault("the close of slot %d submitted while a shutdown on it is in flight: the shutdown may reach the next connection on the slot", op.fd)
+			}
+		}
 	}
 	if op.kind == kindSend && op.nowait {
 		m.sendNoWait(r, op)
@@ -464,6 +475,13 @@ func (m *connModel) act(mc *mconn, act int, outside bool) {
 			mc.graceful = c.state&stClosed == 0 && !mc.failed
 		}
 		c.Close()
+	case 6:
+		// A lingering close: the write side shut once the queue is sent
+		// (on a slot, with a ring entry the kernel resolves late).
+		if c.Buffered() > 0 || c.state&stClosing == 0 {
+			mc.graceful = c.state&stClosed == 0 && !mc.failed
+		}
+		c.CloseLinger()
 	case 4:
 		if held(c) > 0 {
 			m.seen["closed while holding"]++

@@ -177,6 +177,8 @@ const (
 	ufListed                             // on the driver's list of connections with waiting receives to deliver
 	ufSendSkip                           // the send in flight is a skipped send (uring_skip.go)
 	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
+	ufSlotShut                           // a shutdown on the slot is in flight: its close waits (uring_fixed.go)
+	ufCloseHeld                          // release found the slot's shutdown in flight: its completion queues the close
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {

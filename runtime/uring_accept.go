@@ -28,6 +28,8 @@ type uringListener struct {
 	fixed     bool  // it accepts into the fixed file table (uring_fixed.go)
 	multishot bool  // its accept into the table is multishot
 	toSingle  bool  // that multishot is cancelled for single accepts (the table's margin)
+	claim     int   // the slots its armed accept into the table may take (uringFixed.armed)
+	ready     bool  // a poll said a connection waits: accept into the table (pollFirst)
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
@@ -54,7 +56,7 @@ func (d *uringDriver) armAccept(i int) error {
 	op := kindAccept
 	slot := uint32(i)
 	switch {
-	case ln.awaitConn:
+	case ln.awaitConn, ln.fixed && d.pollFirst(ln):
 		op = kindAcceptPoll
 		err = d.r.PreparePollIn(ln.fd, userData(op, slot, 0))
 	case ln.fixed:
@@ -166,6 +168,7 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 		ln.acceptOp = 0
 		ln.toSingle = false
 		d.loopOps--
+		d.unclaim(ln)
 	}
 	fd, errno := int(e.Res), unix.Errno(0)
 	if e.Res < 0 {
@@ -189,6 +192,9 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 			d.acceptBacklog(i)
 		}
 		d.nextAccept(i)
+		if ln.fixed {
+			d.armStarved() // what it claimed of the table is free for the other listeners
+		}
 	}
 }
 
@@ -230,6 +236,7 @@ func (d *uringDriver) listenerReady(i int, e *ring.Completion) {
 		return
 	default:
 		ln.awaitConn = false
+		ln.ready = ln.fixed
 	}
 	d.nextAccept(i)
 }

@@ -93,6 +93,7 @@ func (d *uringDriver) complete(e *ring.Completion) {
 		// A slot's shutdown (uring_fixed.go); it fails the connection as
 		// the system call's failure does (uring_send.go).
 		c.ur.ops--
+		d.slotShutDown(c)
 		if e.Res < 0 && e.Res != -int32(unix.ENOTCONN) && !c.closed() {
 			l.fail(c, "shutdown", errnoErr("shutdown", unix.Errno(-e.Res)))
 		}

@@ -62,6 +62,10 @@ type uringFixed struct {
 	size   int            // the table's slots
 	used   int            // slots filled: accepted, their close not yet complete
 	margin int            // the most one round of multishot accepts may take
+	// armed is what the accepts armed into the table may take, over
+	// the listeners: one for a single accept, the margin for a
+	// multishot (uringListener.claim).
+	armed int
 	// full says an accept found the table full (-ENFILE) although the
 	// count said otherwise: no accept into it until the next close.
 	full bool
@@ -193,20 +197,57 @@ func (d *uringDriver) takeSlot(c *Conn) {
 
 // armAcceptFixed arms listener i's accept into the table: multishot while
 // more slots are free than a round of accepts may take, else a single
-// accept, and none while the table is full.
+// accept, and none while the slots that are free are all claimed by the
+// accepts armed on the loop's other listeners (or the table is full).
 func (d *uringDriver) armAcceptFixed(ln *uringListener, ud uint64) (bool, error) {
 	fx := &d.fx
-	free := fx.size - fx.used
+	free := fx.size - fx.used - fx.armed
 	if free <= 0 || fx.full {
 		fx.starved = true
 		return false, nil
 	}
-	if d.multishotAccept() && free > fx.margin {
-		ln.multishot = true
-		return true, fx.r.PrepareAcceptMultishotDirect(ln.fd, ud)
+	var err error
+	multi, claim := d.multishotAccept() && free > fx.margin, 1
+	if multi {
+		claim = max(fx.margin, 1)
+		err = fx.r.PrepareAcceptMultishotDirect(ln.fd, ud)
+	} else {
+		err = fx.r.PrepareAcceptDirect(ln.fd, ud)
 	}
-	ln.multishot = false
-	return true, fx.r.PrepareAcceptDirect(ln.fd, ud)
+	if err == nil {
+		ln.multishot, ln.claim, ln.ready = multi, claim, false
+		fx.armed += claim
+	}
+	return true, err
+}
+
+// pollFirst reports whether listener ln polls for a connection before it
+// arms an accept into the table: while fewer slots are free than the
+// loop has listeners accepting into it, a slot is claimed only by a
+// listener with a connection waiting, so that an idle listener's armed
+// accept does not hold the last slots from a busy one.
+func (d *uringDriver) pollFirst(ln *uringListener) bool {
+	fx := &d.fx
+	free := fx.size - fx.used - fx.armed
+	if ln.ready || free <= 0 || fx.full {
+		return false
+	}
+	n := 0
+	for i := range d.lns {
+		if d.lns[i].fd >= 0 && d.lns[i].fixed {
+			n++
+		}
+	}
+	return free < n
+}
+
+// unclaim gives back what ln's accept claimed of the table, once it has
+// ended, and returns it.
+func (d *uringDriver) unclaim(ln *uringListener) int {
+	claim := ln.claim
+	d.fx.armed -= claim
+	ln.claim = 0
+	return claim
 }
 
 // acceptedFixed handles a completion of listener i's accept into the
@@ -240,7 +281,7 @@ func (d *uringDriver) acceptedFixed(i int, e *ring.Completion) bool {
 		d.dropSlot(slot)
 	}
 	ln := &d.lns[i]
-	if e.More() && ln.multishot && fx.size-fx.used <= fx.margin {
+	if e.More() && ln.multishot && fx.size-fx.used-(fx.armed-ln.claim) <= fx.margin {
 		// Within the margin: single accepts from here on, once this
 		// one's cancel has ended it.
 		if d.r.PrepareCancel(userData(kindAccept, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
@@ -268,6 +309,13 @@ func (d *uringDriver) slotClosed() {
 	fx := &d.fx
 	fx.used--
 	fx.full = false
+	d.armStarved()
+}
+
+// armStarved arms the accepts that waited for a slot: one was closed, or
+// an accept that claimed slots has ended.
+func (d *uringDriver) armStarved() {
+	fx := &d.fx
 	if !fx.starved {
 		return
 	}
@@ -280,9 +328,15 @@ func (d *uringDriver) slotClosed() {
 }
 
 // closeSlot queues the close of c's slot, if it has one, and reports
-// false when the queue took no entry.
+// false when the queue took no entry. While a shutdown on the slot is in
+// flight the close is held (c keeps its slot, and the shutdown is counted
+// in its ops), and the shutdown's completion queues it (slotShutDown).
 func (d *uringDriver) closeSlot(c *Conn) bool {
 	if c.ur.fixed == 0 {
+		return true
+	}
+	if c.ur.flags&ufSlotShut != 0 {
+		c.ur.flags |= ufCloseHeld
 		return true
 	}
 	if d.fx.r.PrepareCloseDirect(int(c.ur.fixed-1), userData(kindCloseSlot, c.slot, c.gen)) != nil {
@@ -294,10 +348,13 @@ func (d *uringDriver) closeSlot(c *Conn) bool {
 }
 
 // shutdownSlot shuts c's write side on its slot, with the ring: there is
-// no descriptor for the system call. Unlike a descriptor's number, a slot
-// is not reused before its close completes, and the kernel resolves the
-// slot as it takes the entry, so the shutdown cannot reach another
-// connection (the reason shutdownWrite uses the system call otherwise).
+// no descriptor for the system call. The kernel runs IORING_OP_SHUTDOWN
+// on its io-wq workers (io_shutdown_prep forces it async) and resolves
+// the slot only when the worker issues it, while a close of the slot
+// runs inline at submit: a close submitted with the shutdown would free
+// the slot first, and the next accept into the table could put another
+// connection there for the worker to shut down. So the slot's close
+// waits for the shutdown's completion (closeSlot, slotShutDown).
 func (d *uringDriver) shutdownSlot(c *Conn) {
 	if err := d.r.PrepareShutdown(d.sock(c), unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)); err != nil {
 		d.l.fail(c, "shutdown", err)
@@ -305,6 +362,18 @@ func (d *uringDriver) shutdownSlot(c *Conn) {
 	}
 	d.onSlot(c)
 	c.ur.ops++
+	c.ur.flags |= ufSlotShut
+}
+
+// slotShutDown notes the completion of c's shutdown on its slot, and
+// queues the close that release held meanwhile (through release, which
+// retries next turn should the submission queue be full).
+func (d *uringDriver) slotShutDown(c *Conn) {
+	c.ur.flags &^= ufSlotShut
+	if c.ur.flags&ufCloseHeld != 0 {
+		c.ur.flags &^= ufCloseHeld
+		d.release(c)
+	}
 }
 
 func (d *uringDriver) descriptor(c *Conn) (int, error) {

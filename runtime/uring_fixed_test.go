@@ -429,3 +429,49 @@ func TestDirectDescriptorsRefused(t *testing.T) {
 		t.Fatalf("the refusal was logged %d times, want once", refused)
 	}
 }
+
+// Two listeners of the loop accept into one table of 2: the accepts
+// armed on both count against the free slots, so that none is armed
+// without a slot for it. Two connections on the first fill the table;
+// one on the second then waits in its backlog (no accept error, nothing
+// lost) and is served once a slot is closed, and so is a third on the
+// first after another close.
+func TestDirectDescriptorsTwoListenersShareTheTable(t *testing.T) {
+	f := needDirect(t)
+	cfg := percore.FixedTable(percore.Config{Backend: percore.IOURing, UringFeatures: f,
+		Addr: "127.0.0.1:0", Listen: []string{"127.0.0.1:0"}}, 2, -2)
+	rt := start(t, cfg, slotEcho{})
+	lns := rt.Listeners()
+	if len(lns) != 2 {
+		t.Fatalf("%d listeners, want 2", len(lns))
+	}
+	on := func(i int, b byte) net.Conn {
+		c := pctest.Dial(t, lns[i].Addr.String())
+		if _, err := c.Write([]byte{b}); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	echoed := func(c net.Conn, want byte) {
+		t.Helper()
+		b := make([]byte, 1)
+		if _, err := io.ReadFull(c, b); err != nil || b[0] != want {
+			t.Fatalf("echo of %q: %q, %v (stats %+v)", want, b, err, rt.Stats())
+		}
+	}
+	a0, a1 := on(0, 'a'), on(0, 'b')
+	echoed(a0, 'a')
+	echoed(a1, 'b')
+	b0 := on(1, 'c') // waits: the table is full
+	a2 := on(0, 'd')
+	if s := rt.Stats(); s.Accepts != 2 || s.AcceptErrors != 0 {
+		t.Fatalf("with the table full: %d accepts, %d accept errors; want 2 and 0", s.Accepts, s.AcceptErrors)
+	}
+	a0.Close()
+	a1.Close()
+	echoed(b0, 'c')
+	echoed(a2, 'd')
+	if s := rt.Stats(); s.Accepts != 4 || s.AcceptErrors != 0 {
+		t.Fatalf("%d accepts, %d accept errors; want 4 and 0", s.Accepts, s.AcceptErrors)
+	}
+}
