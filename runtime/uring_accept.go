@@ -30,6 +30,7 @@ type uringListener struct {
 	toSingle  bool  // that multishot is cancelled for single accepts (the table's margin)
 	claim     int   // the slots its armed accept into the table may take (uringFixed.armed)
 	ready     bool  // a poll said a connection waits: accept into the table (pollFirst)
+	toPoll    bool  // its accept was cancelled to free its claim (reclaim): poll first
 }
 
 func (d *uringDriver) listen(i int, fd int) error {
@@ -164,6 +165,7 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	ln := &d.lns[i]
 	more := e.More()
 	toSingle := ln.toSingle && !more
+	toPoll := ln.toPoll && !more
 	if !more {
 		ln.acceptOp = 0
 		ln.toSingle = false
@@ -182,9 +184,10 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	} else if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
-	// A multishot cancelled for single accepts into the table (toSingle)
-	// leaves what waits to the single accept armed below (uring_fixed.go).
-	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !toSingle {
+	// A multishot cancelled for single accepts into the table (toSingle),
+	// or an accept cancelled to give its claim of the table back (toPoll),
+	// leaves what waits to the accept or poll armed below (uring_fixed.go).
+	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !toSingle && !toPoll {
 		d.acceptCancelledWaiting(i)
 	}
 	if !more {
@@ -235,7 +238,7 @@ func (d *uringDriver) listenerReady(i int, e *ring.Completion) {
 		d.l.AfterFunc(acceptBackoffMax, func() { d.nextAccept(i) })
 		return
 	default:
-		ln.awaitConn = false
+		ln.awaitConn, ln.toPoll = false, false
 		ln.ready = ln.fixed
 	}
 	d.nextAccept(i)

@@ -199,11 +199,17 @@ func (d *uringDriver) takeSlot(c *Conn) {
 // more slots are free than a round of accepts may take, else a single
 // accept, and none while the slots that are free are all claimed by the
 // accepts armed on the loop's other listeners (or the table is full).
+// A listener with a connection waiting (ready) that finds the free slots
+// all claimed takes the claims back from the idle accepts that hold them
+// (reclaim), and is armed when their cancels have ended (armStarved).
 func (d *uringDriver) armAcceptFixed(ln *uringListener, ud uint64) (bool, error) {
 	fx := &d.fx
 	free := fx.size - fx.used - fx.armed
 	if free <= 0 || fx.full {
 		fx.starved = true
+		if ln.ready && !fx.full && fx.size > fx.used {
+			d.reclaim(ln)
+		}
 		return false, nil
 	}
 	var err error
@@ -222,23 +228,46 @@ func (d *uringDriver) armAcceptFixed(ln *uringListener, ud uint64) (bool, error)
 }
 
 // pollFirst reports whether listener ln polls for a connection before it
-// arms an accept into the table: while fewer slots are free than the
-// loop has listeners accepting into it, a slot is claimed only by a
-// listener with a connection waiting, so that an idle listener's armed
-// accept does not hold the last slots from a busy one.
+// arms an accept into the table: while fewer slots are free and unclaimed
+// than the loop has listeners without an accept armed into it, a slot is
+// claimed only by a listener with a connection waiting, so that an idle
+// listener's armed accept does not hold the last slots from a busy one;
+// and after its accept was cancelled to give its claim back (reclaim).
+// Not while the table is full: a close arms the accepts (slotClosed).
 func (d *uringDriver) pollFirst(ln *uringListener) bool {
 	fx := &d.fx
-	free := fx.size - fx.used - fx.armed
-	if ln.ready || free <= 0 || fx.full {
+	if ln.ready || fx.size <= fx.used || fx.full {
 		return false
+	}
+	if ln.toPoll {
+		return true
 	}
 	n := 0
 	for i := range d.lns {
-		if d.lns[i].fd >= 0 && d.lns[i].fixed {
+		if o := &d.lns[i]; o.fd >= 0 && o.fixed && o.claim == 0 {
 			n++
 		}
 	}
-	return free < n
+	return fx.size-fx.used-fx.armed < n
+}
+
+// reclaim cancels the accepts into the table that the loop's listeners
+// other than ln have armed and that hold a claim, so that ln, with a
+// connection waiting, gets a slot that is free but claimed: an accept
+// still armed has found no connection, so its listener is idle. Each
+// re-arms as a poll once its cancel has ended (toPoll); a connection it
+// accepts before the cancel lands is within its claim.
+func (d *uringDriver) reclaim(ln *uringListener) {
+	for i := range d.lns {
+		o := &d.lns[i]
+		if o == ln || !o.fixed || o.acceptOp != kindAccept || o.claim == 0 || o.toSingle || o.toPoll {
+			continue
+		}
+		if d.r.PrepareCancel(userData(kindAccept, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
+			d.loopOps++
+			o.toPoll = true
+		}
+	}
 }
 
 // unclaim gives back what ln's accept claimed of the table, once it has
