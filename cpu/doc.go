@@ -6,6 +6,10 @@
 // cpusets are honoured. [Pin] locks the calling goroutine to its OS thread and
 // restricts that thread to one CPU; [Thread] reads a thread's affinity back.
 //
+// [Quota] reads the cgroup CPU bandwidth limit (cgroup v2 cpu.max or v1
+// cpu.cfs_quota_us, the lowest up the hierarchy) as a number of CPUs, for
+// sizing the threads that may run at once below it.
+//
 // [ParseList] and [FormatList] convert the kernel's CPU-list format
 // ("0-3,8,10-11", as in /sys/devices/system/cpu/online and taskset -c), and
 // [IRQMask], [IRQMaskSet] and [ParseIRQMask] the hexadecimal mask format of

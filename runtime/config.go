@@ -273,10 +273,10 @@ type Config struct {
 	// (Report.GOMAXPROCS), and Close puts it back once no other runtime's
 	// raise is live (one record for the process: runtimes that overlap, as
 	// in a hand-over, keep the largest want; Go's default comes back as the
-	// default, following a CPU quota again). Where Go's default GOMAXPROCS
-	// is below the affinity mask's CPUs (a cgroup CPU quota), it is not
-	// raised past that default (logged): more running threads than the
-	// quota has CPUs would get the loops throttled with the handshakes.
+	// default, following a CPU quota again). Under a cgroup CPU quota
+	// (cpu.Quota, read up the cgroup hierarchy) it is not raised past the
+	// quota's whole CPUs (logged): more running threads than the quota has
+	// CPUs would get the loops throttled with the handshakes.
 	// docs/decisions/0064-tls-storm-scheduling.md.
 	TLSPool tlsconn.PoolConfig
 	// MaxHandshakes caps each loop's connections in their TLS handshake:

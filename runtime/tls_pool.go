@@ -47,8 +47,8 @@ func (rt *Runtime) setupTLSPool() {
 		now, was, quota := raiseProcs(&rt.tls, want, affinity)
 		rt.report.GOMAXPROCS = now
 		if quota > 0 && now < want {
-			rt.cfg.Logger.Info("percore: GOMAXPROCS not raised past Go's default, below the CPUs in the affinity mask (a CPU quota?): more running threads than the quota has CPUs would have the kernel throttle the loops with the handshakes; these share the quota's Ps",
-				"gomaxprocs", now, "wanted", want, "default", quota, "affinity", affinity)
+			rt.cfg.Logger.Info("percore: GOMAXPROCS not raised past the cgroup CPU quota: more running threads than the quota has CPUs would have the kernel throttle the loops with the handshakes; these share the quota's Ps",
+				"gomaxprocs", now, "wanted", want, "quota_procs", quota, "affinity", affinity)
 		}
 		if now > was {
 			rt.cfg.Logger.Info("percore: GOMAXPROCS raised for the TLS handshake pool: a P for each loop and each computing handshake",

@@ -3,9 +3,12 @@
 package runtime
 
 import (
+	"math"
 	"os"
 	goruntime "runtime"
 	"sync"
+
+	"github.com/percore/percore/cpu"
 )
 
 // tlsProcs is the process's record of the GOMAXPROCS raises of the
@@ -21,47 +24,59 @@ type procsRecord struct {
 	orig  int                 // GOMAXPROCS before the first live raise
 	dflt  bool                // orig was Go's default: restore with SetDefaultGOMAXPROCS
 	set   int                 // what the record last set it to
-	limit int                 // a CPU quota's Ps (Go's default below the affinity mask), 0: none
+	limit int                 // the Ps a cgroup CPU quota allows (quotaProcs), 0: none
 	wants map[*runtimeTLS]int // each live raising runtime's want
 }
 
-// goDefaultProcs returns Go's default GOMAXPROCS (the affinity mask's
-// CPUs, capped by a cgroup CPU quota) and whether GOMAXPROCS is Go's to
-// choose (no GOMAXPROCS environment variable); cur is GOMAXPROCS now,
-// which it leaves as it found it. Go has no query for the default: it
-// sets it and puts cur back if that differs.
-// A variable: the tests drive the quota case without a cgroup.
-var goDefaultProcs = func(cur int) (int, bool) {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return 0, false
+// cpuQuota returns the cgroup CPU bandwidth limit in CPUs (cpu.Quota),
+// false when none: a variable, so that the tests drive the quota case
+// without a cgroup.
+var cpuQuota = cpu.Quota
+
+// quotaProcs returns the most Ps a raise may go to under a CPU quota of q
+// CPUs: the whole CPUs of it, at least one. More runnable threads than the
+// quota has CPUs have CFS throttle the whole cgroup, loops included.
+func quotaProcs(q float64) int { return max(1, int(q)) }
+
+// goDefaultProcs returns what Go's default GOMAXPROCS is (Go 1.25): the
+// CPUs of the affinity mask (affinity, or runtime.NumCPU when 0), lowered
+// to a CPU quota of q CPUs rounded up, but not below 2. Computed, not
+// probed: setting the default to read it back would switch Go's updates
+// of GOMAXPROCS on for a program that had set its own.
+func goDefaultProcs(affinity int, q float64, hasQuota bool) int {
+	n := affinity
+	if n <= 0 {
+		n = goruntime.NumCPU()
 	}
-	goruntime.SetDefaultGOMAXPROCS()
-	d := goruntime.GOMAXPROCS(0)
-	if d != cur {
-		goruntime.GOMAXPROCS(cur)
+	if hasQuota {
+		n = min(n, max(2, int(math.Ceil(q))))
 	}
-	return d, true
+	return n
 }
 
 // baseProcs returns GOMAXPROCS as it was before the live raises (as it is
-// when there are none): what a pool's MaxCPU default comes from.
+// when there are none, or when something else has changed it since): what
+// a pool's MaxCPU default and the loops' count (loopCores) come from, so
+// that a runtime started while another's raise is live is not sized by it.
 func baseProcs() int {
 	tlsProcs.mu.Lock()
 	defer tlsProcs.mu.Unlock()
-	if len(tlsProcs.wants) > 0 {
+	cur := goruntime.GOMAXPROCS(0)
+	if len(tlsProcs.wants) > 0 && cur == tlsProcs.set {
 		return tlsProcs.orig
 	}
-	return goruntime.GOMAXPROCS(0)
+	return cur
 }
 
 // raiseProcs records key's want of GOMAXPROCS, when it is above the value
 // before the raises, and returns GOMAXPROCS after (raised to the largest
-// want) and before the raises. affinity is how many CPUs the process's
-// affinity mask has: where Go's default is below it, a cgroup CPU quota
-// set the default (as loopCores finds), and the raise stops at the
-// default (quota, returned): more runnable threads than the quota has CPUs
-// would have CFS throttle the whole cgroup, loops included, so the
-// handshakes share the quota's Ps instead.
+// want) and before the raises, and the Ps a CPU quota allows (0: no
+// quota). Under a cgroup CPU quota (read from the cgroup files, up the
+// hierarchy: cpu.Quota) the raise stops at the quota's whole CPUs: more
+// runnable threads than the quota has CPUs would have CFS throttle the
+// whole cgroup, loops included, so the handshakes share the quota's Ps
+// instead. affinity is how many CPUs the process's affinity mask has (0:
+// unknown), for telling Go's default from a value the program set.
 func raiseProcs(key *runtimeTLS, want, affinity int) (now, orig, quota int) {
 	tlsProcs.mu.Lock()
 	defer tlsProcs.mu.Unlock()
@@ -70,15 +85,17 @@ func raiseProcs(key *runtimeTLS, want, affinity int) (now, orig, quota int) {
 		if want <= cur {
 			return cur, cur, 0
 		}
-		d, ok := goDefaultProcs(cur)
+		q, hasQuota := cpuQuota()
 		tlsProcs.limit = 0
-		if ok && d < affinity {
-			tlsProcs.limit = d
+		if hasQuota {
+			tlsProcs.limit = quotaProcs(q)
 		}
 		if tlsProcs.limit > 0 && min(want, tlsProcs.limit) <= cur {
 			return cur, cur, tlsProcs.limit
 		}
-		tlsProcs.orig, tlsProcs.dflt, tlsProcs.set = cur, ok && d == cur, 0
+		envSet := os.Getenv("GOMAXPROCS") != ""
+		tlsProcs.orig, tlsProcs.set = cur, 0
+		tlsProcs.dflt = !envSet && cur == goDefaultProcs(affinity, q, hasQuota)
 		tlsProcs.wants = map[*runtimeTLS]int{}
 	}
 	if tlsProcs.limit > 0 {

@@ -133,36 +133,56 @@ func TestProcsRecordDefault(t *testing.T) {
 	}
 }
 
-// TestProcsQuota: where Go's default GOMAXPROCS is below the affinity
-// mask's CPUs (a cgroup CPU quota: driven here through goDefaultProcs),
-// a raise stops at the default: at the default nothing is raised, and
-// setupTLSPool says why; below it (a program's own smaller value) the
-// raise goes up to the default, not to the want. Before, GOMAXPROCS went
-// to the loops plus MaxCPU, past the quota.
+// TestProcsQuota: under a cgroup CPU quota (driven here through
+// cpuQuota) a raise stops at the quota's whole CPUs: at them nothing is
+// raised, and setupTLSPool says why; below them (a program's own smaller
+// value) the raise goes up to them, not to the want; a fractional quota
+// (3.5) allows 3, where Go's default rounds it up to 4; and the cap holds
+// with GOMAXPROCS set in the environment too. Before, the quota was
+// inferred from Go's default being below the affinity mask, which missed
+// a fractional quota, a quota on a parent cgroup and the environment.
 func TestProcsQuota(t *testing.T) {
-	prev := goDefaultProcs
-	t.Cleanup(func() { goDefaultProcs = prev })
-	goDefaultProcs = func(int) (int, bool) { return 2, true } // a quota of 2 CPUs
+	prev := cpuQuota
+	t.Cleanup(func() { cpuQuota = prev })
+	quota := func(q float64) { cpuQuota = func() (float64, bool) { return q, q > 0 } }
 	a := &runtimeTLS{}
 
+	quota(2)
 	setProcs(t, 2)
-	if now, orig, quota := raiseProcs(a, 3, 8); now != 2 || orig != 2 || quota != 2 {
-		t.Errorf("at the quota's 2 of 8 CPUs: raiseProcs(3) = %d, %d, %d; want 2, 2, 2", now, orig, quota)
+	if now, orig, lim := raiseProcs(a, 3, 8); now != 2 || orig != 2 || lim != 2 {
+		t.Errorf("at the quota's 2 CPUs: raiseProcs(3) = %d, %d, %d; want 2, 2, 2", now, orig, lim)
 	}
 	dropProcs(a)
 
 	goruntime.GOMAXPROCS(1)
-	if now, _, quota := raiseProcs(a, 3, 8); now != 2 || quota != 2 || goruntime.GOMAXPROCS(0) != 2 {
-		t.Errorf("at 1 under a quota of 2: raiseProcs(3) = %d (quota %d), GOMAXPROCS %d; want 2", now, quota, goruntime.GOMAXPROCS(0))
+	if now, _, lim := raiseProcs(a, 3, 8); now != 2 || lim != 2 || goruntime.GOMAXPROCS(0) != 2 {
+		t.Errorf("at 1 under a quota of 2: raiseProcs(3) = %d (limit %d), GOMAXPROCS %d; want 2", now, lim, goruntime.GOMAXPROCS(0))
 	}
 	dropProcs(a)
 	if got := goruntime.GOMAXPROCS(0); got != 1 {
 		t.Errorf("GOMAXPROCS %d after, want 1 back", got)
 	}
 
+	quota(3.5)
 	goruntime.GOMAXPROCS(2)
-	if now, _, quota := raiseProcs(a, 3, 2); now != 3 || quota != 0 {
-		t.Errorf("default 2 of 2 CPUs (no quota): raiseProcs(3) = %d (quota %d); want 3", now, quota)
+	if now, _, lim := raiseProcs(a, 6, 4); now != 3 || lim != 3 {
+		t.Errorf("under a quota of 3.5 CPUs: raiseProcs(6) = %d (limit %d); want 3", now, lim)
+	}
+	dropProcs(a)
+
+	t.Setenv("GOMAXPROCS", "2")
+	if now, _, lim := raiseProcs(a, 6, 4); now != 3 || lim != 3 {
+		t.Errorf("with GOMAXPROCS in the environment, under a quota of 3.5: raiseProcs(6) = %d (limit %d); want 3", now, lim)
+	}
+	dropProcs(a)
+	if got := goruntime.GOMAXPROCS(0); got != 2 {
+		t.Errorf("GOMAXPROCS %d after, want the environment's 2 back", got)
+	}
+
+	quota(0)
+	goruntime.GOMAXPROCS(2)
+	if now, _, lim := raiseProcs(a, 3, 2); now != 3 || lim != 0 {
+		t.Errorf("no quota: raiseProcs(3) = %d (limit %d); want 3", now, lim)
 	}
 	dropProcs(a)
 
@@ -172,10 +192,7 @@ func TestProcsQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cores) < 2 {
-		t.Skip("needs two CPUs in the affinity mask for a default below it")
-	}
-	goDefaultProcs = func(int) (int, bool) { return 1, true }
+	quota(1)
 	goruntime.GOMAXPROCS(1)
 	var logs bytes.Buffer
 	rt := &Runtime{cfg: Config{TLS: &tls.Config{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
@@ -185,7 +202,7 @@ func TestProcsQuota(t *testing.T) {
 	if got := rt.report.GOMAXPROCS; got != 1 || goruntime.GOMAXPROCS(0) != 1 {
 		t.Errorf("under a quota of 1: GOMAXPROCS %d, reported %d; want 1", goruntime.GOMAXPROCS(0), got)
 	}
-	if n := strings.Count(logs.String(), "not raised past Go's default"); n != 1 {
+	if n := strings.Count(logs.String(), "not raised past the cgroup CPU quota"); n != 1 {
 		t.Errorf("%d notes of the quota, want 1:\n%s", n, logs.String())
 	}
 	if strings.Contains(logs.String(), "GOMAXPROCS raised") {

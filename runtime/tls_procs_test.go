@@ -52,3 +52,40 @@ func TestTLSProcsHandOver(t *testing.T) {
 		}
 	})
 }
+
+// TestProcsLoopsFromTheBase: a runtime started while another's TLS raise
+// of GOMAXPROCS is live (an in-process hand-over) counts its loops from
+// GOMAXPROCS as it was before the raise: it had counted them from the
+// raised value, so that each hand-over added loops, and a plain runtime
+// was left with more loops than Ps once the raise was put back.
+func TestProcsLoopsFromTheBase(t *testing.T) {
+	cores, err := cpu.Cores()
+	if err != nil || len(cores) < 2 {
+		t.Skip("needs 2 CPUs in the affinity mask")
+	}
+	prev := goruntime.GOMAXPROCS(1)
+	t.Cleanup(func() { goruntime.GOMAXPROCS(prev) })
+	tlsRuntime := func() *percore.Runtime {
+		rt, err := percore.New(percore.Config{Backend: percore.Epoll, Listen: []string{"tls://127.0.0.1:0"},
+			TLS: pctest.TestPKI().ServerTLS(), Logger: pctest.QuietLogger(t)}, &tlsEcho{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rt
+	}
+	a := tlsRuntime()
+	b := tlsRuntime() // the hand-over's new runtime
+	plain, err := percore.New(percore.Config{Backend: percore.Epoll, Addr: "127.0.0.1:0", Logger: pctest.QuietLogger(t)}, echoHandler{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	b.Close()
+	defer plain.Close()
+	if na, nb := len(a.Report().CPUs), len(b.Report().CPUs); na != 1 || nb != 1 {
+		t.Errorf("at GOMAXPROCS 1: the old runtime has %d loops, the new %d; want 1 each", na, nb)
+	}
+	if n, g := len(plain.Report().CPUs), goruntime.GOMAXPROCS(0); n > g {
+		t.Errorf("a plain runtime started under the raise: %d loops, GOMAXPROCS %d once it was put back", n, g)
+	}
+}
