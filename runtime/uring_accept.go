@@ -27,7 +27,6 @@ type uringListener struct {
 	awaitConn bool  // the descriptor table was full with none waiting: poll first
 	fixed     bool  // it accepts into the fixed file table (uring_fixed.go)
 	multishot bool  // its accept into the table is multishot
-	toSingle  bool  // that multishot is cancelled for single accepts (the table's margin)
 	claim     int   // the slots its armed accept into the table may take (uringFixed.armed)
 	ready     bool  // a poll said a connection waits: accept into the table (pollFirst)
 }
@@ -163,10 +162,8 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	l := d.l
 	ln := &d.lns[i]
 	more := e.More()
-	toSingle := ln.toSingle && !more
 	if !more {
 		ln.acceptOp = 0
-		ln.toSingle = false
 		d.loopOps--
 		d.unclaim(ln)
 	}
@@ -182,9 +179,12 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	} else if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
-	// A multishot cancelled for single accepts into the table (toSingle)
-	// leaves what waits to the single accept armed below (uring_fixed.go).
-	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !toSingle {
+	// An accept into the table that a cancel ended (the hold's, or the
+	// margin's for single accepts, uring_fixed.go) leaves what waits to
+	// the accept armed next into the table: the listener is the loop's
+	// own, so no other loop's accept waits on it, and an accept taken
+	// here would put a connection on a descriptor, past the hold.
+	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !ln.fixed {
 		d.acceptCancelledWaiting(i)
 	}
 	if !more {
