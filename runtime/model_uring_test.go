@@ -39,8 +39,8 @@ import (
 //     send and shutdown of an accepted connection names its slot
 //     (IOSQE_FIXED_FILE) and its close is the slot's (and that of the
 //     descriptor installed for it, inline and in the middle of a
-//     dispatch, when an error named its addresses), and no entry names
-//     a slot after its close;
+//     dispatch, when an error named its addresses: a descriptor made of
+//     its own slot), and no entry names a slot after its close;
 //   - with skipped sends (UringSkipSends), no callback runs while a
 //     skipped send that the kernel sent whole in an earlier enter still
 //     counts in its connection's queue (Conn.Buffered): dispatch accounts
@@ -113,6 +113,8 @@ type connModel struct {
 	// slots (uring_fixed.go).
 	direct   bool
 	installs int // descriptors installed for slots
+	// installedFrom is the slot each installed descriptor was made of.
+	installedFrom map[int]int
 	// focus is the connection most steps are about for a while: traffic
 	// comes in bursts per connection, and so do the interleavings that
 	// matter (a receive held back, a pause, another receive, one turn).
@@ -174,7 +176,7 @@ func runConnModel(t *testing.T, label string, in *modelInput, steps int, feats *
 }
 
 func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
-	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}}
+	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}, installedFrom: map[int]int{}}
 	if feats == nil {
 		var f UringFeatures
 		if in.chance(1, 2) {
@@ -245,8 +247,12 @@ func (m *connModel) submitted(r *simRing, op *simOp) bool {
 		}
 	case op.kind == kindClose && op.fd <= simInstalledFd:
 		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
-	case op.kind == kindInstall && !op.fixed:
-		m.k.fault("an install of descriptor %d, not of a slot", op.fd)
+	case op.kind == kindClose:
+		// A connection's installed descriptor is its own slot's.
+		if mc := m.byUserData(op.ud); mc != nil && m.installedFrom[op.fd] != mc.fd {
+			m.k.fault("connection %d closes descriptor %d, installed of slot %d, not of its own %d",
+				mc.id, op.fd, m.installedFrom[op.fd], mc.fd)
+		}
 	case op.kind == kindCloseSlot:
 		// The kernel closes a slot inline, at submit, but runs a
 		// shutdown on its io-wq workers (io_shutdown_prep forces it
@@ -267,6 +273,7 @@ func (m *connModel) submitted(r *simRing, op *simOp) bool {
 		// Inline, as the kernel runs it: a descriptor for the slot (a
 		// connection's error names its addresses).
 		m.installs++
+		m.installedFrom[simInstalledFd+m.installs] = op.fd
 		r.post(op.ud, int32(simInstalledFd+m.installs), 0)
 		m.seen["descriptor installed"]++
 		return true
