@@ -72,7 +72,7 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed", "slot shut down"} {
+			"descriptor installed", "slot shut down", "shutdown refused"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -206,6 +206,18 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		m.direct = true
 	}
 	m.k.onSubmit = m.submitted
+	if m.direct {
+		// A slot's shutdown (a ring entry, not a system call) that the
+		// submission queue refuses now and then: retried next turn.
+		m.k.refuse = func(op *simOp) bool {
+			if op.kind != kindShutdown || !in.chance(1, 3) {
+				return false
+			}
+			m.seen["shutdown refused"]++
+			m.log("the submission queue refuses a shutdown of slot %d", op.fd)
+			return true
+		}
+	}
 	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
 	m.l.streams = 1
 	if err := m.d.listen(0, simListenFd); err != nil {
