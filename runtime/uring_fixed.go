@@ -41,9 +41,10 @@ import (
 // A real descriptor is installed once where one is needed
 // (uring_fixed_install.go: Conn.Fd, the addresses, SendFile, the
 // hand-over to a new process) with IORING_OP_FIXED_FD_INSTALL, submitted
-// and waited for on the loop's thread; the completions reaped meanwhile are kept (stash) and
-// dispatched first, in the kernel's order. The connection then has both
-// names until it closes: the ring goes on using the slot.
+// and waited for on the loop's thread; the completions reaped meanwhile
+// are kept (stash) and dispatched first, in the kernel's order. The
+// connection then has both names until it closes: the ring goes on using
+// the slot.
 
 // uringFixedRing is what direct descriptors need of the ring, beyond
 // uringRing: *ring.Ring, or nil where the loop uses descriptors only (the
