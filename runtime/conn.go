@@ -13,8 +13,12 @@ import (
 
 // Conn is one stream connection (TCP or Unix) owned by a loop. Its methods must be called on
 // that loop's thread (from a handler, a timer or a function posted to the
-// loop); none of them blocks. After Close, or once OnClose has run, writes
-// fail with net.ErrClosed.
+// loop). None of them waits for the peer. One that needs a descriptor
+// (Fd, LocalAddr, RemoteAddr, SendFile) of a connection that an io_uring
+// loop keeps as a direct descriptor (UringDirectDescriptors) waits, the
+// first time, for the kernel to install one: a system call on the loop's
+// ring that the kernel completes within it, bounded at a second. After
+// Close, or once OnClose has run, writes fail with net.ErrClosed.
 type Conn struct {
 	loop *Loop
 	fd   int
@@ -103,10 +107,12 @@ func (c *Conn) Loop() *Loop { return c.loop }
 
 // Fd returns the connection's socket descriptor, for socket options. Do
 // not read, write or close it. It is -1 once the connection is released.
-// A connection that an io_uring loop keeps as a direct descriptor
-// (UringDirectDescriptors) gets a descriptor made for it by the first
-// call (and by LocalAddr, RemoteAddr and SendFile), kept until it closes;
-// -1 if that fails.
+// Like every method of Conn it must be called on c's loop, and with
+// direct descriptors that matters: a connection that an io_uring loop
+// keeps as a direct descriptor (UringDirectDescriptors) gets a descriptor
+// made for it by the first call (and by LocalAddr, RemoteAddr and
+// SendFile), through the loop's own ring, and kept until it closes; -1 if
+// that fails.
 func (c *Conn) Fd() int {
 	fd, _ := c.loop.d.descriptor(c)
 	return fd

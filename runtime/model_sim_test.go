@@ -105,6 +105,9 @@ type simKernel struct {
 	// onSubmit is the model's own handling of submitted entries
 	// (sockets); entries it does not take wait in the ring's inflight.
 	onSubmit func(r *simRing, op *simOp) bool
+	// refuse, when it returns true, refuses the preparation of an
+	// entry, as a submission queue the kernel takes nothing from does.
+	refuse func(op *simOp) bool
 }
 
 // simEvent is a loop's report to the model: it parked in the kernel, or
@@ -287,6 +290,9 @@ func (r *simRing) prep(op *simOp) error {
 		r.k.fault("ring %d: an entry prepared after its close", r.id)
 	}
 	op.kind = uint8(op.ud >> 56)
+	if r.k.refuse != nil && r.k.refuse(op) {
+		return errFakeQueueFull
+	}
 	r.sq = append(r.sq, op)
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 )
 
 // The stand-in kernel's side of the connection model (model_uring_test.go):
+// checking the entries submitted, running the sends that never wait, and
 // completing receives, sends and cancels in flight.
 
 const (
@@ -151,4 +152,101 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 	}
 	r.post(op.ud, int32(n), flags)
 	m.log("receive of connection %d: %d bytes in buffer %d (more %v)", mc.id, n, id, flags&cqeMore != 0)
+}
+
+// submitted sees each entry the loop hands the kernel (under k.mu): a
+// close's descriptor is gone once it completes, and nothing may be
+// submitted for a connection whose slot was freed.
+func (m *connModel) submitted(r *simRing, op *simOp) bool {
+	if op.kind <= kindConnect && op.kind >= kindRecv || op.kind == kindCloseSlot {
+		if mc := m.byUserData(op.ud); mc != nil && mc.freed {
+			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)
+		}
+	}
+	switch {
+	case !m.direct:
+		if op.fixed || op.kind == kindCloseSlot {
+			m.k.fault("an entry of kind %d on a slot without direct descriptors", op.kind)
+		}
+	case op.kind == kindRecv || op.kind == kindSend || op.kind == kindShutdown:
+		if !op.fixed {
+			m.k.fault("an entry of kind %d of a connection on a slot names a descriptor", op.kind)
+		}
+	case op.kind == kindClose && op.fd <= simInstalledFd:
+		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
+	case op.kind == kindClose:
+		// A connection's installed descriptor is its own slot's.
+		if mc := m.byUserData(op.ud); mc != nil && m.installedFrom[op.fd] != mc.fd {
+			m.k.fault("connection %d closes descriptor %d, installed of slot %d, not of its own %d",
+				mc.id, op.fd, m.installedFrom[op.fd], mc.fd)
+		}
+	case op.kind == kindCloseSlot:
+		// The kernel closes a slot inline, at submit, but runs a
+		// shutdown on its io-wq workers (io_shutdown_prep forces it
+		// async), which resolve the slot only when they issue it: at a
+		// later step (kernelStep). A slot closed under a shutdown in
+		// flight may by then hold the next connection accepted into it.
+		for _, o := range r.inflight {
+			if o.kind == kindShutdown && o.fixed && o.fd == op.fd {
+				m.k.fault("the close of slot %d submitted while a shutdown on it is in flight: the shutdown may reach the next connection on the slot", op.fd)
+			}
+		}
+	}
+	if op.kind == kindSend && op.nowait {
+		m.sendNoWait(r, op)
+		return true
+	}
+	if op.kind == kindInstall {
+		// Inline, as the kernel runs it: a descriptor for the slot (a
+		// connection's error names its addresses).
+		m.installs++
+		m.installedFrom[simInstalledFd+m.installs] = op.fd
+		r.post(op.ud, int32(simInstalledFd+m.installs), 0)
+		m.seen["descriptor installed"]++
+		return true
+	}
+	return false
+}
+
+// sendNoWait runs a send that never waits as the kernel does, within the
+// enter that submits it (under k.mu): all of it (posting nothing when its
+// success is skipped), part of it (the short count: MSG_WAITALL makes it
+// a failure, which is posted), none (-EAGAIN: the socket is full), or a
+// failure of the connection.
+func (m *connModel) sendNoWait(r *simRing, op *simOp) {
+	in, mc := m.in, m.byUserData(op.ud)
+	if mc == nil {
+		r.post(op.ud, -int32(unix.EBADF), 0)
+		return
+	}
+	n := len(op.p)
+	switch x := in.intn(40); {
+	case x == 0:
+		r.post(op.ud, -int32(unix.EPIPE), 0)
+		m.log("skipped send of connection %d fails", mc.id)
+		mc.failed = true
+		return
+	case x < 8:
+		r.post(op.ud, -int32(unix.EAGAIN), 0)
+		m.log("skipped send of connection %d finds the socket full", mc.id)
+		m.seen["skipped send EAGAIN"]++
+		return
+	case x < 16 && n > 1:
+		n = 1 + in.intn(n-1)
+		m.seen["skipped send short"]++
+	default:
+		m.seen["skipped send"]++
+	}
+	mc.received = append(mc.received, op.p[:n]...)
+	if !bytes.HasPrefix(mc.written, mc.received) {
+		m.k.fault("connection %d: the peer received bytes the handler did not write in that order (at %d)",
+			mc.id, len(mc.received)-n)
+	}
+	if n < len(op.p) || !op.skip {
+		r.post(op.ud, int32(n), 0)
+	} else {
+		// The loop's thread is in this enter: its state is read here.
+		mc.silent, mc.silentSeq = true, mc.c.ur.skipSeq
+	}
+	m.log("skipped send of connection %d sends %d of %d", mc.id, n, len(op.p))
 }

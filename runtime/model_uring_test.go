@@ -1,13 +1,10 @@
 package runtime
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // The io_uring driver's connection path, driven as a model: a real Loop
@@ -39,8 +36,8 @@ import (
 //     send and shutdown of an accepted connection names its slot
 //     (IOSQE_FIXED_FILE) and its close is the slot's (and that of the
 //     descriptor installed for it, inline and in the middle of a
-//     dispatch, when an error named its addresses), and no entry names
-//     a slot after its close;
+//     dispatch, when an error named its addresses: a descriptor made of
+//     its own slot), and no entry names a slot after its close;
 //   - with skipped sends (UringSkipSends), no callback runs while a
 //     skipped send that the kernel sent whole in an earlier enter still
 //     counts in its connection's queue (Conn.Buffered): dispatch accounts
@@ -72,7 +69,7 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed", "slot shut down"} {
+			"descriptor installed", "slot shut down", "shutdown refused"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -113,6 +110,8 @@ type connModel struct {
 	// slots (uring_fixed.go).
 	direct   bool
 	installs int // descriptors installed for slots
+	// installedFrom is the slot each installed descriptor was made of.
+	installedFrom map[int]int
 	// focus is the connection most steps are about for a while: traffic
 	// comes in bursts per connection, and so do the interleavings that
 	// matter (a receive held back, a pause, another receive, one turn).
@@ -174,7 +173,7 @@ func runConnModel(t *testing.T, label string, in *modelInput, steps int, feats *
 }
 
 func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
-	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}}
+	m := &connModel{in: in, k: newSimKernel(), seen: map[string]int{}, installedFrom: map[int]int{}}
 	if feats == nil {
 		var f UringFeatures
 		if in.chance(1, 2) {
@@ -204,6 +203,18 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		m.direct = true
 	}
 	m.k.onSubmit = m.submitted
+	if m.direct {
+		// A slot's shutdown (a ring entry, not a system call) that the
+		// submission queue refuses now and then: retried next turn.
+		m.k.refuse = func(op *simOp) bool {
+			if op.kind != kindShutdown || !in.chance(1, 3) {
+				return false
+			}
+			m.seen["shutdown refused"]++
+			m.log("the submission queue refuses a shutdown of slot %d", op.fd)
+			return true
+		}
+	}
 	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
 	m.l.streams = 1
 	if err := m.d.listen(0, simListenFd); err != nil {
@@ -223,98 +234,6 @@ func (m *connModel) log(format string, args ...any) {
 func (m *connModel) faultf(format string, args ...any) {
 	m.k.fault(format, args...)
 	panic(simFault{})
-}
-
-// submitted sees each entry the loop hands the kernel (under k.mu): a
-// close's descriptor is gone once it completes, and nothing may be
-// submitted for a connection whose slot was freed.
-func (m *connModel) submitted(r *simRing, op *simOp) bool {
-	if op.kind <= kindConnect && op.kind >= kindRecv || op.kind == kindCloseSlot {
-		if mc := m.byUserData(op.ud); mc != nil && mc.freed {
-			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)
-		}
-	}
-	switch {
-	case !m.direct:
-		if op.fixed || op.kind == kindCloseSlot {
-			m.k.fault("an entry of kind %d on a slot without direct descriptors", op.kind)
-		}
-	case op.kind == kindRecv || op.kind == kindSend || op.kind == kindShutdown:
-		if !op.fixed {
-			m.k.fault("an entry of kind %d of a connection on a slot names a descriptor", op.kind)
-		}
-	case op.kind == kindClose && op.fd <= simInstalledFd:
-		m.k.fault("the close of descriptor %d: the connections are slots (or installed descriptors)", op.fd)
-	case op.kind == kindInstall && !op.fixed:
-		m.k.fault("an install of descriptor %d, not of a slot", op.fd)
-	case op.kind == kindCloseSlot:
-		// The kernel closes a slot inline, at submit, but runs a
-		// shutdown on its io-wq workers (io_shutdown_prep forces it
-		// async), which resolve the slot only when they issue it: at a
-		// later step (kernelStep). A slot closed under a shutdown in
-		// flight may by then hold the next connection accepted into it.
-		for _, o := range r.inflight {
-			if o.kind == kindShutdown && o.fixed && o.fd == op.fd {
-				m.k.fault("the close of slot %d submitted while a shutdown on it is in flight: the shutdown may reach the next connection on the slot", op.fd)
-			}
-		}
-	}
-	if op.kind == kindSend && op.nowait {
-		m.sendNoWait(r, op)
-		return true
-	}
-	if op.kind == kindInstall {
-		// Inline, as the kernel runs it: a descriptor for the slot (a
-		// connection's error names its addresses).
-		m.installs++
-		r.post(op.ud, int32(simInstalledFd+m.installs), 0)
-		m.seen["descriptor installed"]++
-		return true
-	}
-	return false
-}
-
-// sendNoWait runs a send that never waits as the kernel does, within the
-// enter that submits it (under k.mu): all of it (posting nothing when its
-// success is skipped), part of it (the short count: MSG_WAITALL makes it
-// a failure, which is posted), none (-EAGAIN: the socket is full), or a
-// failure of the connection.
-func (m *connModel) sendNoWait(r *simRing, op *simOp) {
-	in, mc := m.in, m.byUserData(op.ud)
-	if mc == nil {
-		r.post(op.ud, -int32(unix.EBADF), 0)
-		return
-	}
-	n := len(op.p)
-	switch x := in.intn(40); {
-	case x == 0:
-		r.post(op.ud, -int32(unix.EPIPE), 0)
-		m.log("skipped send of connection %d fails", mc.id)
-		mc.failed = true
-		return
-	case x < 8:
-		r.post(op.ud, -int32(unix.EAGAIN), 0)
-		m.log("skipped send of connection %d finds the socket full", mc.id)
-		m.seen["skipped send EAGAIN"]++
-		return
-	case x < 16 && n > 1:
-		n = 1 + in.intn(n-1)
-		m.seen["skipped send short"]++
-	default:
-		m.seen["skipped send"]++
-	}
-	mc.received = append(mc.received, op.p[:n]...)
-	if !bytes.HasPrefix(mc.written, mc.received) {
-		m.k.fault("connection %d: the peer received bytes the handler did not write in that order (at %d)",
-			mc.id, len(mc.received)-n)
-	}
-	if n < len(op.p) || !op.skip {
-		r.post(op.ud, int32(n), 0)
-	} else {
-		// The loop's thread is in this enter: its state is read here.
-		mc.silent, mc.silentSeq = true, mc.c.ur.skipSeq
-	}
-	m.log("skipped send of connection %d sends %d of %d", mc.id, n, len(op.p))
 }
 
 // byUserData returns the connection an entry's user data names.

@@ -179,6 +179,7 @@ const (
 	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
 	ufSlotShut                           // a shutdown on the slot is in flight: its close waits (uring_fixed.go)
 	ufCloseHeld                          // release found the slot's shutdown in flight: its completion queues the close
+	ufShutRetry                          // the slot's shutdown found the queue full: retried with the releases (uring_fixed.go)
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {

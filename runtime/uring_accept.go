@@ -27,7 +27,6 @@ type uringListener struct {
 	awaitConn bool  // the descriptor table was full with none waiting: poll first
 	fixed     bool  // it accepts into the fixed file table (uring_fixed.go)
 	multishot bool  // its accept into the table is multishot
-	toSingle  bool  // that multishot is cancelled for single accepts (the table's margin)
 	claim     int   // the slots its armed accept into the table may take (uringFixed.armed)
 	ready     bool  // a poll said a connection waits: accept into the table (pollFirst)
 	toPoll    bool  // its accept was cancelled to free its claim (reclaim): poll first
@@ -164,11 +163,8 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	l := d.l
 	ln := &d.lns[i]
 	more := e.More()
-	toSingle := ln.toSingle && !more
-	toPoll := ln.toPoll && !more
 	if !more {
 		ln.acceptOp = 0
-		ln.toSingle = false
 		d.loopOps--
 		d.unclaim(ln)
 	}
@@ -184,10 +180,12 @@ func (d *uringDriver) accepted(i int, e *ring.Completion) {
 	} else if errno != unix.ECANCELED && !stopped && l.acceptResult(fd, errno, i) == acceptIdle {
 		ln.awaitConn = true
 	}
-	// A multishot cancelled for single accepts into the table (toSingle),
-	// or an accept cancelled to give its claim of the table back (toPoll),
-	// leaves what waits to the accept or poll armed below (uring_fixed.go).
-	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !toSingle && !toPoll {
+	// An accept into the table that a cancel ended (the hold's, or the
+	// margin's for single accepts, uring_fixed.go) leaves what waits to
+	// the accept armed next into the table: the listener is the loop's
+	// own, so no other loop's accept waits on it, and an accept taken
+	// here would put a connection on a descriptor, past the hold.
+	if errno == unix.ECANCELED && !more && ln.fd >= 0 && !l.stopForced() && !ln.fixed {
 		d.acceptCancelledWaiting(i)
 	}
 	if !more {

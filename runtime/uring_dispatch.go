@@ -59,7 +59,7 @@ func (d *uringDriver) complete(e *ring.Completion) {
 		d.slotClosed()
 		return
 	case kindInstall:
-		installLate(e) // its wait gave up (uring_fixed.go)
+		d.installLate(e) // its wait gave up (uring_fixed.go)
 		return
 	case kindCloseSlot:
 		d.slotClosed() // and the connection's part below

@@ -4,8 +4,6 @@ package runtime
 
 import (
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -36,14 +34,17 @@ import (
 // a close re-arms the accept. An -ENFILE that happens anyway (more
 // connections joined the backlog while the kernel's accept loop ran) is
 // counted in Stats.AcceptErrors, logged once, and the accept re-armed
-// after the next close.
+// after the next close. An -ENFILE while the count says a slot is free is
+// the system's file limit instead (the kernel allocates a socket's file
+// before it looks for a slot): the accept-failure policy of 0008.
 //
-// A real descriptor is installed once where one is needed (descriptor:
-// Conn.Fd, the addresses, SendFile, the hand-over to a new process) with
-// IORING_OP_FIXED_FD_INSTALL, submitted and waited for on the loop's
-// thread; the completions reaped meanwhile are kept (stash) and
-// dispatched first, in the kernel's order. The connection then has both
-// names until it closes: the ring goes on using the slot.
+// A real descriptor is installed once where one is needed
+// (uring_fixed_install.go: Conn.Fd, the addresses, SendFile, the
+// hand-over to a new process) with IORING_OP_FIXED_FD_INSTALL, submitted
+// and waited for on the loop's thread; the completions reaped meanwhile
+// are kept (stash) and dispatched first, in the kernel's order. The
+// connection then has both names until it closes: the ring goes on using
+// the slot.
 
 // uringFixedRing is what direct descriptors need of the ring, beyond
 // uringRing: *ring.Ring, or nil where the loop uses descriptors only (the
@@ -75,15 +76,13 @@ type uringFixed struct {
 	warned  bool   // the -ENFILE warning was logged
 	pending uint32 // the slot (plus one) an accept completion is opening a connection on (start takes it)
 	seq     uint32 // numbers the installs, so that a late completion is told apart
+	// wait, when set, replaces installWait (the tests' install that
+	// gives up).
+	wait time.Duration
 	// stash holds the completions reaped while waiting for an install,
 	// which dispatch (reap) hands on before the ring's.
 	stash []ring.Completion
 }
-
-// installWait bounds the wait for an install's completion. The kernel
-// completes it inline, within the submit; only a completion queue that
-// overflowed delays it to the next enter.
-const installWait = time.Second
 
 // setupFixed registers the loop's fixed file table on r when the loop
 // uses direct descriptors, and reports whether it did: sized to the
@@ -260,7 +259,7 @@ func (d *uringDriver) pollFirst(ln *uringListener) bool {
 func (d *uringDriver) reclaim(ln *uringListener) {
 	for i := range d.lns {
 		o := &d.lns[i]
-		if o == ln || !o.fixed || o.acceptOp != kindAccept || o.claim == 0 || o.toSingle || o.toPoll {
+		if o == ln || !o.fixed || o.acceptOp != kindAccept || o.claim == 0 || o.toPoll {
 			continue
 		}
 		if d.r.PrepareCancel(userData(kindAccept, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
@@ -284,10 +283,18 @@ func (d *uringDriver) unclaim(ln *uringListener) int {
 // as any accept's.
 func (d *uringDriver) acceptedFixed(i int, e *ring.Completion) bool {
 	fx := &d.fx
-	if e.Res == -int32(unix.ENFILE) && fx.used > 0 {
+	if e.Res == -int32(unix.ENFILE) && fx.used >= fx.size {
 		// The table is full: the kernel closed the connection it had
 		// accepted. Counted and logged, and the accept waits for a
-		// close.
+		// close. (With a slot free by the count, the -ENFILE is the
+		// system's file limit, found before the connection left the
+		// backlog: accepted backs off and re-arms as for any accept,
+		// decision 0008. The count cannot miss a slot the kernel
+		// filled: every accept's completion posted before the
+		// failure's is counted when it is handled, and a slot's close
+		// completes after the slot is free. Should a close complete
+		// between the failure and its completion, the table has a slot
+		// again, and the accept re-armed after the back-off fills it.)
 		fx.full, fx.starved = true, true
 		d.cnt[sAcceptErrors]++
 		if !fx.warned {
@@ -315,7 +322,7 @@ func (d *uringDriver) acceptedFixed(i int, e *ring.Completion) bool {
 		// one's cancel has ended it.
 		if d.r.PrepareCancel(userData(kindAccept, uint32(i), 0), userData(kindAcceptCancel, 0, 0)) == nil {
 			d.loopOps++
-			ln.multishot, ln.toSingle = false, true
+			ln.multishot = false
 		}
 	}
 	return true
@@ -384,14 +391,36 @@ func (d *uringDriver) closeSlot(c *Conn) bool {
 // the slot first, and the next accept into the table could put another
 // connection there for the worker to shut down. So the slot's close
 // waits for the shutdown's completion (closeSlot, slotShutDown).
+//
+// A submission queue that takes no entry (ring.Ring made room and the
+// kernel still refused it) does not fail the connection: the shutdown is
+// retried next turn with the releases (retryShutdown), counted meanwhile
+// in c's operations and holding its slot's close as one in flight does.
 func (d *uringDriver) shutdownSlot(c *Conn) {
-	if err := d.r.PrepareShutdown(d.sock(c), unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)); err != nil {
-		d.l.fail(c, "shutdown", err)
+	c.ur.ops++
+	c.ur.flags |= ufSlotShut
+	if d.r.PrepareShutdown(d.sock(c), unix.SHUT_WR, userData(kindShutdown, c.slot, c.gen)) != nil {
+		c.ur.flags |= ufShutRetry
+		d.retry = append(d.retry, c)
 		return
 	}
 	d.onSlot(c)
-	c.ur.ops++
-	c.ur.flags |= ufSlotShut
+}
+
+// retryShutdown prepares again the shutdown of c's slot that the
+// submission queue refused, or, if c was closed meanwhile, ends it
+// unsubmitted: the close it held goes instead (slotShutDown).
+func (d *uringDriver) retryShutdown(c *Conn) {
+	c.ur.flags &^= ufShutRetry
+	c.ur.ops--
+	if c.closed() {
+		d.slotShutDown(c)
+		if c.ur.ops == 0 && !holdsSocket(c) {
+			d.l.freeSlot(c)
+		}
+		return
+	}
+	d.shutdownSlot(c)
 }
 
 // slotShutDown notes the completion of c's shutdown on its slot, and
@@ -404,92 +433,3 @@ func (d *uringDriver) slotShutDown(c *Conn) {
 		d.release(c)
 	}
 }
-
-func (d *uringDriver) descriptor(c *Conn) (int, error) {
-	if c.fd >= 0 {
-		return c.fd, nil
-	}
-	if c.ur.fixed == 0 {
-		return -1, net.ErrClosed
-	}
-	fd, err := d.install(int(c.ur.fixed - 1))
-	if err != nil {
-		return -1, err
-	}
-	c.fd = fd
-	return fd, nil
-}
-
-// install makes a real descriptor of the table's slot: it submits an
-// IORING_OP_FIXED_FD_INSTALL and waits for its completion, keeping every
-// other completion it reaps meanwhile for dispatch.
-func (d *uringDriver) install(slot int) (int, error) {
-	fx := &d.fx
-	fx.seq++
-	ud := userData(kindInstall, fx.seq, 0)
-	if err := fx.r.PrepareFixedFdInstall(slot, ud); err != nil {
-		return -1, fmt.Errorf("install a descriptor: %w", err)
-	}
-	deadline := time.Now().Add(installWait)
-	var batch [64]ring.Completion
-	for wait := false; ; wait = true {
-		var err error
-		if wait {
-			err = d.r.SubmitAndWait(10 * time.Millisecond)
-		} else {
-			err = d.r.Submit()
-		}
-		if err != nil && !errors.Is(err, ring.ErrBusy) {
-			return -1, fmt.Errorf("install a descriptor: %w", err)
-		}
-		res, found := int32(0), false
-		for {
-			n := d.r.Reap(batch[:])
-			for _, e := range batch[:n] {
-				if e.UserData == ud {
-					res, found = e.Res, true
-					continue
-				}
-				fx.stash = append(fx.stash, e)
-			}
-			if n < len(batch) {
-				break
-			}
-		}
-		switch {
-		case found && res < 0:
-			return -1, fmt.Errorf("install a descriptor: %w", os.NewSyscallError("io_uring FIXED_FD_INSTALL", unix.Errno(-res)))
-		case found:
-			return int(res), nil
-		case time.Now().After(deadline):
-			// Its completion, when it comes, closes the descriptor
-			// (complete, kindInstall).
-			return -1, fmt.Errorf("install a descriptor: no completion after %v", installWait)
-		}
-	}
-}
-
-// installLate closes the descriptor of an install whose wait gave up.
-func installLate(e *ring.Completion) {
-	if e.Res >= 0 {
-		_ = unix.Close(int(e.Res))
-	}
-}
-
-// reap copies up to len(dst) completions into dst: those an install
-// stashed first, then the ring's, in the order the kernel posted them.
-func (d *uringDriver) reap(dst []ring.Completion) int {
-	n := 0
-	if s := d.fx.stash; len(s) > 0 {
-		n = copy(dst, s)
-		rest := copy(s, s[n:])
-		d.fx.stash = s[:rest]
-		if n == len(dst) {
-			return n
-		}
-	}
-	return n + d.r.Reap(dst[n:])
-}
-
-// ready is how many completions reap has to hand on.
-func (d *uringDriver) ready() int { return len(d.fx.stash) + d.r.Ready() }

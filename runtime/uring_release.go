@@ -92,14 +92,20 @@ func (d *uringDriver) closeFd(c *Conn) bool {
 }
 
 // retryReleases runs release again for the connections whose cancels or
-// close found the submission queue full.
+// close found the submission queue full, after the shutdown of a slot
+// that found it full (uring_fixed.go).
 func (d *uringDriver) retryReleases() {
 	retry := d.retry
 	d.retry = d.spareRetry[:0]
 	for i, c := range retry {
 		retry[i] = nil
-		c.ur.flags &^= ufReleasing
-		d.release(c)
+		if c.ur.flags&ufShutRetry != 0 {
+			d.retryShutdown(c)
+		}
+		if c.ur.flags&ufReleasing != 0 {
+			c.ur.flags &^= ufReleasing
+			d.release(c)
+		}
 	}
 	d.spareRetry = retry[:0]
 }
