@@ -60,7 +60,7 @@ import (
 func TestModelUringConn(t *testing.T) {
 	seen := map[string]int{}
 	eachModelSeed(t, func(t *testing.T, seed uint64, steps int) {
-		for _, f := range []UringFeatures{0, UringSkipSends, UringDirectDescriptors, UringSkipSends | UringDirectDescriptors} {
+		for _, f := range modelFeatureSets {
 			label := fmt.Sprintf("seed %d, features %v", seed, f)
 			m := runConnModel(t, label, seededInput(seed), steps, &f)
 			for k, v := range m.seen {
@@ -72,7 +72,8 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed", "slot shut down"} {
+			"descriptor installed", "slot shut down", "incremental shared buffer", "incremental part held",
+			"incremental receive past BufferSize"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -80,6 +81,26 @@ func TestModelUringConn(t *testing.T) {
 	}
 	t.Logf("reached: %v", seen)
 }
+
+// modelFeatureSets are the features each seed runs under: skipped sends,
+// direct descriptors and incremental buffers, each on and off.
+var modelFeatureSets = func() []UringFeatures {
+	var sets []UringFeatures
+	for i := range 8 {
+		var f UringFeatures
+		if i&1 != 0 {
+			f |= UringSkipSends
+		}
+		if i&2 != 0 {
+			f |= UringDirectDescriptors
+		}
+		if i&4 != 0 {
+			f |= UringIncrementalBuffers
+		}
+		sets = append(sets, f)
+	}
+	return sets
+}()
 
 func FuzzModelUringConn(f *testing.F) {
 	for seed := uint64(1); seed <= 8; seed++ {
@@ -183,12 +204,16 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		if in.chance(1, 2) {
 			f |= UringDirectDescriptors
 		}
+		if in.chance(1, 2) {
+			f |= UringIncrementalBuffers
+		}
 		feats = &f
 	}
 	budgets := []int{16, 24, 32, 48, -1}
 	caps := []int{40, 64, 200, -1}
 	cfg := Config{BufferCount: 8, BufferSize: 16, TurnBudget: budgets[in.intn(len(budgets))],
 		MaxOutbound: caps[in.intn(len(caps))]}
+
 	if cfg.MaxOutbound > 0 {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
 	}
@@ -202,6 +227,16 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		m.d.feats |= UringDirectDescriptors
 		m.d.fx.r, m.d.fx.size = m.r, 1<<30
 		m.direct = true
+	}
+	if *feats&UringIncrementalBuffers != 0 {
+		// Larger buffers than BufferSize (as IncrementalBufferSize is),
+		// each shared by several receives, a receive perhaps larger
+		// than BufferSize.
+		m.r.bufs = newSimBufs(m.k, len(m.r.bufs.mem), 40)
+		m.r.bufs.r, m.d.bufs = m.r, m.r.bufs
+		m.r.bufs.makeIncremental()
+		m.d.useIncremental(m.r.bufs, len(m.r.bufs.mem))
+		m.d.feats |= UringIncrementalBuffers
 	}
 	m.k.onSubmit = m.submitted
 	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}

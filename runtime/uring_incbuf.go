@@ -132,6 +132,32 @@ func (d *uringDriver) releasePart(id uint16) {
 	d.bufs.Recycle(id)
 }
 
+// deliverOrDefer delivers p, a part of buffer id, to c now, or defers it
+// behind c's waiting receives (over its turn budget, or paused). With
+// incremental buffers a part larger than BufferSize goes as several of at
+// most BufferSize, each a part of its own: a receive into a plain ring
+// (and a read of the epoll loop) is never larger, and the turn budget is
+// counted in deliveries of that size.
+func (d *uringDriver) deliverOrDefer(c *Conn, id uint16, p []byte) {
+	for len(p) > 0 {
+		q := p
+		if d.inc != nil && len(p) > d.cfg.BufferSize {
+			q = p[:d.cfg.BufferSize]
+			d.inc.refs[id]++ // the rest is a part of its own
+			d.inc.held++
+		}
+		p = p[len(q):]
+		switch {
+		case c.closed():
+			d.releasePart(id) // closed by the callback of the part before
+		case c.ur.hasWaiting() || c.readPaused() || d.overBudget(c):
+			d.deferRecv(c, id, q, int32(len(q)))
+		default:
+			d.deliverBuf(c, id, q)
+		}
+	}
+}
+
 // dropPart takes and releases at once the part of a receive completion
 // that nobody reads (its connection closed or gone).
 func (d *uringDriver) dropPart(id uint16, e *ring.Completion) {

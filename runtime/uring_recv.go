@@ -119,11 +119,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 			if u.flags&ufThrottled != 0 && room {
 				u.flags &^= ufThrottled // it drained its socket: multishot again
 			}
-			if u.hasWaiting() || c.readPaused() || d.overBudget(c) {
-				d.deferRecv(c, id, p, e.Res)
-			} else {
-				d.deliverBuf(c, id, p)
-			}
+			d.deliverOrDefer(c, id, p)
 		}
 	case e.Res == -int32(unix.ENOBUFS), e.Res == -int32(unix.ECANCELED):
 		// Out of buffers (re-armed once this batch's buffers are back
