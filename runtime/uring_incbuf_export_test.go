@@ -17,3 +17,15 @@ func RecvParts(l *Loop) (held, out, buffers int, recycled uint64, ok bool) {
 	}
 	return d.inc.held, out, len(d.inc.refs), d.inc.recycled, true
 }
+
+// RecvResident returns how many bytes of l's io_uring receive buffers are
+// resident (ring.BufRing.Resident); ok is false on another backend. On
+// l's thread.
+func RecvResident(l *Loop) (n int, ok bool, err error) {
+	d, isUring := l.d.(*uringDriver)
+	if !isUring || d.br == nil {
+		return 0, false, nil
+	}
+	n, err = d.br.Resident()
+	return n, true, err
+}

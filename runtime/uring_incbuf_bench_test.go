@@ -1,0 +1,98 @@
+package runtime_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+
+	"github.com/percore/percore/internal/pctest"
+	"github.com/percore/percore/ring"
+	percore "github.com/percore/percore/runtime"
+)
+
+// BenchmarkRecvMemory measures what an io_uring loop's receive buffers keep
+// resident while 1,000 connections echo small (64 B) or large (16 KiB)
+// requests, b.N round trips each: with the plain ring (512 buffers of 16
+// KiB, a receive filling the pages it writes of a whole buffer), with
+// incremental buffers (UringIncrementalBuffers: 128 of 64 KiB, each
+// filled a receive after another) and with incremental buffers of a
+// quarter of those bytes (BufferCount 128: 32 of 64 KiB). Run with a
+// -benchtime of at least 200x, so that the small requests cycle through
+// every buffer of the rings: docs/performance.md, "io_uring features,
+// part 6". The metrics: resident bytes of the buffers per connection, and
+// in all.
+func BenchmarkRecvMemory(b *testing.B) {
+	pctest.NeedURing(b)
+	s, err := ring.Probe()
+	if err != nil || !s.HasFeature(ring.IncrementalBuffers) {
+		b.Skip("the kernel lacks IOU_PBUF_RING_INC (6.12+)")
+	}
+	const conns = 1000
+	for _, v := range []struct {
+		name  string
+		feats percore.UringFeatures
+		count int
+	}{
+		{"plain", percore.DefaultUringFeatures, 0},
+		{"incremental", percore.DefaultUringFeatures | percore.UringIncrementalBuffers, 0},
+		{"incremental-quarter", percore.DefaultUringFeatures | percore.UringIncrementalBuffers, 128},
+	} {
+		for _, size := range []int{64, 16 << 10} {
+			b.Run(fmt.Sprintf("%s/%dB", v.name, size), func(b *testing.B) {
+				f := v.feats
+				rt := start(b, percore.Config{Backend: percore.IOURing, UringFeatures: &f, BufferCount: v.count}, echoHandler{})
+				cs := make([]net.Conn, conns)
+				for i := range cs {
+					c, err := net.Dial("tcp", rt.Addr().String())
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer c.Close()
+					cs[i] = c
+				}
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				errs := make(chan error, conns)
+				for _, c := range cs {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						p, got := make([]byte, size), make([]byte, size)
+						for range b.N {
+							if _, err := c.Write(p); err != nil {
+								errs <- err
+								return
+							}
+							if _, err := io.ReadFull(c, got); err != nil {
+								errs <- err
+								return
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				b.StopTimer()
+				close(errs)
+				for err := range errs {
+					b.Fatal(err)
+				}
+				l := rt.Loops()[0]
+				var n int
+				var ok bool
+				done := make(chan struct{})
+				if err := l.Post(func() { n, ok, err = percore.RecvResident(l); close(done) }); err != nil {
+					b.Fatal(err)
+				}
+				<-done
+				if !ok || err != nil {
+					b.Fatalf("resident: %v, %v", ok, err)
+				}
+				b.ReportMetric(float64(n)/conns, "resident-B/conn")
+				b.ReportMetric(float64(n)/1024, "resident-KiB")
+				b.ReportMetric(0, "ns/op")
+			})
+		}
+	}
+}
