@@ -78,6 +78,10 @@ type incParts struct {
 	refs     []int32
 	held     int    // parts the loop holds, over every buffer
 	recycled uint64 // buffers given back to the kernel (the tests' sign of sharing)
+	// copyHeld copies every deferred part out (into a pooled buffer) and
+	// releases it at once, where the loop holds parts by reference: the
+	// alternative decision 0069 measured (BenchmarkIncrementalHeld).
+	copyHeld bool
 }
 
 // useIncremental makes the driver read its buffers (bufs, of count
@@ -157,6 +161,10 @@ func (d *uringDriver) deliverOrDefer(c *Conn, id uint16, p []byte) {
 		}
 	}
 }
+
+// copiesHeld reports whether deferred receives copy their parts out
+// rather than hold them (incParts.copyHeld).
+func (d *uringDriver) copiesHeld() bool { return d.inc != nil && d.inc.copyHeld }
 
 // dropPart takes and releases at once the part of a receive completion
 // that nobody reads (its connection closed or gone).

@@ -6,6 +6,9 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/percore/percore/internal/pctest"
 	"github.com/percore/percore/ring"
@@ -95,4 +98,86 @@ func BenchmarkRecvMemory(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkIncrementalHeld compares the two ways of holding a deferred
+// receive's part of an incremental buffer (decision 0069): by reference
+// (the buffer stays out of the ring until the part is delivered: refs)
+// and copied out into a pooled buffer at once (copy). 50 connections
+// echo 64 KiB messages under a 16 KiB turn budget, so that most of each
+// message waits for a later turn. ns/op is one round of every
+// connection's message, client included.
+func BenchmarkIncrementalHeld(b *testing.B) {
+	pctest.NeedURing(b)
+	s, err := ring.Probe()
+	if err != nil || !s.HasFeature(ring.IncrementalBuffers) {
+		b.Skip("the kernel lacks IOU_PBUF_RING_INC (6.12+)")
+	}
+	const conns, size = 50, 64 << 10
+	for _, copyHeld := range []bool{false, true} {
+		name := map[bool]string{false: "refs", true: "copy"}[copyHeld]
+		b.Run(name, func(b *testing.B) {
+			f := percore.DefaultUringFeatures | percore.UringIncrementalBuffers
+			rt := start(b, percore.Config{Backend: percore.IOURing, UringFeatures: &f, TurnBudget: 16 << 10}, echoHandler{})
+			l := rt.Loops()[0]
+			if copyHeld {
+				done := make(chan bool)
+				if err := l.Post(func() { done <- percore.CopyHeldParts(l) }); err != nil || !<-done {
+					b.Fatal("cannot switch the loop to copying held parts")
+				}
+			}
+			cs := make([]net.Conn, conns)
+			for i := range cs {
+				c, err := net.Dial("tcp", rt.Addr().String())
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				cs[i] = c
+			}
+			before, cpu0 := rt.Stats(), loopCPU(b, l)
+			b.SetBytes(conns * size)
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			errs := make(chan error, conns)
+			for _, c := range cs {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					p := make([]byte, size)
+					for range b.N {
+						if _, err := roundTrip(c, p); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			for err := range errs {
+				b.Fatal(err)
+			}
+			after, cpu1 := rt.Stats(), loopCPU(b, l)
+			b.ReportMetric(float64(after.Deferrals-before.Deferrals)/float64(b.N*conns), "deferrals/msg")
+			b.ReportMetric(float64(cpu1-cpu0)/float64(b.N*conns), "loop-cpu-ns/msg")
+		})
+	}
+}
+
+// loopCPU returns the CPU time l's thread has used (getrusage of the
+// thread, asked on it: a loop's goroutine keeps its thread).
+func loopCPU(b *testing.B, l *percore.Loop) time.Duration {
+	var ru unix.Rusage
+	var err error
+	done := make(chan struct{})
+	if perr := l.Post(func() { err = unix.Getrusage(unix.RUSAGE_THREAD, &ru); close(done) }); perr != nil {
+		b.Fatal(perr)
+	}
+	<-done
+	if err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

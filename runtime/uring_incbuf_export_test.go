@@ -29,3 +29,16 @@ func RecvResident(l *Loop) (n int, ok bool, err error) {
 	n, err = d.br.Resident()
 	return n, true, err
 }
+
+// CopyHeldParts makes l's deferred receives copy their parts of
+// incremental buffers out instead of holding them (incParts.copyHeld), for
+// BenchmarkIncrementalHeld's comparison. On l's thread, before its
+// connections receive.
+func CopyHeldParts(l *Loop) bool {
+	d, isUring := l.d.(*uringDriver)
+	if !isUring || d.inc == nil {
+		return false
+	}
+	d.inc.copyHeld = true
+	return true
+}

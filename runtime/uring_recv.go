@@ -177,7 +177,7 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, p []byte, n int32) {
 	d.cnt[sDeferrals]++
 	r := deferredRecv{id: id, n: n, data: p}
 	if n > 0 {
-		if d.waitingBufs < d.maxWaitingBufs() {
+		if d.waitingBufs < d.maxWaitingBufs() && !d.copiesHeld() {
 			d.waitingBufs++
 		} else {
 			// Held data would starve other connections of buffers:
