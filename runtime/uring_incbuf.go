@@ -34,13 +34,19 @@ const IncrementalBufferSize = 64 << 10
 
 // incGeometry returns the count and size of an incremental ring for a loop
 // whose plain ring would have count buffers of size bytes: buffers of
-// max(size, IncrementalBufferSize), as many as hold the plain ring's bytes
-// (rounded down to a power of two, at least two), so that the kernel can
-// take as many bytes between two publishes as before, and many more
-// receives of fewer bytes than a buffer.
+// max(size, IncrementalBufferSize), as many as hold a quarter of the plain
+// ring's bytes (rounded down to a power of two, at least two): 32 of 64
+// KiB for the default 512 of 16 KiB. An incremental ring keeps resident
+// every page of the buffers it cycles through, where a plain ring keeps
+// the pages its receives filled (one per buffer for small ones), so the
+// plain ring's bytes would keep four times its resident memory under
+// small requests; a quarter keeps the same under small requests and a
+// quarter under large ones, and still takes far more small receives
+// between two publishes (docs/performance.md, "io_uring features, part
+// 6", and decision 0069).
 func incGeometry(count, size int) (int, int) {
 	incSize := max(size, IncrementalBufferSize)
-	n := max(count*size/incSize, 2)
+	n := max(count*size/4/incSize, 2)
 	return 1 << (bits.Len(uint(n)) - 1), incSize
 }
 

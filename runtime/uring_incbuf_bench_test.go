@@ -19,9 +19,9 @@ import (
 // resident while 1,000 connections echo small (64 B) or large (16 KiB)
 // requests, b.N round trips each: with the plain ring (512 buffers of 16
 // KiB, a receive filling the pages it writes of a whole buffer), with
-// incremental buffers (UringIncrementalBuffers: 128 of 64 KiB, each
-// filled a receive after another) and with incremental buffers of a
-// quarter of those bytes (BufferCount 128: 32 of 64 KiB). Run with a
+// incremental buffers (UringIncrementalBuffers: 32 of 64 KiB, each filled
+// a receive after another) and with incremental buffers of the plain
+// ring's bytes (BufferCount 2048: 128 of 64 KiB). Run with a
 // -benchtime of at least 200x, so that the small requests cycle through
 // every buffer of the rings: docs/performance.md, "io_uring features,
 // part 6". The metrics: resident bytes of the buffers per connection, and
@@ -40,7 +40,7 @@ func BenchmarkRecvMemory(b *testing.B) {
 	}{
 		{"plain", percore.DefaultUringFeatures, 0},
 		{"incremental", percore.DefaultUringFeatures | percore.UringIncrementalBuffers, 0},
-		{"incremental-quarter", percore.DefaultUringFeatures | percore.UringIncrementalBuffers, 128},
+		{"incremental-full", percore.DefaultUringFeatures | percore.UringIncrementalBuffers, 2048},
 	} {
 		for _, size := range []int{64, 16 << 10} {
 			b.Run(fmt.Sprintf("%s/%dB", v.name, size), func(b *testing.B) {

@@ -48,7 +48,7 @@ func main() {
 	ringFlags := flag.String("ring-flags", "default", "io_uring setup flags: default, none, or a list of single_issuer,defer_taskrun,coop_taskrun,sqpoll")
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
-	bufferCount := flag.Int("buffer-count", 0, "io_uring: receive buffers per loop, a power of two (0: 512; with -uring-features incremental_buffers, their bytes make the 64 KiB buffers)")
+	bufferCount := flag.Int("buffer-count", 0, "io_uring: receive buffers per loop, a power of two (0: 512; with -uring-features incremental_buffers, a quarter of their bytes make the 64 KiB buffers)")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
 	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, ring, kernel, cpus) and exit; exit status 3 when io_uring is unavailable here, 1 on any other error")
 	flag.Parse()
