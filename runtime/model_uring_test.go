@@ -45,17 +45,27 @@ import (
 //     skipped send that the kernel sent whole in an earlier enter still
 //     counts in its connection's queue (Conn.Buffered): dispatch accounts
 //     for every one of them, their failures first, before any handler;
+//   - with incremental buffers (UringIncrementalBuffers: a stand-in ring
+//     whose buffers, larger than BufferSize, the kernel fills a part at a
+//     time for any connection; model_uring_incbuf_test.go), each
+//     completion's part is the next the kernel put in its buffer, read
+//     once; a buffer is recycled only once the kernel ended it and the
+//     loop read its parts; the loop holds exactly the parts its deferred
+//     receives account for, and a filled buffer only while a part of it
+//     waits; no OnData is given more than BufferSize;
 //
 // and at the end, once the peers' data is in, reading resumed and every
 // connection closed: OnClose ran once for each, every byte a peer sent
 // was delivered, a connection closed with Close sent everything written,
-// no buffer is held, every slot is free and the loop exits.
+// no buffer (nor part of one) is held, every slot is free and the loop
+// exits.
 //
-// Every seed runs four times: with plain sends and with skipped sends, each
-// on descriptors and on direct descriptors. Run longer with -model.seeds
-// and -model.steps; one seed with -model.seed; FuzzModelUringConn takes
-// the sequence of choices as its input (its first choice picks the sends,
-// its second the descriptors).
+// Every seed runs eight times: with plain sends and with skipped sends, on
+// descriptors and on direct descriptors, with plain and with incremental
+// buffers. Run longer with -model.seeds and -model.steps; one seed with
+// -model.seed; FuzzModelUringConn takes the sequence of choices as its
+// input (its first choice picks the sends, its second the descriptors, its
+// third the buffers).
 
 func TestModelUringConn(t *testing.T) {
 	seen := map[string]int{}
@@ -168,8 +178,8 @@ type mconn struct {
 const maxModelConns = 6
 
 // runConnModel runs one sequence with the features *feats of skipped
-// sends and direct descriptors (nil: as the input's first two choices
-// say).
+// sends, direct descriptors and incremental buffers (nil: as the input's
+// first three choices say).
 func runConnModel(t *testing.T, label string, in *modelInput, steps int, feats *UringFeatures) *connModel {
 	t.Helper()
 	m := newConnModel(in, feats)
