@@ -69,7 +69,8 @@
 //   - NAPI (6.9): RegisterNAPI and UnregisterNAPI turn busy polling of the
 //     NIC's receive queues on and off for the ring's waits.
 //
-// The runtime uses none of them yet (issue 28, part 2).
+// The runtime's io_uring loop uses some of them, each behind a bit of
+// runtime.UringFeatures (docs/decisions/0051, 0066, 0069).
 //
 // # Ownership
 //

@@ -147,7 +147,10 @@ type Config struct {
 	BufferSize int
 	// BufferCount is how many receive buffers each io_uring loop provides
 	// to the kernel (a power of two). Zero means DefaultBufferCount. An
-	// idle connection holds none of them.
+	// idle connection holds none of them. With UringIncrementalBuffers
+	// the loop provides a quarter of BufferCount×BufferSize instead, in
+	// buffers of IncrementalBufferSize that receives share; a handler is
+	// still given at most BufferSize at a time.
 	BufferCount int
 	// MaxConns caps the open connections of each loop. At the cap a loop
 	// stops accepting, so that later connections wait in the kernel's

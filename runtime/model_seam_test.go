@@ -11,7 +11,7 @@ func held(c *Conn) int { return len(c.ur.waiting) - c.ur.waitHead }
 func heldCopies(c *Conn) int {
 	n := 0
 	for _, r := range c.ur.waiting[c.ur.waitHead:] {
-		if r.copy != nil {
+		if r.copied {
 			n++
 		}
 	}

@@ -566,6 +566,7 @@ type simBufs struct {
 	closed bool
 	mem    [][]byte
 	state  []simBufState
+	inc    *incBufs // an incremental ring's state (model_uring_incbuf_test.go), nil for a plain one
 }
 
 type simBufState uint8
@@ -592,6 +593,9 @@ func (b *simBufs) Bytes(id uint16, n int) []byte {
 }
 
 func (b *simBufs) Recycle(id uint16) {
+	if b.inc != nil {
+		b.recycleInc(id)
+	}
 	if b.state[id] != bufLoop {
 		b.k.fault("buffer %d recycled twice (state %d)", id, b.state[id])
 	}

@@ -25,6 +25,8 @@ func (h connHandler) OnData(c *Conn, data []byte) {
 		m.faultf("connection %d: OnData after it closed", mc.id)
 	case c.readPaused():
 		m.faultf("connection %d: OnData while reading is paused", mc.id)
+	case len(data) > m.l.cfg.BufferSize:
+		m.faultf("connection %d: OnData got %d bytes, more than BufferSize (%d)", mc.id, len(data), m.l.cfg.BufferSize)
 	case !bytes.Equal(data, mc.sent[mc.delivered:min(len(mc.sent), mc.delivered+len(data))]):
 		m.faultf("connection %d: OnData got %d bytes that are not the peer's from offset %d: out of order, lost or repeated",
 			mc.id, len(data), mc.delivered)
@@ -118,12 +120,16 @@ func (m *connModel) check() {
 		m.faultf("%d callbacks panicked", n)
 	}
 	inCQ := 0 // buffers handed over in completions the loop has not reaped
+	cqIDs := map[uint16]bool{}
 	for _, e := range r.cq {
 		if e.Flags&cqeBuffer != 0 {
 			inCQ++
+			cqIDs[uint16(e.Flags>>16)] = true
 		}
 	}
-	if n := r.bufs.count(bufLoop); n != d.waitingBufs+inCQ {
+	if r.bufs.inc != nil {
+		m.checkParts(cqIDs) // parts of shared buffers (model_uring_incbuf_test.go)
+	} else if n := r.bufs.count(bufLoop); n != d.waitingBufs+inCQ {
 		m.faultf("the loop holds %d provided buffers, its held receives account for %d (and %d are on their way)", n, d.waitingBufs, inCQ)
 	}
 	if len(r.cq) > 0 {
@@ -219,6 +225,9 @@ func (m *connModel) settle() {
 	}
 	if n := m.r.bufs.count(bufLoop); n != 0 || m.d.waitingBufs != 0 || len(m.d.deferred) != 0 {
 		m.faultf("at the end the loop holds %d buffers (%d counted) and lists %d connections", n, m.d.waitingBufs, len(m.d.deferred))
+	}
+	if m.r.bufs.inc != nil {
+		m.settleParts()
 	}
 	if !m.d.discardBuffers() {
 		m.faultf("at the end the buffers' pages cannot be given back")

@@ -132,7 +132,20 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 	if !settling && n > 1 && in.chance(1, 3) {
 		n = 1 + in.intn(n-1) // short
 	}
-	id, ok := r.bufs.fill(mc.sent[mc.given : mc.given+n])
+	var id uint16
+	var ok, bufMore bool
+	if r.bufs.inc != nil {
+		var shared bool
+		id, n, bufMore, shared, ok = r.bufs.fillPart(mc.sent[mc.given:mc.given+n], mc.id)
+		if shared {
+			m.seen["incremental shared buffer"]++
+		}
+		if n > m.l.cfg.BufferSize {
+			m.seen["incremental receive past BufferSize"]++
+		}
+	} else {
+		id, ok = r.bufs.fill(mc.sent[mc.given : mc.given+n])
+	}
 	if !ok {
 		r.take(i)
 		r.post(op.ud, -int32(unix.ENOBUFS), 0)
@@ -142,6 +155,9 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 	}
 	mc.given += n
 	flags := uint32(id)<<16 | cqeBuffer
+	if bufMore {
+		flags |= cqeBufMore
+	}
 	if op.multi && (settling || !in.chance(1, 8)) {
 		flags |= cqeMore
 	} else {

@@ -42,22 +42,32 @@ import (
 //     skipped send that the kernel sent whole in an earlier enter still
 //     counts in its connection's queue (Conn.Buffered): dispatch accounts
 //     for every one of them, their failures first, before any handler;
+//   - with incremental buffers (UringIncrementalBuffers: a stand-in ring
+//     whose buffers, larger than BufferSize, the kernel fills a part at a
+//     time for any connection; model_uring_incbuf_test.go), each
+//     completion's part is the next the kernel put in its buffer, read
+//     once; a buffer is recycled only once the kernel ended it and the
+//     loop read its parts; the loop holds exactly the parts its deferred
+//     receives account for, and a filled buffer only while a part of it
+//     waits; no OnData is given more than BufferSize;
 //
 // and at the end, once the peers' data is in, reading resumed and every
 // connection closed: OnClose ran once for each, every byte a peer sent
 // was delivered, a connection closed with Close sent everything written,
-// no buffer is held, every slot is free and the loop exits.
+// no buffer (nor part of one) is held, every slot is free and the loop
+// exits.
 //
-// Every seed runs four times: with plain sends and with skipped sends, each
-// on descriptors and on direct descriptors. Run longer with -model.seeds
-// and -model.steps; one seed with -model.seed; FuzzModelUringConn takes
-// the sequence of choices as its input (its first choice picks the sends,
-// its second the descriptors).
+// Every seed runs eight times: with plain sends and with skipped sends, on
+// descriptors and on direct descriptors, with plain and with incremental
+// buffers. Run longer with -model.seeds and -model.steps; one seed with
+// -model.seed; FuzzModelUringConn takes the sequence of choices as its
+// input (its first choice picks the sends, its second the descriptors, its
+// third the buffers).
 
 func TestModelUringConn(t *testing.T) {
 	seen := map[string]int{}
 	eachModelSeed(t, func(t *testing.T, seed uint64, steps int) {
-		for _, f := range []UringFeatures{0, UringSkipSends, UringDirectDescriptors, UringSkipSends | UringDirectDescriptors} {
+		for _, f := range modelFeatureSets {
 			label := fmt.Sprintf("seed %d, features %v", seed, f)
 			m := runConnModel(t, label, seededInput(seed), steps, &f)
 			for k, v := range m.seen {
@@ -69,7 +79,8 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed", "slot shut down", "shutdown refused"} {
+			"descriptor installed", "slot shut down", "shutdown refused", "incremental shared buffer",
+			"incremental part held", "incremental receive past BufferSize"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -77,6 +88,26 @@ func TestModelUringConn(t *testing.T) {
 	}
 	t.Logf("reached: %v", seen)
 }
+
+// modelFeatureSets are the features each seed runs under: skipped sends,
+// direct descriptors and incremental buffers, each on and off.
+var modelFeatureSets = func() []UringFeatures {
+	var sets []UringFeatures
+	for i := range 8 {
+		var f UringFeatures
+		if i&1 != 0 {
+			f |= UringSkipSends
+		}
+		if i&2 != 0 {
+			f |= UringDirectDescriptors
+		}
+		if i&4 != 0 {
+			f |= UringIncrementalBuffers
+		}
+		sets = append(sets, f)
+	}
+	return sets
+}()
 
 func FuzzModelUringConn(f *testing.F) {
 	for seed := uint64(1); seed <= 8; seed++ {
@@ -146,8 +177,8 @@ type mconn struct {
 const maxModelConns = 6
 
 // runConnModel runs one sequence with the features *feats of skipped
-// sends and direct descriptors (nil: as the input's first two choices
-// say).
+// sends, direct descriptors and incremental buffers (nil: as the input's
+// first three choices say).
 func runConnModel(t *testing.T, label string, in *modelInput, steps int, feats *UringFeatures) *connModel {
 	t.Helper()
 	m := newConnModel(in, feats)
@@ -182,12 +213,16 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		if in.chance(1, 2) {
 			f |= UringDirectDescriptors
 		}
+		if in.chance(1, 2) {
+			f |= UringIncrementalBuffers
+		}
 		feats = &f
 	}
 	budgets := []int{16, 24, 32, 48, -1}
 	caps := []int{40, 64, 200, -1}
 	cfg := Config{BufferCount: 8, BufferSize: 16, TurnBudget: budgets[in.intn(len(budgets))],
 		MaxOutbound: caps[in.intn(len(caps))]}
+
 	if cfg.MaxOutbound > 0 {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
 	}
@@ -201,6 +236,16 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		m.d.feats |= UringDirectDescriptors
 		m.d.fx.r, m.d.fx.size = m.r, 1<<30
 		m.direct = true
+	}
+	if *feats&UringIncrementalBuffers != 0 {
+		// Larger buffers than BufferSize (as IncrementalBufferSize is),
+		// each shared by several receives, a receive perhaps larger
+		// than BufferSize.
+		m.r.bufs = newSimBufs(m.k, len(m.r.bufs.mem), 40)
+		m.r.bufs.r, m.d.bufs = m.r, m.r.bufs
+		m.r.bufs.makeIncremental()
+		m.d.useIncremental(m.r.bufs, len(m.r.bufs.mem))
+		m.d.feats |= UringIncrementalBuffers
 	}
 	m.k.onSubmit = m.submitted
 	if m.direct {

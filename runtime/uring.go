@@ -93,6 +93,10 @@ type uringDriver struct {
 	skipSeq uint32
 
 	fx uringFixed // the fixed file table, with UringDirectDescriptors (uring_fixed.go)
+
+	// inc is the record of the receive ring's buffers, consumed in part,
+	// with UringIncrementalBuffers (uring_incbuf.go); nil without it.
+	inc *incParts
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -205,7 +209,7 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 		r.Close()
 		return nil, err
 	}
-	br, err := r.NewBufRing(0, cfg.BufferCount, cfg.BufferSize)
+	br, bufCount, err := newRecvBufRing(r, cfg, &feats)
 	if err != nil {
 		r.Close()
 		return nil, err
@@ -218,6 +222,9 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	}
 	d := newUringDriverOn(l, l.env(), r, br, sys.NewWaker(ev), 512)
 	d.br = br
+	if feats&UringIncrementalBuffers != 0 {
+		d.useIncremental(br, bufCount)
+	}
 	if feats&UringNAPI != 0 && !d.registerNAPI(r) {
 		feats &^= UringNAPI
 	}

@@ -67,7 +67,7 @@ func (d *uringDriver) complete(e *ring.Completion) {
 	c := l.conn(slot, gen)
 	if c == nil {
 		if id, ok := e.Buffer(); ok {
-			d.bufs.Recycle(id)
+			d.dropPart(id, e) // its connection is gone
 		}
 		return
 	}

@@ -59,6 +59,20 @@ const (
 	// descriptors (docs/decisions/0066). Off by default: measured in
 	// docs/performance.md, "io_uring features, part 4".
 	UringDirectDescriptors
+	// UringIncrementalBuffers registers the loop's receive buffers as an
+	// incremental ring (IOU_PBUF_RING_INC, 6.12+): buffers of
+	// IncrementalBufferSize, as many as hold a quarter of
+	// BufferCount×BufferSize (32 by default), each consumed in part by
+	// the receives of any connections, a receive taking only the bytes
+	// that arrived (a handler is never given more than BufferSize at a
+	// time); a buffer goes back to the ring once the kernel has filled it
+	// and the loop holds no part of it (a receive being delivered, or one
+	// held back for a later turn). Under large receives the loop keeps a
+	// quarter of the plain ring's memory resident; its CPU per request
+	// was the plain ring's within this host's noise. See
+	// docs/decisions/0069 and docs/performance.md, "io_uring features,
+	// part 6". Off by default.
+	UringIncrementalBuffers
 )
 
 // DefaultUringFeatures are the features a loop uses unless
@@ -79,6 +93,7 @@ var uringFeatureNames = []struct {
 	{UringSkipSends, "skip_sends"},
 	{UringNAPI, "napi"},
 	{UringDirectDescriptors, "direct_descriptors"},
+	{UringIncrementalBuffers, "incremental_buffers"},
 }
 
 // String lists the features by ParseUringFeatures' names, "none" for none.
@@ -100,7 +115,8 @@ func (f UringFeatures) String() string {
 }
 
 // ParseUringFeatures parses a comma-separated list of feature names
-// (registered_ring, skip_sends, napi, direct_descriptors), case-insensitive; "none" is no features
+// (registered_ring, skip_sends, napi, direct_descriptors,
+// incremental_buffers), case-insensitive; "none" is no features
 // and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
 // pointer to the result.
 func ParseUringFeatures(s string) (UringFeatures, error) {
@@ -120,7 +136,7 @@ next:
 				continue next
 			}
 		}
-		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors or none)", name)
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors, incremental_buffers or none)", name)
 	}
 	return f, nil
 }
@@ -141,6 +157,9 @@ func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) Uri
 	}
 	if want&UringDirectDescriptors != 0 && s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall) {
 		got |= UringDirectDescriptors
+	}
+	if want&UringIncrementalBuffers != 0 && s.HasFeature(ring.IncrementalBuffers) {
+		got |= UringIncrementalBuffers
 	}
 	return got
 }

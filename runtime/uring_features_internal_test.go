@@ -14,12 +14,13 @@ func TestUringFeaturesFor(t *testing.T) {
 	if err != nil {
 		t.Skipf("io_uring unavailable here: %v", err)
 	}
-	all := UringRegisteredRing | UringSkipSends | UringNAPI | UringDirectDescriptors
+	all := UringRegisteredRing | UringSkipSends | UringNAPI | UringDirectDescriptors | UringIncrementalBuffers
 	has := map[UringFeatures]bool{
-		UringRegisteredRing:    s.HasFeature(ring.RegisteredRing),
-		UringSkipSends:         s.HasFeature(ring.CQESkip),
-		UringNAPI:              s.HasFeature(ring.NAPI),
-		UringDirectDescriptors: s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall),
+		UringRegisteredRing:     s.HasFeature(ring.RegisteredRing),
+		UringSkipSends:          s.HasFeature(ring.CQESkip),
+		UringNAPI:               s.HasFeature(ring.NAPI),
+		UringDirectDescriptors:  s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall),
+		UringIncrementalBuffers: s.HasFeature(ring.IncrementalBuffers),
 	}
 	for _, tc := range []struct {
 		name  string
@@ -30,8 +31,9 @@ func TestUringFeaturesFor(t *testing.T) {
 		{"none asked", 0, DefaultRingFlags, all},
 		{"all, default flags", all, DefaultRingFlags, 0},
 		{"all, SQPoll", all, ring.SQPoll, UringSkipSends},
-		{"skip sends alone", UringSkipSends, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringDirectDescriptors},
-		{"direct descriptors alone", UringDirectDescriptors, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringSkipSends},
+		{"skip sends alone", UringSkipSends, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringDirectDescriptors | UringIncrementalBuffers},
+		{"direct descriptors alone", UringDirectDescriptors, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringSkipSends | UringIncrementalBuffers},
+		{"incremental buffers alone", UringIncrementalBuffers, DefaultRingFlags, UringRegisteredRing | UringNAPI | UringSkipSends | UringDirectDescriptors},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := uringFeaturesFor(tc.want, tc.flags, s)

@@ -153,7 +153,7 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	if !slices.Equal(fb.recycled, []uint16{0, 1, 4}) {
 		t.Fatalf("recycled %v, want the two delivered and the copied one", fb.recycled)
 	}
-	if c.ur.waiting[2].copy == nil {
+	if !c.ur.waiting[2].copied {
 		t.Fatal("the receive past the held quarter was not copied out")
 	}
 

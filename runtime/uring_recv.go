@@ -18,12 +18,14 @@ import (
 func (u *uringConn) hasWaiting() bool { return u.waitHead < len(u.waiting) }
 
 // deferredRecv is a receive completion whose delivery waits for a later
-// turn; its buffer stays out of the kernel's ring until then. n == 0 is the
-// end of the stream, n < 0 a receive's error (-errno).
+// turn; its part of provided buffer id stays the loop's until then
+// (uring_incbuf.go). n == 0 is the end of the stream, n < 0 a receive's
+// error (-errno).
 type deferredRecv struct {
-	id   uint16
-	n    int32
-	copy []byte // the data, copied out of the provided buffer when they run short
+	id     uint16
+	copied bool // data is a pooled copy, made when provided buffers ran short, and id is back with the kernel
+	n      int32
+	data   []byte // the n bytes received: in provided buffer id, or the copy
 }
 
 // errRecvNoBuffer is a receive completion with data but no provided buffer,
@@ -85,11 +87,11 @@ func (d *uringDriver) dropWaiting(c *Conn) {
 // copy of its data.
 func (d *uringDriver) giveBack(r deferredRecv) {
 	switch {
-	case r.copy != nil:
-		d.l.putBuf(r.copy)
+	case r.copied:
+		d.l.putBuf(r.data)
 	case r.n > 0:
 		d.waitingBufs--
-		d.bufs.Recycle(r.id)
+		d.releasePart(r.id)
 	}
 }
 
@@ -111,16 +113,13 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 			d.l.fail(c, "read", errRecvNoBuffer)
 		case c.closed():
 			// On its way when the connection closed: nobody reads it.
-			d.bufs.Recycle(id)
+			d.dropPart(id, e)
 		default:
-			if u.flags&ufThrottled != 0 && int(e.Res) < d.bufs.Size() {
+			p, room := d.takePart(id, e)
+			if u.flags&ufThrottled != 0 && room {
 				u.flags &^= ufThrottled // it drained its socket: multishot again
 			}
-			if u.hasWaiting() || c.readPaused() || d.overBudget(c) {
-				d.deferRecv(c, id, e.Res)
-			} else {
-				d.deliverBuf(c, id, e.Res)
-			}
+			d.deliverOrDefer(c, id, p)
 		}
 	case e.Res == -int32(unix.ENOBUFS), e.Res == -int32(unix.ECANCELED):
 		// Out of buffers (re-armed once this batch's buffers are back
@@ -133,7 +132,7 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 			u.flags |= ufRecvEOF
 		}
 		if u.hasWaiting() || c.readPaused() {
-			d.deferRecv(c, 0, e.Res)
+			d.deferRecv(c, 0, nil, e.Res)
 		} else {
 			d.l.readResult(c, nil, int(e.Res), "recv")
 		}
@@ -161,30 +160,31 @@ func (d *uringDriver) stampTurn(c *Conn) {
 	}
 }
 
-// deliverBuf hands the loop n bytes of provided buffer id, then gives the
-// buffer back to the kernel.
-func (d *uringDriver) deliverBuf(c *Conn, id uint16, n int32) {
+// deliverBuf hands the loop p, a part of provided buffer id, then gives
+// the part back (and the buffer to the kernel with its last part).
+func (d *uringDriver) deliverBuf(c *Conn, id uint16, p []byte) {
 	d.stampTurn(c)
-	c.ur.turnBytes += int(n)
-	d.l.readResult(c, d.bufs.Bytes(id, int(n)), int(n), "recv")
-	d.bufs.Recycle(id)
+	c.ur.turnBytes += len(p)
+	d.l.readResult(c, p, len(p), "recv")
+	d.releasePart(id)
 }
 
-// deferRecv makes a receive of c wait for a later turn, behind those
+// deferRecv makes a receive of c (p, its part of buffer id, or nil for
+// the end of the stream or an error n) wait for a later turn, behind those
 // already waiting.
-func (d *uringDriver) deferRecv(c *Conn, id uint16, n int32) {
+func (d *uringDriver) deferRecv(c *Conn, id uint16, p []byte, n int32) {
 	u := &c.ur
 	d.cnt[sDeferrals]++
-	r := deferredRecv{id: id, n: n}
+	r := deferredRecv{id: id, n: n, data: p}
 	if n > 0 {
-		if d.waitingBufs < d.maxWaitingBufs() {
+		if d.waitingBufs < d.maxWaitingBufs() && !d.copiesHeld() {
 			d.waitingBufs++
 		} else {
 			// Held data would starve other connections of buffers:
 			// copy it out (into a pooled buffer) and give the
-			// provided buffer back to the kernel now.
-			r.copy = append(d.l.getBuf(int(n)), d.bufs.Bytes(id, int(n))...)
-			d.bufs.Recycle(id)
+			// part back now.
+			r.data, r.copied = append(d.l.getBuf(len(p)), p...), true
+			d.releasePart(id)
 		}
 	}
 	first := !u.hasWaiting()
@@ -211,9 +211,10 @@ func (d *uringDriver) list(c *Conn) {
 	}
 }
 
-// maxHeld is how many provided buffers deferred receives may keep out of
-// the kernel's ring: a quarter of them.
-func (d *uringDriver) maxWaitingBufs() int { return d.cfg.BufferCount / 4 }
+// maxWaitingBufs is how many parts of provided buffers deferred receives
+// may hold (each keeps at most one buffer out of the kernel's ring): a
+// quarter of the buffers.
+func (d *uringDriver) maxWaitingBufs() int { return d.recvBufCount() / 4 }
 
 // deliverDeferred hands over, in order, the receives earlier turns held
 // back, as far as each connection's budget for this turn allows.
@@ -254,13 +255,13 @@ func (d *uringDriver) deliverWaiting(c *Conn) {
 			u.waiting, u.waitHead = u.waiting[:0], 0
 		}
 		switch {
-		case r.copy != nil:
-			u.turnBytes += len(r.copy)
-			d.l.readResult(c, r.copy, len(r.copy), "recv")
-			d.l.putBuf(r.copy)
+		case r.copied:
+			u.turnBytes += len(r.data)
+			d.l.readResult(c, r.data, len(r.data), "recv")
+			d.l.putBuf(r.data)
 		case r.n > 0:
 			d.waitingBufs--
-			d.deliverBuf(c, r.id, r.n)
+			d.deliverBuf(c, r.id, r.data)
 		default:
 			d.l.readResult(c, nil, int(r.n), "recv")
 		}

@@ -48,13 +48,14 @@ func main() {
 	ringFlags := flag.String("ring-flags", "default", "io_uring setup flags: default, none, or a list of single_issuer,defer_taskrun,coop_taskrun,sqpoll")
 	waitBatch := flag.Int("wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off)")
 	waitMin := flag.Duration("wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
+	bufferCount := flag.Int("buffer-count", 0, "io_uring: receive buffers per loop, a power of two (0: 512; with -uring-features incremental_buffers, a quarter of their bytes make the 64 KiB buffers)")
 	budget := flag.Int("turn-budget", 0, "bytes one connection may have handled per loop turn (0: 64 KiB, -1: no budget)")
 	probe := flag.Bool("probe", false, "start the loops without a listener, print what the runtime found (backend, reason, ring, kernel, cpus) and exit; exit status 3 when io_uring is unavailable here, 1 on any other error")
 	flag.Parse()
 	if *probe {
 		sf.Addr = ""
 	}
-	err := run(*probe, sf, tf, *ringFlags, *waitBatch, *waitMin, *budget, *incoming, *stats)
+	err := run(*probe, sf, tf, *ringFlags, *waitBatch, *waitMin, *budget, *bufferCount, *incoming, *stats)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "echo:", err)
 		if errors.Is(err, ring.ErrUnavailable) {
@@ -64,9 +65,10 @@ func main() {
 	}
 }
 
-func run(probe bool, sf *serverflag.Flags, tf *serverflag.TLSFlags, ringFlags string, waitBatch int, waitMin time.Duration, budget int, incoming, stats bool) error {
+func run(probe bool, sf *serverflag.Flags, tf *serverflag.TLSFlags, ringFlags string, waitBatch int, waitMin time.Duration, budget, bufferCount int, incoming, stats bool) error {
 	cfg := percore.Config{Addr: sf.Addr, IncomingCPU: incoming, WaitBatch: waitBatch, WaitMin: waitMin, TurnBudget: budget,
-		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}
+		BufferCount: bufferCount,
+		Logger:      slog.New(slog.NewTextHandler(os.Stderr, nil))}
 	sf.Apply(&cfg)
 	if !probe {
 		if err := tf.Apply(&cfg); err != nil {

@@ -65,7 +65,7 @@ func Register(fs *flag.FlagSet, addr string) *Flags {
 	fs.Var((*coresValue)(&f.Cores), "cores", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
 	fs.Var((*backendValue)(&f.Backend), "backend", "auto, uring or epoll")
 	fs.StringVar(&f.Metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9100 (default: off)")
-	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors")
+	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers")
 	return f
 }
 
