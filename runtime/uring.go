@@ -19,7 +19,7 @@ import (
 // releasing and cancelling (uring_release.go), wake-ups and MSG_RING
 // (uring_wake.go), the dispatch of completions (uring_dispatch.go), file
 // operations and file sends (uring_file.go), datagrams (uring_packet.go),
-// and direct descriptors (uring_fixed.go).
+// direct descriptors (uring_fixed.go) and zero-copy sends (uring_zc.go).
 
 // uringOps are the opcodes the io_uring loop needs.
 var uringOps = []ring.Op{
@@ -48,7 +48,7 @@ type uringDriver struct {
 	// lns are the stream listeners, by their index in Loop.lns (fd -1
 	// where that index is not a stream listener, or after stopListening).
 	lns     []uringListener
-	loopOps int // listener and cancel operations in flight
+	loopOps int // listener, cancel and zero-copy send operations in flight
 	waitsN  uint64
 	pk      uringPackets // the datagram sockets (uring_packet.go)
 
@@ -93,6 +93,7 @@ type uringDriver struct {
 	skipSeq uint32
 
 	fx uringFixed // the fixed file table, with UringDirectDescriptors (uring_fixed.go)
+	zc uringZC    // the zero-copy sends, with UringZeroCopySend (uring_zc.go)
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -179,6 +180,8 @@ const (
 	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
 	ufSlotShut                           // a shutdown on the slot is in flight: its close waits (uring_fixed.go)
 	ufCloseHeld                          // release found the slot's shutdown in flight: its completion queues the close
+	ufSendZC                             // the send in flight is a zero-copy send (uring_zc.go)
+	ufZCOff                              // the socket refused a zero-copy send: plain sends only
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
@@ -226,6 +229,9 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	}
 	if feats&UringDirectDescriptors != 0 && !d.setupFixed(r, loops) {
 		feats &^= UringDirectDescriptors
+	}
+	if feats&UringZeroCopySend != 0 {
+		d.setupZeroCopy(r)
 	}
 	d.feats = feats
 	// Config.eventfdWake (a benchmark's, export_test.go) compares the

@@ -61,6 +61,9 @@ func (d *uringDriver) complete(e *ring.Completion) {
 	case kindInstall:
 		installLate(e) // its wait gave up (uring_fixed.go)
 		return
+	case kindSendZC:
+		d.zcCompleted(e) // uring_zc.go
+		return
 	case kindCloseSlot:
 		d.slotClosed() // and the connection's part below
 	}

@@ -59,6 +59,21 @@ const (
 	// descriptors (docs/decisions/0066). Off by default: measured in
 	// docs/performance.md, "io_uring features, part 4".
 	UringDirectDescriptors
+	// UringZeroCopySend sends a connection's queued bytes with zero copy
+	// (IORING_OP_SEND_ZC, 6.0+, with its usage report, 6.2+) when one
+	// send takes at least Config.ZeroCopySendMin of them: the kernel
+	// pins the pages instead of copying them into the socket, and posts
+	// a notification once it is done with them, which may come after the
+	// connection closed. The buffer stays the send's until then (neither
+	// written, reused nor given back), and the loop does not exit before
+	// every notification came (docs/decisions/0068). A socket that cannot
+	// (a Unix socket: -EOPNOTSUPP) sends those bytes and the rest of its
+	// sends plainly, counted in Stats.ZeroCopyFallbacks. It pays only where
+	// the device sends from the pages (a NIC with scatter-gather): on
+	// loopback the kernel copies on delivery, as Stats.ZeroCopyCopied
+	// shows. Off by default: measured in docs/performance.md, "io_uring
+	// features, part 5".
+	UringZeroCopySend
 )
 
 // DefaultUringFeatures are the features a loop uses unless
@@ -79,6 +94,7 @@ var uringFeatureNames = []struct {
 	{UringSkipSends, "skip_sends"},
 	{UringNAPI, "napi"},
 	{UringDirectDescriptors, "direct_descriptors"},
+	{UringZeroCopySend, "zero_copy_send"},
 }
 
 // String lists the features by ParseUringFeatures' names, "none" for none.
@@ -100,7 +116,7 @@ func (f UringFeatures) String() string {
 }
 
 // ParseUringFeatures parses a comma-separated list of feature names
-// (registered_ring, skip_sends, napi, direct_descriptors), case-insensitive; "none" is no features
+// (registered_ring, skip_sends, napi, direct_descriptors, zero_copy_send), case-insensitive; "none" is no features
 // and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
 // pointer to the result.
 func ParseUringFeatures(s string) (UringFeatures, error) {
@@ -120,7 +136,7 @@ next:
 				continue next
 			}
 		}
-		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors or none)", name)
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors, zero_copy_send or none)", name)
 	}
 	return f, nil
 }
@@ -141,6 +157,9 @@ func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) Uri
 	}
 	if want&UringDirectDescriptors != 0 && s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall) {
 		got |= UringDirectDescriptors
+	}
+	if want&UringZeroCopySend != 0 && s.HasFeature(ring.SendZC) {
+		got |= UringZeroCopySend
 	}
 	return got
 }

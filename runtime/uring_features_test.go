@@ -25,6 +25,7 @@ func TestParseUringFeatures(t *testing.T) {
 		{"registered_ring,skip_sends", percore.UringRegisteredRing | percore.UringSkipSends},
 		{"napi", percore.UringNAPI},
 		{"direct_descriptors,skip_sends", percore.UringDirectDescriptors | percore.UringSkipSends},
+		{"zero_copy_send,skip_sends", percore.UringZeroCopySend | percore.UringSkipSends},
 	} {
 		got, err := percore.ParseUringFeatures(tc.in)
 		if err != nil || got != tc.want {
@@ -44,7 +45,8 @@ func TestParseUringFeatures(t *testing.T) {
 var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, percore.UringSkipSends,
 	percore.DefaultUringFeatures, percore.DefaultUringFeatures | percore.UringNAPI,
 	percore.DefaultUringFeatures | percore.UringDirectDescriptors,
-	percore.UringDirectDescriptors | percore.UringSkipSends}
+	percore.UringDirectDescriptors | percore.UringSkipSends,
+	percore.DefaultUringFeatures | percore.UringZeroCopySend}
 
 // kernelFeatures is what of want the kernel here lets a loop use (the
 // driver's own rule, with the default setup flags).
@@ -65,6 +67,9 @@ func kernelFeatures(t *testing.T, want percore.UringFeatures) percore.UringFeatu
 	}
 	if want&percore.UringDirectDescriptors != 0 && s.HasFeature(ring.DirectDescriptors) && s.HasFeature(ring.FixedFdInstall) {
 		got |= percore.UringDirectDescriptors
+	}
+	if want&percore.UringZeroCopySend != 0 && s.HasFeature(ring.SendZC) {
+		got |= percore.UringZeroCopySend
 	}
 	return got
 }
