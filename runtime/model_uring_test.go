@@ -60,7 +60,8 @@ import (
 func TestModelUringConn(t *testing.T) {
 	seen := map[string]int{}
 	eachModelSeed(t, func(t *testing.T, seed uint64, steps int) {
-		for _, f := range []UringFeatures{0, UringSkipSends, UringDirectDescriptors, UringSkipSends | UringDirectDescriptors} {
+		for _, f := range []UringFeatures{0, UringSkipSends, UringDirectDescriptors, UringSkipSends | UringDirectDescriptors,
+			UringZeroCopySend, UringZeroCopySend | UringSkipSends | UringDirectDescriptors} {
 			label := fmt.Sprintf("seed %d, features %v", seed, f)
 			m := runConnModel(t, label, seededInput(seed), steps, &f)
 			for k, v := range m.seen {
@@ -72,7 +73,8 @@ func TestModelUringConn(t *testing.T) {
 		for _, what := range []string{"deferred", "copied", "paused with held", "ENOBUFS", "multishot ended",
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
-			"descriptor installed", "slot shut down"} {
+			"descriptor installed", "slot shut down", "zero-copy send", "zero-copy partial", "zero-copy notification",
+			"zero-copy fallback", "stopped with notifications to come"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -113,6 +115,13 @@ type connModel struct {
 	// slots (uring_fixed.go).
 	direct   bool
 	installs int // descriptors installed for slots
+	// pins are the buffers of zero-copy sends the kernel may still read
+	// (model_uring_zc_test.go).
+	pins []*zcPin
+	// holdNotifs keeps the notifications of zero-copy sends back (the
+	// kernel posts them late), so that the loop is stopped with some
+	// still to come.
+	holdNotifs bool
 	// focus is the connection most steps are about for a while: traffic
 	// comes in bursts per connection, and so do the interleavings that
 	// matter (a receive held back, a pause, another receive, one turn).
@@ -183,6 +192,9 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		if in.chance(1, 2) {
 			f |= UringDirectDescriptors
 		}
+		if in.chance(1, 2) {
+			f |= UringZeroCopySend
+		}
 		feats = &f
 	}
 	budgets := []int{16, 24, 32, 48, -1}
@@ -191,6 +203,9 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		MaxOutbound: caps[in.intn(len(caps))]}
 	if cfg.MaxOutbound > 0 {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
+	}
+	if *feats&UringZeroCopySend != 0 {
+		cfg.ZeroCopySendMin = []int{1, 24, 60}[in.intn(3)]
 	}
 	m.l, m.r, m.d = m.k.newLoop(0, cfg, connHandler{m})
 	if *feats&UringSkipSends != 0 {
@@ -202,6 +217,10 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		m.d.feats |= UringDirectDescriptors
 		m.d.fx.r, m.d.fx.size = m.r, 1<<30
 		m.direct = true
+	}
+	if *feats&UringZeroCopySend != 0 {
+		m.d.feats |= UringZeroCopySend
+		m.d.setupZeroCopy(m.r)
 	}
 	m.k.onSubmit = m.submitted
 	m.l.lns = []*loopListener{{info: &Listener{Network: "tcp"}, fd: simListenFd}}
@@ -229,6 +248,10 @@ func (m *connModel) faultf(format string, args ...any) {
 // close's descriptor is gone once it completes, and nothing may be
 // submitted for a connection whose slot was freed.
 func (m *connModel) submitted(r *simRing, op *simOp) bool {
+	if op.kind == kindSendZC {
+		m.zcSubmitted(op)
+		return false
+	}
 	if op.kind <= kindConnect && op.kind >= kindRecv || op.kind == kindCloseSlot {
 		if mc := m.byUserData(op.ud); mc != nil && mc.freed {
 			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)
@@ -319,6 +342,9 @@ func (m *connModel) sendNoWait(r *simRing, op *simOp) {
 
 // byUserData returns the connection an entry's user data names.
 func (m *connModel) byUserData(ud uint64) *mconn {
+	if uint8(ud>>56) == kindSendZC {
+		return m.zcConn(ud) // its record names the connection
+	}
 	slot, gen := uint32(ud), uint32(ud>>32)&genMask
 	for _, mc := range m.conns {
 		if mc.c != nil && mc.slot == slot && mc.gen == gen {
