@@ -36,6 +36,13 @@ func (r *simRing) PrepareSendZC(fd int, p []byte, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: fd, p: p, zc: true})
 }
 
+// PrepareSendmsgZC is here for the interface: the model has no datagram
+// sockets.
+func (r *simRing) PrepareSendmsgZC(fd int, _ *unix.Msghdr, ud uint64) error {
+	r.k.fault("a zero-copy sendmsg in the connection model")
+	return r.prep(&simOp{ud: ud, fd: fd, zc: true})
+}
+
 // zcConn returns the connection whose zero-copy send has user data ud
 // (the driver's record names it), while its first completion is to come.
 func (m *connModel) zcConn(ud uint64) *mconn {

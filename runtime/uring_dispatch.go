@@ -49,7 +49,7 @@ func (d *uringDriver) complete(e *ring.Completion) {
 		d.packetReceived(int(slot), e)
 		return
 	case kindPacketSend:
-		d.packetSent(slot, e.Res)
+		d.packetCompleted(slot, e) // uring_zc_packet.go
 		return
 	case kindPacketCancel:
 		d.loopOps--

@@ -54,6 +54,7 @@ const DefaultZeroCopySendMin = 64 << 10
 // model's stand-in.
 type uringZCRing interface {
 	PrepareSendZC(fd int, p []byte, userData uint64) error
+	PrepareSendmsgZC(fd int, msg *unix.Msghdr, userData uint64) error
 }
 
 // uringZC is the driver's zero-copy sends.

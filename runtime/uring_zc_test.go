@@ -258,3 +258,54 @@ func TestZeroCopySendCloseMidWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestZeroCopySendUDP echoes datagrams below and above the threshold, one
+// at a time and in a burst: those from the threshold on go with
+// SENDMSG_ZC, every reply arrives whole, every notification comes (and
+// reports the copy loopback makes), and the loop ends with no send slot
+// held.
+func TestZeroCopySendUDP(t *testing.T) {
+	cfg := zcConfig(t, 4096, 0)
+	rt := startUDP(t, percore.IOURing, "127.0.0.1:0", packetEcho{}, cfg)
+	c := udpClient(t, rt)
+	buf := make([]byte, 70000)
+	zc := 0
+	for _, n := range []int{1, 64, 4095, 4096, 16 << 10, 65507} {
+		p := bytes.Repeat([]byte{byte(n), byte(n >> 8)}, n/2+1)[:n]
+		if _, err := c.Write(p); err != nil {
+			t.Fatalf("write %d: %v", n, err)
+		}
+		got, err := c.Read(buf)
+		if err != nil || !bytes.Equal(buf[:got], p) {
+			t.Fatalf("reply to %d bytes: %d bytes, %v (equal %v)", n, got, err, bytes.Equal(buf[:got], p))
+		}
+		if n >= 4096 {
+			zc++
+		}
+	}
+	// A burst: the replies of one turn take several slots at once.
+	const burst = 32
+	for k := range burst {
+		p := bytes.Repeat([]byte{byte(k)}, 8<<10)
+		if _, err := c.Write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[byte]bool{}
+	for range burst {
+		got, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("burst: %v (%d of %d replies)", err, len(seen), burst)
+		}
+		if got != 8<<10 || !bytes.Equal(buf[:got], bytes.Repeat(buf[:1], got)) || seen[buf[0]] {
+			t.Fatalf("burst: a reply of %d bytes that is not one of the datagrams sent, whole and once", got)
+		}
+		seen[buf[0]] = true
+	}
+	zc += burst
+	pctest.WaitFor(t, "every zero-copy datagram's notification", func() bool {
+		s := rt.Stats()
+		return s.ZeroCopySends == uint64(zc) && s.ZeroCopyCopied == uint64(zc)
+	})
+	stopAndCheckHeld(t, rt)
+}
