@@ -132,7 +132,8 @@ type Config struct {
 	NAPIBusyPoll time.Duration
 	// ZeroCopySendMin is the smallest send an io_uring loop with
 	// UringZeroCopySend sends with zero copy: a send of fewer of a
-	// connection's queued bytes is copied into the socket as before.
+	// connection's queued bytes, or a smaller datagram (GSO batch), is
+	// copied into the socket as before.
 	// Zero means DefaultZeroCopySendMin; UringZeroCopySend off (the
 	// default) ignores it.
 	ZeroCopySendMin int

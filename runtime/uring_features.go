@@ -61,7 +61,8 @@ const (
 	UringDirectDescriptors
 	// UringZeroCopySend sends a connection's queued bytes with zero copy
 	// (IORING_OP_SEND_ZC, 6.0+, with its usage report, 6.2+) when one
-	// send takes at least Config.ZeroCopySendMin of them: the kernel
+	// send takes at least Config.ZeroCopySendMin of them, and datagrams
+	// (or GSO batches) of that size with SENDMSG_ZC: the kernel
 	// pins the pages instead of copying them into the socket, and posts
 	// a notification once it is done with them, which may come after the
 	// connection closed. The buffer stays the send's until then (neither
