@@ -177,7 +177,7 @@ const (
 	ufReleasing                          // closed, its cancels or close still to be queued
 	ufListed                             // on the driver's list of connections with waiting receives to deliver
 	ufSendSkip                           // the send in flight is a skipped send (uring_skip.go)
-	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
+	ufSendFull                           // a skipped send found the socket full, or a zero-copy send went: ordinary sends until the queue drains
 	ufSlotShut                           // a shutdown on the slot is in flight: its close waits (uring_fixed.go)
 	ufCloseHeld                          // release found the slot's shutdown in flight: its completion queues the close
 	ufSendZC                             // the send in flight is a zero-copy send (uring_zc.go)

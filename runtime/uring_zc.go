@@ -37,7 +37,9 @@ import (
 //
 // A zero-copy send is never a skipped send (the kernel refuses
 // IOSQE_CQE_SKIP_SUCCESS on SEND_ZC, and its notification posts anyway);
-// below the threshold a connection's sends are skipped or not as before.
+// below the threshold a connection's sends are skipped or not as before,
+// except that the rest of a queue a zero-copy send began goes as
+// ordinary sends until it drains (ufSendFull).
 // A socket that does not support it (-EOPNOTSUPP: a Unix socket) sends
 // the same bytes with a plain send, and every later send of that
 // connection is plain (ufZCOff); Stats.ZeroCopyFallbacks counts them.
@@ -123,7 +125,12 @@ func (d *uringDriver) sendZC(c *Conn, p []byte) error {
 	h.refs++
 	*s = zcSend{gen: s.gen, slot: c.slot, cgen: c.gen, hold: h, live: true, first: true}
 	z.conns[c.slot] = zcConn{gen: c.gen, send: i, inFlight: true, hold: h}
-	c.ur.flags |= ufSendZC
+	// The rest of this queue goes as ordinary (or zero-copy) sends, not
+	// skipped ones, until it drains, as after a skipped send that found
+	// the socket full: a skipped send is prepared only where dispatch
+	// lists and accounts for it before any handler (uring_skip.go), and
+	// this send's completions come in the middle of a dispatch.
+	c.ur.flags |= ufSendZC | ufSendFull
 	d.loopOps++
 	d.cnt[sZeroCopySends]++
 	return nil
