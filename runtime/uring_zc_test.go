@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -311,4 +312,80 @@ func TestZeroCopySendUDP(t *testing.T) {
 		return s.ZeroCopySends == uint64(zc) && s.ZeroCopyCopied == uint64(zc)
 	})
 	stopAndCheckHeld(t, rt)
+}
+
+// zcHo is the hand-over tests' line protocol (hoHandler) that answers the
+// line "big" with bigReply bytes, sent with zero copy.
+type zcHo struct{ *hoHandler }
+
+const bigReply = 1 << 20
+
+func (h zcHo) OnData(c *percore.Conn, data []byte) {
+	if string(data) != "big\n" {
+		h.hoHandler.OnData(c, data)
+		return
+	}
+	room := c.Reserve(bigReply)
+	for j := range room {
+		room[j] = byte(j * 7)
+	}
+	c.Commit(bigReply)
+}
+
+// TestZeroCopySendHandover hands a connection over right after a large
+// reply went out with zero copy: the connection is idle once the kernel
+// took the reply, maybe before its notifications came; the old runtime's
+// loops end only after them, with nothing held, and the connection goes
+// on in the new process.
+func TestZeroCopySendHandover(t *testing.T) {
+	cfg := zcConfig(t, 16<<10, 0)
+	cfg.Addr, cfg.Cores = "127.0.0.1:0", allCores(t)[:1]
+	old := start(t, cfg, zcHo{&hoHandler{name: "A"}})
+	oldEnd, nextEnd, err := percore.HandoverSockets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { oldEnd.Close(); nextEnd.Close() })
+	c := dial(t, old)
+	cl := &hoClient{c: c, r: bufio.NewReader(c), id: "z1"}
+	if got, err := cl.ask(cl.id); err != nil || got != "ok A" {
+		t.Fatalf("hello: %q, %v", got, err)
+	}
+	if _, err := c.Write([]byte("big\n")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, bigReply)
+	if _, err := io.ReadFull(cl.r, got); err != nil {
+		t.Fatal(err)
+	}
+	for j, b := range got {
+		if b != byte(j*7) {
+			t.Fatalf("the reply differs at byte %d", j)
+		}
+	}
+	files, err := old.ListenerFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := start(t, percore.Config{Backend: percore.IOURing, Inherited: files, Cores: cfg.Cores}, &hoHandler{name: "B"})
+	for _, f := range files {
+		f.Close()
+	}
+	if err := next.Adopt(nextEnd); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.HandOver(shutdownCtx(t, 20*time.Second), oldEnd); err != nil {
+		t.Fatalf("hand-over: %v", err)
+	}
+	if got, err := cl.ask("after"); err != nil || got != "B z1 after" {
+		t.Fatalf("after the hand-over: %q, %v", got, err)
+	}
+	if s := old.Stats(); s.HandedOff != 1 || s.ZeroCopySends == 0 {
+		t.Fatalf("old runtime: %d handed over, %d zero-copy sends; want 1 and some", s.HandedOff, s.ZeroCopySends)
+	}
+	for _, l := range old.Loops() {
+		if n, b := percore.ZeroCopyHeld(l); n != 0 || b != 0 {
+			t.Errorf("the old loop ended with %d zero-copy sends unfinished, holding %d bytes", n, b)
+		}
+	}
 }
