@@ -130,6 +130,13 @@ type Config struct {
 	// its NICs' receive queues each time it waits. Zero means
 	// DefaultNAPIBusyPoll; UringNAPI off (the default) ignores it.
 	NAPIBusyPoll time.Duration
+	// ZeroCopySendMin is the smallest send an io_uring loop with
+	// UringZeroCopySend sends with zero copy: a send of fewer of a
+	// connection's queued bytes, or a smaller datagram (GSO batch), is
+	// copied into the socket as before.
+	// Zero means DefaultZeroCopySendMin; UringZeroCopySend off (the
+	// default) ignores it.
+	ZeroCopySendMin int
 	// WaitBatch, when above 1, makes an idle io_uring loop wait for up to
 	// this many completions before it wakes, but never longer than
 	// WaitMin once one has arrived: fewer kernel enters and wake-ups
@@ -377,6 +384,9 @@ func (c Config) withDefaults() Config {
 	c.UringFeatures = &feats
 	if c.NAPIBusyPoll <= 0 {
 		c.NAPIBusyPoll = DefaultNAPIBusyPoll
+	}
+	if c.ZeroCopySendMin <= 0 {
+		c.ZeroCopySendMin = DefaultZeroCopySendMin
 	}
 	if c.BufferSize == 0 {
 		c.BufferSize = DefaultBufferSize

@@ -156,6 +156,8 @@ type simOp struct {
 	nowait bool   // a send that never waits (PrepareSendNoWait)
 	skip   bool   // its success posts nothing (SkipSuccess)
 	fixed  bool   // it names a slot of the fixed file table (FixedFile)
+	zc     bool   // a zero-copy send (PrepareSendZC, model_uring_zc_test.go)
+	notif  bool   // a zero-copy send's notification, still to come
 	msgFd  int    // a MSG_RING's target ring
 	msgRes uint32
 	msgUD  uint64
@@ -507,9 +509,16 @@ func (r *simRing) take(i int) *simOp {
 func (r *simRing) completeCancel(i int) {
 	c := r.take(i)
 	res := -int32(unix.ENOENT)
-	if j := r.find(c.target); j >= 0 {
+	// A zero-copy send's notification is no operation to cancel.
+	if j := slices.IndexFunc(r.inflight, func(op *simOp) bool { return op.ud == c.target && !op.notif }); j >= 0 {
 		t := r.take(j)
-		r.post(t.ud, -int32(unix.ECANCELED), 0)
+		flags := uint32(0)
+		if t.zc {
+			// A cancelled zero-copy send still notifies.
+			flags = cqeMore
+			r.inflight = append(r.inflight, &simOp{kind: kindSendZC, ud: t.ud, p: t.p, zc: true, notif: true})
+		}
+		r.post(t.ud, -int32(unix.ECANCELED), flags)
 		res = 0
 	}
 	r.post(c.ud, res, 0)

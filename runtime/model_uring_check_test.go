@@ -132,6 +132,14 @@ func (m *connModel) check() {
 	} else if n := r.bufs.count(bufLoop); n != d.waitingBufs+inCQ {
 		m.faultf("the loop holds %d provided buffers, its held receives account for %d (and %d are on their way)", n, d.waitingBufs, inCQ)
 	}
+	m.checkPins()
+	for _, op := range r.inflight {
+		if op.zc && !op.notif {
+			if mc := m.zcConn(op.ud); mc == nil || mc.freed {
+				m.faultf("a zero-copy send in flight for a connection whose slot is free")
+			}
+		}
+	}
 	if len(r.cq) > 0 {
 		return // the loop has not seen these yet: its state and the kernel's agree once it has
 	}
@@ -160,7 +168,9 @@ func (m *connModel) check() {
 			m.faultf("connection %d holds receives, is not paused, and is not listed to deliver them", mc.id)
 		case c.wantsInput() && c.state&stClosing == 0 && held(c) == 0 && u.flags&ufRecvEOF == 0 && !inFlight(kindRecv):
 			m.faultf("connection %d reads and has no receive armed (flags %#x)", mc.id, u.flags)
-		case !c.closed() && c.out.buffered() > 0 && !inFlight(kindSend) && u.flags&ufSendSkip == 0:
+		case u.flags&ufSendZC != 0 && r.find(d.zc.inFlightUD(c)) < 0:
+			m.faultf("connection %d: a zero-copy send marked in flight that the kernel does not hold", mc.id)
+		case !c.closed() && c.out.buffered() > 0 && !inFlight(kindSend) && u.flags&(ufSendSkip|ufSendZC) == 0:
 			m.faultf("connection %d has %d bytes queued and no send in flight", mc.id, c.out.buffered())
 		}
 	}
@@ -169,6 +179,9 @@ func (m *connModel) check() {
 // settle delivers what the peers sent, resumes reading everywhere, closes
 // every connection and stops the loop, checking what must hold at the end.
 func (m *connModel) settle() {
+	// Now and then the notifications of zero-copy sends come only after
+	// the loop was told to stop, which must wait for them.
+	m.holdNotifs = m.d.feats&UringZeroCopySend != 0 && m.in.chance(1, 2)
 	drain := func() {
 		for range 100000 {
 			m.k.mu.Lock()
@@ -234,7 +247,16 @@ func (m *connModel) settle() {
 	}
 	m.l.Post(func() { m.l.forceStop(ErrShutdown) })
 	drain()
+	if m.holdNotifs {
+		if m.r.exited {
+			m.checkZCEnd() // none may be held back now
+		}
+		m.seen["stopped with notifications to come"] += len(m.pins)
+		m.holdNotifs = false
+		drain()
+	}
 	if !m.r.exited {
 		m.faultf("the loop did not exit once stopped")
 	}
+	m.checkZCEnd()
 }

@@ -63,6 +63,9 @@ func (m *connModel) kernelStep(settling bool) bool {
 		}
 		r.post(op.ud, int32(n), 0)
 		m.log("send of connection %d completes %d of %d", mc.id, n, len(op.p))
+	case kindSendZC:
+		r.take(i)
+		m.zcStep(op, settling) // model_uring_zc_test.go
 	case kindCancel:
 		if j := r.find(op.target); j >= 0 && r.inflight[j].kind == kindRecv && m.ready(r.inflight[j]) && in.chance(1, 2) {
 			// The data it cancels arrives first.
@@ -105,6 +108,8 @@ func (m *connModel) ready(op *simOp) bool {
 	switch op.kind {
 	case kindAccept:
 		return false
+	case kindSendZC:
+		return !op.notif || !m.holdNotifs
 	case kindRecv:
 		mc := m.byUserData(op.ud)
 		return mc != nil && (mc.given < len(mc.sent) || mc.end != 0 && !mc.endGiven)
@@ -174,6 +179,10 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 // close's descriptor is gone once it completes, and nothing may be
 // submitted for a connection whose slot was freed.
 func (m *connModel) submitted(r *simRing, op *simOp) bool {
+	if op.kind == kindSendZC {
+		m.zcSubmitted(op)
+		return false
+	}
 	if op.kind <= kindConnect && op.kind >= kindRecv || op.kind == kindCloseSlot {
 		if mc := m.byUserData(op.ud); mc != nil && mc.freed {
 			m.k.fault("an entry of kind %d for connection %d after its slot was freed", op.kind, mc.id)

@@ -80,7 +80,8 @@ func TestModelUringConn(t *testing.T) {
 			"cancel after data", "partial send", "outbound cap", "closed while holding", "pause from outside",
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
 			"descriptor installed", "slot shut down", "shutdown refused", "incremental shared buffer",
-			"incremental part held", "incremental receive past BufferSize"} {
+			"incremental part held", "incremental receive past BufferSize", "zero-copy send", "zero-copy partial",
+			"zero-copy notification", "zero-copy fallback", "stopped with notifications to come"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -90,7 +91,8 @@ func TestModelUringConn(t *testing.T) {
 }
 
 // modelFeatureSets are the features each seed runs under: skipped sends,
-// direct descriptors and incremental buffers, each on and off.
+// direct descriptors and incremental buffers, each on and off, and
+// zero-copy sends with some of them.
 var modelFeatureSets = func() []UringFeatures {
 	var sets []UringFeatures
 	for i := range 8 {
@@ -106,7 +108,12 @@ var modelFeatureSets = func() []UringFeatures {
 		}
 		sets = append(sets, f)
 	}
-	return sets
+	// Zero-copy sends alone, with skipped sends and direct descriptors,
+	// and with everything: its interplay is with the send path and the
+	// slots, and the sets stay few (each seed runs them all).
+	z := UringZeroCopySend
+	return append(sets, z, z|UringSkipSends|UringDirectDescriptors,
+		z|UringSkipSends|UringDirectDescriptors|UringIncrementalBuffers)
 }()
 
 func FuzzModelUringConn(f *testing.F) {
@@ -143,6 +150,13 @@ type connModel struct {
 	installs int // descriptors installed for slots
 	// installedFrom is the slot each installed descriptor was made of.
 	installedFrom map[int]int
+	// pins are the buffers of zero-copy sends the kernel may still read
+	// (model_uring_zc_test.go).
+	pins []*zcPin
+	// holdNotifs keeps the notifications of zero-copy sends back (the
+	// kernel posts them late), so that the loop is stopped with some
+	// still to come.
+	holdNotifs bool
 	// focus is the connection most steps are about for a while: traffic
 	// comes in bursts per connection, and so do the interleavings that
 	// matter (a receive held back, a pause, another receive, one turn).
@@ -216,6 +230,9 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		if in.chance(1, 2) {
 			f |= UringIncrementalBuffers
 		}
+		if in.chance(1, 2) {
+			f |= UringZeroCopySend
+		}
 		feats = &f
 	}
 	budgets := []int{16, 24, 32, 48, -1}
@@ -225,6 +242,9 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 
 	if cfg.MaxOutbound > 0 {
 		cfg.OutboundLowWater = cfg.MaxOutbound / 2
+	}
+	if *feats&UringZeroCopySend != 0 {
+		cfg.ZeroCopySendMin = []int{1, 24, 60}[in.intn(3)]
 	}
 	m.l, m.r, m.d = m.k.newLoop(0, cfg, connHandler{m})
 	if *feats&UringSkipSends != 0 {
@@ -246,6 +266,10 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		m.r.bufs.makeIncremental()
 		m.d.useIncremental(m.r.bufs, len(m.r.bufs.mem))
 		m.d.feats |= UringIncrementalBuffers
+	}
+	if *feats&UringZeroCopySend != 0 {
+		m.d.feats |= UringZeroCopySend
+		m.d.setupZeroCopy(m.r)
 	}
 	m.k.onSubmit = m.submitted
 	if m.direct {
@@ -283,6 +307,9 @@ func (m *connModel) faultf(format string, args ...any) {
 
 // byUserData returns the connection an entry's user data names.
 func (m *connModel) byUserData(ud uint64) *mconn {
+	if uint8(ud>>56) == kindSendZC {
+		return m.zcConn(ud) // its record names the connection
+	}
 	slot, gen := uint32(ud), uint32(ud>>32)&genMask
 	for _, mc := range m.conns {
 		if mc.c != nil && mc.slot == slot && mc.gen == gen {

@@ -19,7 +19,7 @@ import (
 // releasing and cancelling (uring_release.go), wake-ups and MSG_RING
 // (uring_wake.go), the dispatch of completions (uring_dispatch.go), file
 // operations and file sends (uring_file.go), datagrams (uring_packet.go),
-// and direct descriptors (uring_fixed.go).
+// direct descriptors (uring_fixed.go) and zero-copy sends (uring_zc.go).
 
 // uringOps are the opcodes the io_uring loop needs.
 var uringOps = []ring.Op{
@@ -48,7 +48,7 @@ type uringDriver struct {
 	// lns are the stream listeners, by their index in Loop.lns (fd -1
 	// where that index is not a stream listener, or after stopListening).
 	lns     []uringListener
-	loopOps int // listener and cancel operations in flight
+	loopOps int // listener, cancel and zero-copy send operations in flight
 	waitsN  uint64
 	pk      uringPackets // the datagram sockets (uring_packet.go)
 
@@ -93,6 +93,7 @@ type uringDriver struct {
 	skipSeq uint32
 
 	fx uringFixed // the fixed file table, with UringDirectDescriptors (uring_fixed.go)
+	zc uringZC    // the zero-copy sends, with UringZeroCopySend (uring_zc.go)
 
 	// inc is the record of the receive ring's buffers, consumed in part,
 	// with UringIncrementalBuffers (uring_incbuf.go); nil without it.
@@ -180,10 +181,12 @@ const (
 	ufReleasing                          // closed, its cancels or close still to be queued
 	ufListed                             // on the driver's list of connections with waiting receives to deliver
 	ufSendSkip                           // the send in flight is a skipped send (uring_skip.go)
-	ufSendFull                           // a skipped send found the socket full: ordinary sends until the queue drains
+	ufSendFull                           // a skipped send found the socket full, or a zero-copy send went: ordinary sends until the queue drains
 	ufSlotShut                           // a shutdown on the slot is in flight: its close waits (uring_fixed.go)
 	ufCloseHeld                          // release found the slot's shutdown in flight: its completion queues the close
 	ufShutRetry                          // the slot's shutdown found the queue full: retried with the releases (uring_fixed.go)
+	ufSendZC                             // the send in flight is a zero-copy send (uring_zc.go)
+	ufZCOff                              // the socket refused a zero-copy send: plain sends only
 )
 
 func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
@@ -234,6 +237,9 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	}
 	if feats&UringDirectDescriptors != 0 && !d.setupFixed(r, loops) {
 		feats &^= UringDirectDescriptors
+	}
+	if feats&UringZeroCopySend != 0 {
+		d.setupZeroCopy(r)
 	}
 	d.feats = feats
 	// Config.eventfdWake (a benchmark's, export_test.go) compares the

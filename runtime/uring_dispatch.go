@@ -49,7 +49,7 @@ func (d *uringDriver) complete(e *ring.Completion) {
 		d.packetReceived(int(slot), e)
 		return
 	case kindPacketSend:
-		d.packetSent(slot, e.Res)
+		d.packetCompleted(slot, e) // uring_zc_packet.go
 		return
 	case kindPacketCancel:
 		d.loopOps--
@@ -60,6 +60,9 @@ func (d *uringDriver) complete(e *ring.Completion) {
 		return
 	case kindInstall:
 		d.installLate(e) // its wait gave up (uring_fixed.go)
+		return
+	case kindSendZC:
+		d.zcCompleted(e) // uring_zc.go
 		return
 	case kindCloseSlot:
 		d.slotClosed() // and the connection's part below

@@ -73,6 +73,22 @@ const (
 	// docs/decisions/0069 and docs/performance.md, "io_uring features,
 	// part 6". Off by default.
 	UringIncrementalBuffers
+	// UringZeroCopySend sends a connection's queued bytes with zero copy
+	// (IORING_OP_SEND_ZC, 6.0+, with its usage report, 6.2+) when one
+	// send takes at least Config.ZeroCopySendMin of them, and datagrams
+	// (or GSO batches) of that size with SENDMSG_ZC: the kernel
+	// pins the pages instead of copying them into the socket, and posts
+	// a notification once it is done with them, which may come after the
+	// connection closed. The buffer stays the send's until then (neither
+	// written, reused nor given back), and the loop does not exit before
+	// every notification came (docs/decisions/0068). A socket that cannot
+	// (a Unix socket: -EOPNOTSUPP) sends those bytes and the rest of its
+	// sends plainly, counted in Stats.ZeroCopyFallbacks. It pays only where
+	// the device sends from the pages (a NIC with scatter-gather): on
+	// loopback the kernel copies on delivery, as Stats.ZeroCopyCopied
+	// shows. Off by default: measured in docs/performance.md, "io_uring
+	// features, part 5".
+	UringZeroCopySend
 )
 
 // DefaultUringFeatures are the features a loop uses unless
@@ -94,6 +110,7 @@ var uringFeatureNames = []struct {
 	{UringNAPI, "napi"},
 	{UringDirectDescriptors, "direct_descriptors"},
 	{UringIncrementalBuffers, "incremental_buffers"},
+	{UringZeroCopySend, "zero_copy_send"},
 }
 
 // String lists the features by ParseUringFeatures' names, "none" for none.
@@ -116,7 +133,7 @@ func (f UringFeatures) String() string {
 
 // ParseUringFeatures parses a comma-separated list of feature names
 // (registered_ring, skip_sends, napi, direct_descriptors,
-// incremental_buffers), case-insensitive; "none" is no features
+// incremental_buffers, zero_copy_send), case-insensitive; "none" is no features
 // and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
 // pointer to the result.
 func ParseUringFeatures(s string) (UringFeatures, error) {
@@ -136,7 +153,7 @@ next:
 				continue next
 			}
 		}
-		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors, incremental_buffers or none)", name)
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors, incremental_buffers, zero_copy_send or none)", name)
 	}
 	return f, nil
 }
@@ -160,6 +177,9 @@ func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) Uri
 	}
 	if want&UringIncrementalBuffers != 0 && s.HasFeature(ring.IncrementalBuffers) {
 		got |= UringIncrementalBuffers
+	}
+	if want&UringZeroCopySend != 0 && s.HasFeature(ring.SendZC) {
+		got |= UringZeroCopySend
 	}
 	return got
 }

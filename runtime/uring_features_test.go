@@ -26,6 +26,7 @@ func TestParseUringFeatures(t *testing.T) {
 		{"napi", percore.UringNAPI},
 		{"direct_descriptors,skip_sends", percore.UringDirectDescriptors | percore.UringSkipSends},
 		{"incremental_buffers", percore.UringIncrementalBuffers},
+		{"zero_copy_send,skip_sends", percore.UringZeroCopySend | percore.UringSkipSends},
 	} {
 		got, err := percore.ParseUringFeatures(tc.in)
 		if err != nil || got != tc.want {
@@ -46,7 +47,8 @@ var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, p
 	percore.DefaultUringFeatures, percore.DefaultUringFeatures | percore.UringNAPI,
 	percore.DefaultUringFeatures | percore.UringDirectDescriptors,
 	percore.UringDirectDescriptors | percore.UringSkipSends,
-	percore.DefaultUringFeatures | percore.UringIncrementalBuffers}
+	percore.DefaultUringFeatures | percore.UringIncrementalBuffers,
+	percore.DefaultUringFeatures | percore.UringZeroCopySend}
 
 // kernelFeatures is what of want the kernel here lets a loop use (the
 // driver's own rule, with the default setup flags).
@@ -70,6 +72,9 @@ func kernelFeatures(t *testing.T, want percore.UringFeatures) percore.UringFeatu
 	}
 	if want&percore.UringIncrementalBuffers != 0 && s.HasFeature(ring.IncrementalBuffers) {
 		got |= percore.UringIncrementalBuffers
+	}
+	if want&percore.UringZeroCopySend != 0 && s.HasFeature(ring.SendZC) {
+		got |= percore.UringZeroCopySend
 	}
 	return got
 }

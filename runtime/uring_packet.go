@@ -30,6 +30,7 @@ type uringPacket struct {
 	msg       unix.Msghdr
 	armed     bool
 	cancelled bool // stopping: its cancel is queued, do not re-arm
+	zcOff     bool // the socket refused a zero-copy send (uring_zc_packet.go)
 }
 
 // uringPackets is the io_uring driver's state of the loop's datagram
@@ -59,6 +60,9 @@ type uringSend struct {
 	seg   int
 	count int
 	ctrl  [gsoControlLen / 8]uint64
+	// zc says it went with zero copy, held that the slot waits for the
+	// notification (uring_zc_packet.go).
+	zc, held bool
 }
 
 // packetHeadroom is what precedes the payload in a datagram's buffer: the
@@ -200,7 +204,7 @@ func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 	s.sa = *sa
 	setMsghdr(&s.msg, &s.iov, s.buf, &s.sa, salen, seg, &s.ctrl)
 	s.p, s.seg, s.count = p, seg, count
-	if err := d.r.PrepareSendmsg(p.fd, &s.msg, userData(kindPacketSend, slot, 0)); err != nil {
+	if err := d.prepareSendmsg(p, s, slot); err != nil { // uring_zc_packet.go
 		pk.free = append(pk.free, slot)
 		return err
 	}
@@ -211,6 +215,13 @@ func (d *uringDriver) writeTo(p *PacketConn, b []byte, sa *unix.RawSockaddrInet6
 
 // packetSent handles a sendmsg's completion.
 func (d *uringDriver) packetSent(slot uint32, res int32) {
+	d.packetDone(slot, res)
+	d.pk.free = append(d.pk.free, slot)
+}
+
+// packetDone reports a sendmsg's result; the caller frees the slot (a
+// zero-copy send's once its notification came).
+func (d *uringDriver) packetDone(slot uint32, res int32) {
 	pk := &d.pk
 	s := pk.sends[slot]
 	pk.inFlight -= s.count
@@ -230,12 +241,10 @@ func (d *uringDriver) packetSent(slot uint32, res int32) {
 			}
 		}
 		s.p = nil
-		pk.free = append(pk.free, slot)
 		return
 	}
 	count := s.count
 	s.p = nil
-	pk.free = append(pk.free, slot)
 	if res < 0 {
 		d.l.packetSent(0, count, errnoErr("sendmsg", unix.Errno(-res)))
 		return

@@ -43,7 +43,7 @@ func (d *uringDriver) release(c *Conn) {
 	u := &c.ur
 	d.dropWaiting(c)
 	if !d.cancelRecv(c) ||
-		!d.cancelOnce(c, c.out.inFlight(), ufSendCancel, kindSend) ||
+		!d.cancelSend(c) || // uring_zc.go: a zero-copy send's user data is its own
 		!d.cancelOnce(c, c.state&stConnecting != 0, 0, kindConnect) ||
 		!d.cancelOnce(c, c.sendingFile(), 0, kindSplice) ||
 		!d.cancelOnce(c, c.sendingFile(), 0, kindSplicePoll) ||

@@ -54,9 +54,12 @@ func (d *uringDriver) sendOut(c *Conn, skip bool) {
 	}
 	p, ud := p[:min(len(p), maxSend)], userData(kindSend, c.slot, c.gen)
 	var err error
-	if skip {
+	switch {
+	case d.zeroCopy(c, len(p)):
+		err = d.sendZC(c, p) // uring_zc.go: never skipped
+	case skip:
 		err = d.sendSkipped(c, p, ud)
-	} else {
+	default:
 		err = d.r.PrepareSend(d.sock(c), p, ud)
 		if err == nil {
 			d.onSlot(c)

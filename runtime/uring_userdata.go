@@ -28,6 +28,7 @@ const (
 	kindCloseSlot    // the close of a connection's slot in the fixed file table (uring_fixed.go)
 	kindSlotDrop     // the close of a slot accepted into while the loop stopped (slot: the table's)
 	kindInstall      // a slot's FIXED_FD_INSTALL (slot: the install's sequence number)
+	kindSendZC       // a zero-copy send, both completions (slot and gen: its record's, uring_zc.go)
 )
 
 // The file kinds (uring_file.go) carry the slot and generation of the

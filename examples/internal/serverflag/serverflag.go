@@ -15,6 +15,9 @@
 //	          the io_uring features the loops use where the kernel has them
 //	          (percore.ParseUringFeatures: default, none, or a list such as
 //	          registered_ring,skip_sends,direct_descriptors), for A/B runs of each
+//	-zero-copy-min
+//	          the smallest send that goes with zero copy under zero_copy_send
+//	          (Config.ZeroCopySendMin; 0: the default)
 //
 // A bad -cores or -backend is refused by flag.Parse with the flag's name,
 // the value and what is wrong, before anything starts. A program registers
@@ -55,6 +58,8 @@ type Flags struct {
 	Metrics string
 	// UringFeatures is -uring-features: nil for the default.
 	UringFeatures *percore.UringFeatures
+	// ZeroCopySendMin is -zero-copy-min: 0 for the default.
+	ZeroCopySendMin int
 }
 
 // Register defines -addr (with addr as its default), -cores, -backend and
@@ -65,17 +70,19 @@ func Register(fs *flag.FlagSet, addr string) *Flags {
 	fs.Var((*coresValue)(&f.Cores), "cores", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
 	fs.Var((*backendValue)(&f.Backend), "backend", "auto, uring or epoll")
 	fs.StringVar(&f.Metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9100 (default: off)")
-	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers")
+	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers,zero_copy_send")
+	fs.IntVar(&f.ZeroCopySendMin, "zero-copy-min", 0, "with zero_copy_send, the smallest send in bytes that goes with zero copy (default: percore.DefaultZeroCopySendMin)")
 	return f
 }
 
-// Apply sets cfg's Cores, Backend and UringFeatures from the flags. It leaves cfg.Addr to
+// Apply sets cfg's Cores, Backend, UringFeatures and ZeroCopySendMin from the flags. It leaves cfg.Addr to
 // the caller, because what -addr names depends on the program: Config.Addr
 // for a TCP server, a Config.Listen entry for a UDP or Unix one.
 func (f *Flags) Apply(cfg *percore.Config) {
 	cfg.Cores = f.Cores
 	cfg.Backend = f.Backend
 	cfg.UringFeatures = f.UringFeatures
+	cfg.ZeroCopySendMin = f.ZeroCopySendMin
 }
 
 // featuresValue is -uring-features, checked when it is parsed.

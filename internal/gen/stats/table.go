@@ -170,6 +170,20 @@ var loopTable = Table{
 				"enter delivers them); a steady count says RingEntries is too small for the load.",
 			Help: "Loop turns that found the io_uring completion queue overflowed (nothing is " +
 				"lost; a steady rate says RingEntries is too small)."},
+		{Name: "ZeroCopySends", Kind: Counter, Metric: "zero_copy_sends_total",
+			Doc: "ZeroCopySends counts the sends an io_uring loop made with zero copy " +
+				"(UringZeroCopySend, at least Config.ZeroCopySendMin bytes).",
+			Help: "Sends made with zero copy (io_uring SEND_ZC)."},
+		{Name: "ZeroCopyCopied", Kind: Counter, Metric: "zero_copy_copied_total",
+			Doc: "ZeroCopyCopied counts the zero-copy sends whose notification said the kernel " +
+				"copied the data after all (loopback always does, as does a device without " +
+				"scatter-gather): close to ZeroCopySends, the feature does not pay on this path.",
+			Help: "Zero-copy sends the kernel copied after all (loopback, no scatter-gather)."},
+		{Name: "ZeroCopyFallbacks", Kind: Counter, Metric: "zero_copy_fallbacks_total",
+			Doc: "ZeroCopyFallbacks counts the connections whose socket refused a zero-copy send " +
+				"(-EOPNOTSUPP: a Unix socket); the bytes went as a plain send, and so do the " +
+				"connection's later sends.",
+			Help: "Connections whose socket refused a zero-copy send (sent plainly instead)."},
 
 		// Cross-loop calls (call.go).
 		{Name: "CallsMade", Kind: Counter, Metric: "loop_calls_made_total",
