@@ -1,6 +1,7 @@
 package tlsconn
 
 import (
+	"os"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -60,8 +61,16 @@ const (
 	DefaultTimeout       = 10 * time.Second
 )
 
-// PoolStats counts a pool's handshakes.
+// PoolStats counts a pool's handshakes, and says how their threads are
+// scheduled. A handshake that ended is counted before the session's
+// Notify tells the loop so.
 type PoolStats struct {
+	// Sched is how a computing handshake's thread is scheduled:
+	// PoolConfig.Sched (SchedDefault read as SchedNice), or SchedNormal
+	// where the process cannot put a lowered thread back (EffectiveSched:
+	// an unprivileged process whose RLIMIT_NICE does not allow it).
+	Sched Sched
+
 	Running   int    // handshakes on a goroutine now
 	Queued    int    // waiting for a place now
 	Started   uint64 // handed to a goroutine
@@ -129,15 +138,36 @@ func (p *Pool) acquire(w *worker) {
 	w.enter(&p.thread)
 }
 
-// release gives the place back, the thread as it was, and then calls s's
-// Notify if the stretch of work that ends asked for it.
+// release gives the place back and the thread as it was, and then calls
+// s's Notify if the stretch of work that ends asked for it.
 func (p *Pool) release(s *Session, w *worker) {
+	p.leave(w)
+	notifyDue(s, w)
+}
+
+// leave gives the thread back as it was and the CPU place.
+func (p *Pool) leave(w *worker) {
 	w.leave()
 	<-p.cpu
-	if w.notify {
-		w.notify = false
-		s.notify()
+}
+
+// notifyDue calls s's Notify if the stretch of work that ended on w asked
+// for it. It runs after w.leave, on a thread back at its own scheduling:
+// Notify wakes the loop, which preempts a lowered thread at once, and one
+// preempted inside the loop's post would hold the lock the loop takes
+// next (docs/decisions/0064-tls-storm-scheduling.md). Where the kernel did
+// not let the thread back (the goroutine keeps it, locked), Notify runs on
+// a goroutine of its own, which Go never runs on that locked thread.
+func notifyDue(s *Session, w *worker) {
+	if !w.notify {
+		return
 	}
+	w.notify = false
+	if w.onOwnThread() {
+		go s.notify()
+		return
+	}
+	s.notify()
 }
 
 // Config returns the pool's bounds, defaults filled in.
@@ -149,6 +179,7 @@ func (p *Pool) Stats() PoolStats {
 	defer p.mu.Unlock()
 	st := p.stats
 	st.Running, st.Queued = p.running.n, p.queue.n
+	st.Sched = p.thread.effective()
 	return st
 }
 
@@ -192,24 +223,29 @@ func (p *Pool) run(s *Session) {
 		s.w = &w
 		p.acquire(&w)
 		err := s.handshake()
-		p.release(s, &w)
+		p.leave(&w)
+		// Counted before the session says it ended: a loop that has
+		// seen the end finds it in Stats.
 		p.mu.Lock()
 		p.running.remove(s)
 		s.pstate = psDone
-		p.countLocked(s, err)
-		s = p.queue.pop()
-		if s != nil {
-			p.runLocked(s)
+		p.countLocked(err)
+		s.ended(err)
+		next := p.queue.pop()
+		if next != nil {
+			p.runLocked(next)
 		}
 		p.mu.Unlock()
+		notifyDue(s, &w)
+		s = next
 	}
 }
 
-func (p *Pool) countLocked(s *Session, err error) {
+func (p *Pool) countLocked(err error) {
 	switch {
 	case err == nil:
 		p.stats.Succeeded++
-	case s.t.timedOut:
+	case err == os.ErrDeadlineExceeded: // the timeout (Session.handshake)
 		p.stats.TimedOut++
 	default:
 		p.stats.Failed++
