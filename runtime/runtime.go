@@ -169,9 +169,12 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 // kernel; with fewer Ps than loops, loops wait for each other's. Since Go
 // 1.25 GOMAXPROCS also follows a cgroup CPU quota, which the affinity mask
 // does not show: a container limited to 2 CPUs on a 64-CPU host gets 2
-// loops, not 64. Explicit Cores are kept, with a warning.
+// loops, not 64. Explicit Cores are kept, with a warning. GOMAXPROCS is
+// the value before the TLS pools' raises (baseProcs): a runtime started
+// while another one's raise is live (a hand-over) gets as many loops as
+// the first, not one per P of the other's handshakes.
 func loopCores(cfg Config) ([]int, error) {
-	procs := goruntime.GOMAXPROCS(0)
+	procs := baseProcs()
 	if len(cfg.Cores) > 0 {
 		if len(cfg.Cores) > procs {
 			cfg.Logger.Warn("percore: more loops than GOMAXPROCS: loops will wait for each other's Ps",

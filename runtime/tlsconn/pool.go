@@ -9,7 +9,8 @@ import (
 )
 
 // PoolConfig bounds a Pool. Its zero value works; zero means the default
-// for every field, negative means none (no queue, no timeout).
+// for every field, and negative means none where the field says so
+// (MaxQueued, Timeout).
 type PoolConfig struct {
 	// MaxHandshakes is how many handshakes run at once, each on a
 	// goroutine of its own (a handshake waits for the peer between its
@@ -20,26 +21,34 @@ type PoolConfig struct {
 
 	// MaxCPU is how many of the running handshakes may compute at once:
 	// a handshake holds one of these places while crypto/tls works and
-	// gives it back while it waits for the peer. Each running one takes a
-	// P from the Go scheduler, which the loops also need (a loop woken by
+	// gives it back while it waits for the peer. Each computing one holds
+	// a P of the Go scheduler, which the loops also need (a loop woken by
 	// the kernel waits for a P when goroutines hold them all, up to the
 	// scheduler's 10 ms preemption), so this keeps handshakes from taking
 	// every P: with GOMAXPROCS above the number of loops by MaxCPU, no loop
-	// waits for one (the runtime raises GOMAXPROCS so). A tls.Config callback that blocks (a GetCertificate
-	// that fetches) holds its place while it blocks. Zero means
-	// GOMAXPROCS/2, at least 1.
+	// waits for one (the runtime raises GOMAXPROCS so, up to a CPU quota's
+	// Ps). A tls.Config callback that blocks (a GetCertificate that
+	// fetches) holds its place while it blocks. Above MaxHandshakes it is
+	// MaxHandshakes in effect. Zero or negative means GOMAXPROCS/2 when
+	// NewPool runs, at least 1 (the runtime gives GOMAXPROCS/2 as it was
+	// before its raise: runtime.Config.TLSPool).
 	MaxCPU int
 
 	// Sched is how the kernel schedules a handshake's thread while it
 	// computes (see Sched): zero means SchedNice (nice 19), so that a
 	// loop sharing a CPU with a handshake gets the CPU as soon as the
-	// kernel wakes the loop.
+	// kernel wakes the loop. Where the process cannot put a lowered
+	// thread back (EffectiveSched), the pool uses SchedNormal, with CPUs
+	// still applied; Stats says which is in effect.
 	Sched Sched
 
 	// CPUs are the CPUs a handshake's thread computes on (its affinity
-	// while it computes, put back after); nil means wherever the thread
-	// may run. The runtime gives the CPUs that no loop uses, when there
-	// are any (runtime.Config.TLSPool).
+	// while it computes, put back after); nil or empty means wherever the
+	// thread may run. Negative entries are ignored, and a set the kernel
+	// refuses (none of them in the process's cpuset) leaves the thread's
+	// CPUs as they are. The runtime replaces nil with the CPUs that no
+	// loop uses, when there are any; an empty, non-nil slice keeps the
+	// threads wherever they may run (runtime.Config.TLSPool).
 	CPUs []int
 
 	// MaxQueued is how many more handshakes wait for a place, first come
