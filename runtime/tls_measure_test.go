@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -38,6 +39,7 @@ var (
 	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
+	tlsStormGC  = flag.Int("tls.storm.gogc", 0, "TestTLSStormLag: Config.TLSPool.StormGOGC (0: GOGC as it is)")
 	tlsStormSch = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
 )
 
@@ -210,7 +212,7 @@ func TestTLSStormLag(t *testing.T) {
 		cores = []int{*tlsStormCPU}
 	}
 	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Cores: cores,
-		TLSPool: tlsconn.PoolConfig{Sched: sched}, Backend: percore.IOURing}, &stormHandler{})
+		TLSPool: tlsconn.PoolConfig{Sched: sched, StormGOGC: *tlsStormGC}, Backend: percore.IOURing}, &stormHandler{})
 	addr := rt.Listeners()[0].Addr.String()
 	ping := startPinger(t, rt.Listeners()[1].Addr.String())
 	stop := make(chan struct{})
@@ -229,14 +231,19 @@ func TestTLSStormLag(t *testing.T) {
 			}
 		}
 	}()
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(cycles)
+	gc0 := cycles[0].Value.Uint64()
 	began := time.Now()
 	line := startIdleClient(t, addr, *tlsStormN)
 	took := time.Since(began)
 	close(stop)
 	lag := <-maxLag
+	metrics.Read(cycles)
+	gcs := cycles[0].Value.Uint64() - gc0
 	pinged := ping()
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d sched=%q storm_gogc=%d cpus=%v gomaxprocs=%d took=%v gc_cycles=%d handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormSch, *tlsStormGC, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }
