@@ -39,7 +39,6 @@ var (
 	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
-	tlsStormGC  = flag.Int("tls.storm.gogc", 0, "TestTLSStormLag: Config.TLSPool.StormGOGC (0: GOGC as it is)")
 	tlsStormSch = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
 )
 
@@ -212,7 +211,7 @@ func TestTLSStormLag(t *testing.T) {
 		cores = []int{*tlsStormCPU}
 	}
 	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Cores: cores,
-		TLSPool: tlsconn.PoolConfig{Sched: sched, StormGOGC: *tlsStormGC}, Backend: percore.IOURing}, &stormHandler{})
+		TLSPool: tlsconn.PoolConfig{Sched: sched, }, Backend: percore.IOURing}, &stormHandler{})
 	addr := rt.Listeners()[0].Addr.String()
 	ping := startPinger(t, rt.Listeners()[1].Addr.String())
 	stop := make(chan struct{})
@@ -251,7 +250,7 @@ func TestTLSStormLag(t *testing.T) {
 		}
 	}
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d sched=%q storm_gogc=%d cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormSch, *tlsStormGC, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

@@ -56,20 +56,6 @@ type PoolConfig struct {
 	// DefaultMaxQueued; negative means no queue.
 	MaxQueued int
 
-	// StormGOGC is the GOGC the process runs at while this pool is in a
-	// storm (from StormAt handshakes running at once until it is idle),
-	// when it is above GOGC then: the collector runs that much less often
-	// under the handshakes' garbage (about 50 KB per full handshake, all
-	// crypto/tls's), and the heap may grow to StormGOGC percent over its
-	// live part meanwhile. GOGC comes back once no pool of the process is
-	// in a storm, unless something else set it since. Zero or negative
-	// means no change (GOGC is the process's). See gcpace.go.
-	StormGOGC int
-
-	// StormAt is how many handshakes running at once make a storm, for
-	// StormGOGC. Zero or negative means 4 times MaxCPU.
-	StormAt int
-
 	// Timeout is how long a handshake may take from the session's
 	// creation (queueing included); past it the session fails with
 	// os.ErrDeadlineExceeded. Zero means DefaultTimeout; negative means
@@ -121,7 +107,6 @@ type Pool struct {
 	running list
 	stats   PoolStats
 	closed  bool
-	storm   bool // StormGOGC is raised (gcpace.go)
 	wg      sync.WaitGroup
 }
 
@@ -150,9 +135,6 @@ func NewPool(cfg PoolConfig) *Pool {
 	}
 	if cfg.MaxCPU <= 0 {
 		cfg.MaxCPU = max(1, goruntime.GOMAXPROCS(0)/2)
-	}
-	if cfg.StormAt <= 0 {
-		cfg.StormAt = 4 * cfg.MaxCPU
 	}
 	cfg.CPUs = slices.Clone(cfg.CPUs)
 	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU), thread: newThreadPlan(cfg)}
@@ -240,7 +222,6 @@ func (p *Pool) runLocked(s *Session) {
 	s.pstate = psRunning
 	p.running.push(s)
 	p.stats.Started++
-	p.paceLocked()
 }
 
 // run is a pool goroutine: it runs handshakes until the queue is empty.
@@ -263,7 +244,6 @@ func (p *Pool) run(s *Session) {
 		if next != nil {
 			p.runLocked(next)
 		}
-		p.paceLocked()
 		p.mu.Unlock()
 		notifyDue(s, &w)
 		s = next
@@ -317,7 +297,6 @@ func (p *Pool) cancel(s *Session) {
 func (p *Pool) Close() error {
 	p.mu.Lock()
 	p.closed = true
-	p.paceLocked()
 	var queued, running []*Session
 	for s := p.queue.pop(); s != nil; s = p.queue.pop() {
 		s.pstate = psDone

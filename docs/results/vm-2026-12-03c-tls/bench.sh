@@ -2,7 +2,8 @@
 # i26f's bench call: the 10,000-handshake storm (TestTLSStormLag, the process on cpu0, the client
 # and the pinger on cpu1, GOMAXPROCS=2, the pool at nice 19), interleaved, 3 repeats:
 #   before   the code before this branch (commit 0ce4a39, /tmp/i26f/runtime-before.test)
-#   gogc400  this branch, Config.TLSPool.StormGOGC 400 (-tls.storm.gogc 400)
+#   gogc400  this branch at 7e6d0c0, Config.TLSPool.StormGOGC 400 (-tls.storm.gogc 400; both
+#            measured here and removed after it, at no gain: docs/performance.md)
 #   gogc800  this branch, StormGOGC 800
 #   gcoff    this branch with GOGC=off for the whole process: no collection at all, the bound
 #            of what pacing the collector can give
@@ -10,7 +11,8 @@
 #   git archive 0ce4a39 | tar -x -C /tmp/i26f/base
 #   (cd /tmp/i26f/base && go test -c -o /tmp/i26f/runtime-before.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime)
 #   go test -c -o /tmp/i26f/runtime.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
-# Run: /work/wt/bench docs/results/vm-2026-12-03c-tls/bench.sh
+# Run: /work/wt/bench docs/results/vm-2026-12-03c-tls/bench.sh (its output: storm-runs.txt; the
+# lock's whole output: bench-call.txt)
 set -euo pipefail
 B=/tmp/i26f/runtime-before.test
 T=/tmp/i26f/runtime.test
