@@ -11,8 +11,7 @@
 #   git archive 0ce4a39 | tar -x -C /tmp/i26f/base
 #   (cd /tmp/i26f/base && go test -c -o /tmp/i26f/runtime-before.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime)
 #   go test -c -o /tmp/i26f/runtime.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
-# Run: /work/wt/bench docs/results/vm-2026-12-03c-tls/bench.sh (its output: storm-runs.txt; the
-# lock's whole output: bench-call.txt)
+# Run: /work/wt/bench docs/results/vm-2026-12-03c-tls/bench.sh (its output: storm-runs.txt)
 set -euo pipefail
 B=/tmp/i26f/runtime-before.test
 T=/tmp/i26f/runtime.test
