@@ -211,7 +211,7 @@ func TestTLSStormLag(t *testing.T) {
 		cores = []int{*tlsStormCPU}
 	}
 	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Cores: cores,
-		TLSPool: tlsconn.PoolConfig{Sched: sched, }, Backend: percore.IOURing}, &stormHandler{})
+		TLSPool: tlsconn.PoolConfig{Sched: sched}, Backend: percore.IOURing}, &stormHandler{})
 	addr := rt.Listeners()[0].Addr.String()
 	ping := startPinger(t, rt.Listeners()[1].Addr.String())
 	stop := make(chan struct{})
