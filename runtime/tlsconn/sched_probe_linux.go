@@ -56,7 +56,7 @@ func EffectiveSched(s Sched) (Sched, error) {
 	defer p.mu.Unlock()
 	if !p.done {
 		var conclusive bool
-		p.err, conclusive = probeRestore(s)
+		conclusive, p.err = probeRestore(s)
 		p.done = conclusive
 		if !conclusive {
 			return SchedNormal, p.err // asked again next time
@@ -82,12 +82,12 @@ func lowered(a unix.SchedAttr, s Sched) unix.SchedAttr {
 }
 
 // probeRestore lowers a thread of its own as s does and puts it back (with
-// restoreSched, as a worker does), and reports the error if either failed,
-// and whether the answer is one to keep (the kernel's refusal, or
-// success). The thread is the probe's goroutine's, locked: one that could
+// restoreSched, as a worker does), and reports whether the answer is one
+// to keep (the kernel's refusal, or success), and the error if either
+// failed. The thread is the probe's goroutine's, locked: one that could
 // not be put back is never unlocked, so Go ends it as the goroutine
 // returns and no other goroutine runs on it.
-func probeRestore(s Sched) (err error, conclusive bool) {
+func probeRestore(s Sched) (conclusive bool, err error) {
 	type result struct {
 		err        error
 		conclusive bool
@@ -115,7 +115,7 @@ func probeRestore(s Sched) (err error, conclusive bool) {
 		res <- result{nil, true}
 	}()
 	r := <-res
-	return r.err, r.conclusive
+	return r.conclusive, r.err
 }
 
 // refused reports whether err is the kernel saying no for good, rather
