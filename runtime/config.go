@@ -273,11 +273,15 @@ type Config struct {
 	// their timeout, and says how their threads are scheduled. Its zero
 	// value is tlsconn's defaults, with two of the runtime's own: CPUs
 	// nil means the CPUs of the process's affinity that no loop runs on
-	// (none: wherever the threads run), and a handshake computes on a
-	// thread at nice 19 (Sched), so that a loop on the same CPU gets it as
+	// (none: wherever the threads run; an empty, non-nil slice asks for
+	// that), and MaxCPU zero means half of GOMAXPROCS as it was before
+	// any raise, at least 1. A handshake computes on a thread at nice 19
+	// (tlsconn's default Sched), so that a loop on the same CPU gets it as
 	// soon as the kernel wakes the loop; a loop that keeps its CPU busy
 	// then leaves that CPU's handshakes about 1.4% of it (SchedNormal
-	// trades that back). With TLS listeners New raises
+	// trades that back). A process that cannot put a lowered thread back
+	// (no CAP_SYS_NICE, RLIMIT_NICE below 20) gets SchedNormal instead,
+	// logged once at Warn (TLSPoolStats().Sched). With TLS listeners New raises
 	// GOMAXPROCS to the loops plus TLSPool.MaxCPU when it is below (a P
 	// for each loop and each computing handshake), logs it and reports it
 	// (Report.GOMAXPROCS), and Close puts it back once no other runtime's

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -61,15 +62,19 @@ type loopTLS struct {
 
 // runtimeTLS is the runtime's handshake pool, made on first use.
 type runtimeTLS struct {
-	mu   sync.Mutex
-	cfg  tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
-	pool *tlsconn.Pool
+	mu     sync.Mutex
+	cfg    tlsconn.PoolConfig // Config.TLSPool as setupTLSPool settled it
+	logger *slog.Logger       // Config.Logger
+	pool   *tlsconn.Pool
 }
 
 func (r *runtimeTLS) get() *tlsconn.Pool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pool == nil {
+		if r.logger != nil {
+			logSchedFallback(r.logger, r.cfg.Sched) // a runtime that only dials: probed here
+		}
 		r.pool = tlsconn.NewPool(r.cfg)
 	}
 	return r.pool

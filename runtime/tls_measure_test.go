@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -229,14 +230,27 @@ func TestTLSStormLag(t *testing.T) {
 			}
 		}
 	}()
+	cycles := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	metrics.Read(cycles)
+	gc0 := cycles[0].Value.Uint64()
 	began := time.Now()
 	line := startIdleClient(t, addr, *tlsStormN)
 	took := time.Since(began)
 	close(stop)
 	lag := <-maxLag
+	metrics.Read(cycles)
+	gcs := cycles[0].Value.Uint64() - gc0
 	pinged := ping()
+	hwm := "?"
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+				hwm = strings.Join(strings.Fields(v), "")
+			}
+		}
+	}
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

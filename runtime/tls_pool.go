@@ -3,10 +3,13 @@
 package runtime
 
 import (
+	"log/slog"
 	goruntime "runtime"
 	"slices"
+	"sync"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/runtime/tlsconn"
 )
 
 // The handshake pool's configuration, settled at start
@@ -55,9 +58,39 @@ func (rt *Runtime) setupTLSPool() {
 				"gomaxprocs", now, "was", was, "loops", len(rt.report.CPUs), "handshake_cpu", pc.MaxCPU)
 		}
 	}
+	if rt.cfg.TLS != nil {
+		// The probe of the pool's scheduling, before the loops start
+		// rather than on a loop's first handshake (runtimeTLS.get).
+		logSchedFallback(rt.cfg.Logger, pc.Sched)
+	}
 	rt.tls.mu.Lock()
 	rt.tls.cfg = pc
+	rt.tls.logger = rt.cfg.Logger
 	rt.tls.mu.Unlock()
+}
+
+// schedFallbackLogged makes the fallback's note once per process, as
+// the probe is (tlsconn.EffectiveSched).
+var schedFallbackLogged sync.Once
+
+// effectiveSched is tlsconn.EffectiveSched, a variable so that a test can
+// have the probe refuse without giving up the test process's privileges.
+var effectiveSched = tlsconn.EffectiveSched
+
+// logSchedFallback asks tlsconn which Sched a pool configured with s
+// gets in this process (it probes once per process) and, where it is not
+// s (the process cannot put a lowered thread back), says so at Warn,
+// once per process: the handshakes then compute at the threads' own
+// priority, on the pool's CPUs (TLSPoolStats().Sched says which).
+func logSchedFallback(log *slog.Logger, s tlsconn.Sched) {
+	eff, err := effectiveSched(s)
+	if err == nil {
+		return
+	}
+	schedFallbackLogged.Do(func() {
+		log.Warn("percore: TLS handshakes compute at their threads' own priority: this process cannot put a lowered thread back (CAP_SYS_NICE, or RLIMIT_NICE 20: ulimit -e)",
+			"sched", s.String(), "in_effect", eff.String(), "error", err)
+	})
 }
 
 // spareCPUs returns the CPUs of the process's affinity that no loop runs

@@ -5,13 +5,16 @@ package runtime
 import (
 	"bytes"
 	"crypto/tls"
+	"errors"
 	"log/slog"
 	"os"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/percore/percore/cpu"
+	"github.com/percore/percore/runtime/tlsconn"
 )
 
 // setProcs sets GOMAXPROCS to n for the test and puts it back after
@@ -207,5 +210,37 @@ func TestProcsQuota(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "GOMAXPROCS raised") {
 		t.Errorf("a raise logged under the quota:\n%s", logs.String())
+	}
+}
+
+// TestSchedFallbackLogged: where the process cannot put a lowered thread
+// back (the probe driven to refuse), New says so once per process at
+// Warn, however many runtimes start.
+func TestSchedFallbackLogged(t *testing.T) {
+	prev := effectiveSched
+	t.Cleanup(func() { effectiveSched, schedFallbackLogged = prev, sync.Once{} })
+	schedFallbackLogged = sync.Once{}
+	effectiveSched = func(tlsconn.Sched) (tlsconn.Sched, error) {
+		return tlsconn.SchedNormal, errors.New("put a thread lowered to nice back: operation not permitted")
+	}
+	var logs bytes.Buffer
+	for range 2 {
+		rt := &Runtime{cfg: Config{TLS: &tls.Config{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+		rt.report.CPUs = []int{0}
+		rt.setupTLSPool()
+		rt.tls.get()
+		rt.tls.close()
+	}
+	if n := strings.Count(logs.String(), "cannot put a lowered thread back"); n != 1 {
+		t.Fatalf("%d notes of the fallback, want 1:\n%s", n, logs.String())
+	}
+	effectiveSched = func(s tlsconn.Sched) (tlsconn.Sched, error) { return s, nil }
+	schedFallbackLogged = sync.Once{}
+	logs.Reset()
+	rt := &Runtime{cfg: Config{TLS: &tls.Config{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+	rt.setupTLSPool()
+	rt.tls.close()
+	if strings.Contains(logs.String(), "lowered thread") {
+		t.Fatalf("a fallback logged where the threads are lowered:\n%s", logs.String())
 	}
 }

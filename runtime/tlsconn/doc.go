@@ -10,7 +10,8 @@
 //     timeout), so its milliseconds of CPU never run on a loop, and while
 //     it computes its thread is at nice 19 (PoolConfig.Sched), so that a
 //     loop on the same CPU gets the CPU as soon as the kernel wakes the
-//     loop. The loop feeds it the peer's bytes (Session.Decrypt) and
+//     loop (where the process can put the thread back: EffectiveSched).
+//     The loop feeds it the peer's bytes (Session.Decrypt) and
 //     sends what it wrote (Session.Output) when Options.Notify says there
 //     is something.
 //   - After the handshake, the loop calls the tls.Conn itself, only when a

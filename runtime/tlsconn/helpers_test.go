@@ -299,6 +299,12 @@ func handshakePair(t testing.TB, pool *tlsconn.Pool, scfg, ccfg *tls.Config) (sr
 		default:
 		}
 	}
+	return handshakeWith(t, pool, scfg, ccfg, notify, news)
+}
+
+// handshakeWith is handshakePair with the sessions' Notify given: one
+// that sends on news (without blocking) for each call.
+func handshakeWith(t testing.TB, pool *tlsconn.Pool, scfg, ccfg *tls.Config, notify func(), news <-chan struct{}) (srv, cli *tlsconn.Session) {
 	srv = tlsconn.Server(scfg, tlsconn.Options{Pool: pool, Notify: notify})
 	cli = tlsconn.Client(ccfg, tlsconn.Options{Pool: pool, Notify: notify})
 	for i := 0; ; i++ {

@@ -1,6 +1,7 @@
 package tlsconn
 
 import (
+	"os"
 	goruntime "runtime"
 	"slices"
 	"sync"
@@ -8,7 +9,8 @@ import (
 )
 
 // PoolConfig bounds a Pool. Its zero value works; zero means the default
-// for every field, negative means none (no queue, no timeout).
+// for every field, and negative means none where the field says so
+// (MaxQueued, Timeout).
 type PoolConfig struct {
 	// MaxHandshakes is how many handshakes run at once, each on a
 	// goroutine of its own (a handshake waits for the peer between its
@@ -19,26 +21,34 @@ type PoolConfig struct {
 
 	// MaxCPU is how many of the running handshakes may compute at once:
 	// a handshake holds one of these places while crypto/tls works and
-	// gives it back while it waits for the peer. Each running one takes a
-	// P from the Go scheduler, which the loops also need (a loop woken by
+	// gives it back while it waits for the peer. Each computing one holds
+	// a P of the Go scheduler, which the loops also need (a loop woken by
 	// the kernel waits for a P when goroutines hold them all, up to the
 	// scheduler's 10 ms preemption), so this keeps handshakes from taking
 	// every P: with GOMAXPROCS above the number of loops by MaxCPU, no loop
-	// waits for one (the runtime raises GOMAXPROCS so). A tls.Config callback that blocks (a GetCertificate
-	// that fetches) holds its place while it blocks. Zero means
-	// GOMAXPROCS/2, at least 1.
+	// waits for one (the runtime raises GOMAXPROCS so, up to a CPU quota's
+	// Ps). A tls.Config callback that blocks (a GetCertificate that
+	// fetches) holds its place while it blocks. Above MaxHandshakes it is
+	// MaxHandshakes in effect. Zero or negative means GOMAXPROCS/2 when
+	// NewPool runs, at least 1 (the runtime gives GOMAXPROCS/2 as it was
+	// before its raise: runtime.Config.TLSPool).
 	MaxCPU int
 
 	// Sched is how the kernel schedules a handshake's thread while it
 	// computes (see Sched): zero means SchedNice (nice 19), so that a
 	// loop sharing a CPU with a handshake gets the CPU as soon as the
-	// kernel wakes the loop.
+	// kernel wakes the loop. Where the process cannot put a lowered
+	// thread back (EffectiveSched), the pool uses SchedNormal, with CPUs
+	// still applied; Stats says which is in effect.
 	Sched Sched
 
 	// CPUs are the CPUs a handshake's thread computes on (its affinity
-	// while it computes, put back after); nil means wherever the thread
-	// may run. The runtime gives the CPUs that no loop uses, when there
-	// are any (runtime.Config.TLSPool).
+	// while it computes, put back after); nil or empty means wherever the
+	// thread may run. Negative entries are ignored, and a set the kernel
+	// refuses (none of them in the process's cpuset) leaves the thread's
+	// CPUs as they are. The runtime replaces nil with the CPUs that no
+	// loop uses, when there are any; an empty, non-nil slice keeps the
+	// threads wherever they may run (runtime.Config.TLSPool).
 	CPUs []int
 
 	// MaxQueued is how many more handshakes wait for a place, first come
@@ -60,8 +70,16 @@ const (
 	DefaultTimeout       = 10 * time.Second
 )
 
-// PoolStats counts a pool's handshakes.
+// PoolStats counts a pool's handshakes, and says how their threads are
+// scheduled. A handshake that ended is counted before the session's
+// Notify tells the loop so.
 type PoolStats struct {
+	// Sched is how a computing handshake's thread is scheduled:
+	// PoolConfig.Sched (SchedDefault read as SchedNice), or SchedNormal
+	// where the process cannot put a lowered thread back (EffectiveSched:
+	// an unprivileged process whose RLIMIT_NICE does not allow it).
+	Sched Sched
+
 	Running   int    // handshakes on a goroutine now
 	Queued    int    // waiting for a place now
 	Started   uint64 // handed to a goroutine
@@ -129,15 +147,36 @@ func (p *Pool) acquire(w *worker) {
 	w.enter(&p.thread)
 }
 
-// release gives the place back, the thread as it was, and then calls s's
-// Notify if the stretch of work that ends asked for it.
+// release gives the place back and the thread as it was, and then calls
+// s's Notify if the stretch of work that ends asked for it.
 func (p *Pool) release(s *Session, w *worker) {
+	p.leave(w)
+	notifyDue(s, w)
+}
+
+// leave gives the thread back as it was and the CPU place.
+func (p *Pool) leave(w *worker) {
 	w.leave()
 	<-p.cpu
-	if w.notify {
-		w.notify = false
-		s.notify()
+}
+
+// notifyDue calls s's Notify if the stretch of work that ended on w asked
+// for it. It runs after w.leave, on a thread back at its own scheduling:
+// Notify wakes the loop, which preempts a lowered thread at once, and one
+// preempted inside the loop's post would hold the lock the loop takes
+// next (docs/decisions/0064-tls-storm-scheduling.md). Where the kernel did
+// not let the thread back (the goroutine keeps it, locked), Notify runs on
+// a goroutine of its own, which Go never runs on that locked thread.
+func notifyDue(s *Session, w *worker) {
+	if !w.notify {
+		return
 	}
+	w.notify = false
+	if w.onOwnThread() {
+		go s.notify()
+		return
+	}
+	s.notify()
 }
 
 // Config returns the pool's bounds, defaults filled in.
@@ -149,6 +188,7 @@ func (p *Pool) Stats() PoolStats {
 	defer p.mu.Unlock()
 	st := p.stats
 	st.Running, st.Queued = p.running.n, p.queue.n
+	st.Sched = p.thread.effective()
 	return st
 }
 
@@ -192,24 +232,29 @@ func (p *Pool) run(s *Session) {
 		s.w = &w
 		p.acquire(&w)
 		err := s.handshake()
-		p.release(s, &w)
+		p.leave(&w)
+		// Counted before the session says it ended: a loop that has
+		// seen the end finds it in Stats.
 		p.mu.Lock()
 		p.running.remove(s)
 		s.pstate = psDone
-		p.countLocked(s, err)
-		s = p.queue.pop()
-		if s != nil {
-			p.runLocked(s)
+		p.countLocked(err)
+		s.ended(err)
+		next := p.queue.pop()
+		if next != nil {
+			p.runLocked(next)
 		}
 		p.mu.Unlock()
+		notifyDue(s, &w)
+		s = next
 	}
 }
 
-func (p *Pool) countLocked(s *Session, err error) {
+func (p *Pool) countLocked(err error) {
 	switch {
 	case err == nil:
 		p.stats.Succeeded++
-	case s.t.timedOut:
+	case err == os.ErrDeadlineExceeded: // the timeout (Session.handshake)
 		p.stats.TimedOut++
 	default:
 		p.stats.Failed++

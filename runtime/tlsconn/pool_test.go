@@ -145,3 +145,28 @@ func TestHandshakeStorm(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// TestStatsCountedBeforeNotify: the Notify that tells the loop a
+// handshake ended comes after the pool counted it, so that a loop that
+// has seen the end finds it in Stats (TestGarbageInsteadOfClientHello
+// once saw Running 1 after the end).
+func TestStatsCountedBeforeNotify(t *testing.T) {
+	pool := newPool(t, tlsconn.PoolConfig{Timeout: time.Hour})
+	stats := make(chan tlsconn.PoolStats, 4)
+	srv := tlsconn.Server(serverConfig(t), tlsconn.Options{Pool: pool, Notify: func() { stats <- pool.Stats() }})
+	defer srv.Close()
+	if _, err := srv.Decrypt(nil, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-stats:
+		if st.Running != 0 || st.Failed != 1 {
+			t.Fatalf("stats at Notify %+v, want the handshake counted (0 running, 1 failed)", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no Notify")
+	}
+	if done, err := srv.HandshakeDone(); !done || err == nil {
+		t.Fatalf("handshake done %v, %v; want a failure", done, err)
+	}
+}

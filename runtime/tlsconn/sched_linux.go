@@ -31,15 +31,13 @@ var restoreSched = sys.SetThreadSched
 
 // threadPlan is what a pool does to a computing handshake's thread.
 type threadPlan struct {
-	sched Sched              // SchedIdle, SchedNice or SchedNormal
+	sched Sched              // SchedIdle, SchedNice or SchedNormal: the one in effect (EffectiveSched)
 	cpus  unix.CPUSetDynamic // nil: the thread's CPUs stay as they are
 }
 
 func newThreadPlan(cfg PoolConfig) threadPlan {
-	pl := threadPlan{sched: cfg.Sched}
-	if pl.sched == SchedDefault {
-		pl.sched = SchedNice
-	}
+	s, _ := EffectiveSched(cfg.Sched) // SchedNormal where a lowered thread cannot be put back
+	pl := threadPlan{sched: s}
 	if len(cfg.CPUs) > 0 {
 		pl.cpus = unix.NewCPUSet(max(1024, slices.Max(cfg.CPUs)+1))
 		for _, c := range cfg.CPUs {
@@ -50,6 +48,9 @@ func newThreadPlan(cfg PoolConfig) threadPlan {
 	}
 	return pl
 }
+
+// effective returns the Sched in effect (PoolStats.Sched).
+func (pl *threadPlan) effective() Sched { return pl.sched }
 
 // active reports whether the plan changes anything.
 func (pl *threadPlan) active() bool { return pl.sched != SchedNormal || pl.cpus != nil }
@@ -64,14 +65,7 @@ func (w *worker) enter(pl *threadPlan) {
 	w.locked = true
 	if pl.sched != SchedNormal {
 		if a, err := sys.ThreadSched(); err == nil {
-			low := a
-			low.Flags = unix.SCHED_FLAG_RESET_ON_FORK
-			if pl.sched == SchedIdle {
-				low.Policy = unix.SCHED_IDLE
-			} else {
-				low.Policy, low.Nice = unix.SCHED_NORMAL, 19
-			}
-			if sys.SetThreadSched(low) == nil {
+			if sys.SetThreadSched(lowered(a, pl.sched)) == nil {
 				w.saved, w.set = a, true
 			}
 		}
@@ -112,3 +106,7 @@ func (w *worker) leave() {
 	w.locked = false
 	goruntime.UnlockOSThread()
 }
+
+// onOwnThread reports whether the goroutine runs on a thread of its own
+// that the kernel did not let back (stuck): what it calls runs there.
+func (w *worker) onOwnThread() bool { return w.stuck }

@@ -139,3 +139,51 @@ func processThreads(t testing.TB) string {
 	}
 	return strings.Join(slices.Sorted(slices.Values(out)), "; ")
 }
+
+// TestNotifyOnRestoredThread: a session's Notify (the loop's post, in a
+// server) is called only once its pool goroutine's thread is back at its
+// own scheduling: never at the pool's nice 19 or SCHED_IDLE, nor on its
+// CPUs, where a wake-up of the loop would preempt it inside the post.
+func TestNotifyOnRestoredThread(t *testing.T) {
+	cores, err := cpu.Cores()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sched := range []tlsconn.Sched{tlsconn.SchedNice, tlsconn.SchedIdle} {
+		t.Run(sched.String(), func(t *testing.T) {
+			pool := newPool(t, tlsconn.PoolConfig{Sched: sched, CPUs: cores[len(cores)-1:]})
+			if st := pool.Stats(); st.Sched != sched {
+				t.Skipf("the pool's threads are not lowered here (Stats().Sched %v)", st.Sched)
+			}
+			var mu sync.Mutex
+			var seen []threadState
+			news := make(chan struct{}, 1)
+			notify := func() {
+				st := currentThread(t)
+				mu.Lock()
+				seen = append(seen, st)
+				mu.Unlock()
+				select {
+				case news <- struct{}{}:
+				default:
+				}
+			}
+			for range 20 {
+				srv, cli := handshakeWith(t, pool, serverConfig(t), clientConfig(t), notify, news)
+				srv.Close()
+				cli.Close()
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) < 40 {
+				t.Fatalf("%d Notify calls for 20 handshakes, want at least 2 each", len(seen))
+			}
+			want := threadState{unix.SCHED_NORMAL, 0, cpu.FormatList(cores)}
+			for _, st := range seen {
+				if st != want {
+					t.Fatalf("Notify on a thread with %+v, want %+v", st, want)
+				}
+			}
+		})
+	}
+}

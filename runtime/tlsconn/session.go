@@ -51,7 +51,7 @@ type Session struct {
 	remote net.Addr
 	client bool
 
-	mu       sync.Mutex // before the handshake is over: t's fields, done, hsErr, notified
+	mu       sync.Mutex // before the handshake is over: t's fields, done, hsErr, notified; taken inside Pool.mu, never around it
 	done     bool       // the handshake is over
 	hsErr    error      // how it ended
 	notified bool       // Notify was called and the loop has not looked since
@@ -137,18 +137,27 @@ func (s *Session) markLocked() bool {
 	return true
 }
 
-// handshake runs on a pool goroutine.
+// handshake runs on a pool goroutine; the pool then ends it (ended).
 func (s *Session) handshake() error {
 	err := s.tc.Handshake()
 	s.mu.Lock()
 	if err != nil && s.t.timedOut {
 		err = os.ErrDeadlineExceeded
 	}
-	if s.finishLocked(err) {
-		s.w.notify = true // at release, as transport.Write's
-	}
 	s.mu.Unlock()
 	return err
+}
+
+// ended records the end of the handshake the pool ran, once the pool
+// has counted it (under Pool.mu), so that a loop that sees the end finds
+// it in Stats. Notify is due after the pool's goroutine left its stretch
+// of work (notifyDue), as transport.Write's.
+func (s *Session) ended(err error) {
+	s.mu.Lock()
+	if s.finishLocked(err) {
+		s.w.notify = true
+	}
+	s.mu.Unlock()
 }
 
 // finish ends the handshake from outside a pool goroutine: a pool that
