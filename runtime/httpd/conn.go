@@ -366,10 +366,9 @@ func (cn *conn) finish() {
 		c.ResumeRead()
 	}
 	if wasHeld && !cn.inView {
-		// Show View's held input (the requests behind this one) again:
-		// frame.ResumeRead delivers what is held.
-		frame.PauseRead(c)
-		frame.ResumeRead(c)
+		// Show View's held input (the requests behind this one) again;
+		// with none held, nothing to do (no read paused and resumed).
+		frame.Redeliver(c)
 	}
 }
 
