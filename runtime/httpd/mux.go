@@ -258,7 +258,7 @@ func (m *Mux) Route(r *Request) Handler { return m.route(r, nil).h }
 // route is Route with what the server asks of the handler.
 func (m *Mux) route(r *Request, rc *routeCache) *methodHandler {
 	p := r.path
-	if rc != nil && rc.mh != nil && string(p) == rc.ep.path && string(r.hr.Method) == rc.mh.method {
+	if rc != nil && rc.mh != nil && rc.hit(p, r.hr.Method) {
 		return rc.mh
 	}
 	if len(p) == 0 || p[0] != '/' {
@@ -268,7 +268,7 @@ func (m *Mux) route(r *Request, rc *routeCache) *methodHandler {
 		if e := m.static[string(p)]; e != nil {
 			if mh := e.handler(r.hr.Method); mh != nil {
 				if rc != nil && e.path != "" && mh.method == string(r.hr.Method) {
-					*rc = routeCache{ep: e, mh: mh}
+					*rc = routeCache{path: e.path, method: mh.method, mh: mh}
 				}
 				return mh
 			}
@@ -304,8 +304,23 @@ func (m *Mux) route(r *Request, rc *routeCache) *methodHandler {
 // path equal to e.path is one the map would find, with the same handler
 // for the same method, and the Mux does not change once serving.
 type routeCache struct {
-	ep *endpoint
-	mh *methodHandler
+	path   string // the endpoint's (endpoint.path)
+	method string // mh's
+	mh     *methodHandler
+}
+
+// hit reports whether path and method are the kept route's: compared
+// here, without a call, as they are short.
+func (rc *routeCache) hit(path, method []byte) bool {
+	if len(path) != len(rc.path) || len(method) != len(rc.method) {
+		return false
+	}
+	for i := range method {
+		if method[i] != rc.method[i] {
+			return false
+		}
+	}
+	return string(path) == rc.path
 }
 
 type matchState struct {

@@ -122,6 +122,15 @@ func splitTarget(t []byte) (path, query []byte) {
 			}
 		}
 	}
+	if len(t) <= 64 {
+		// A short target, the common one: searched without a call.
+		for i, c := range t {
+			if c == '?' {
+				return t[:i], t[i+1:]
+			}
+		}
+		return t, nil
+	}
 	if i := bytes.IndexByte(t, '?'); i >= 0 {
 		return t[:i], t[i+1:]
 	}

@@ -7,6 +7,9 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
@@ -18,7 +21,8 @@ import (
 // called on the loop's thread over the same input again and again (the
 // answers go out at the end of each loop turn, to a client that discards
 // them), so that ns/req is the decoding, routing, handler and in-place
-// answer of each request. The codec rows are the floor: http1's decoder
+// answer of each request (cpu-ns/req: the loop thread's CPU time in the
+// calls alone). The codec rows are the floor: http1's decoder
 // and an answer appended per request, written once per read (what
 // examples/http did before this package). Allocations are 0.
 func BenchmarkView(b *testing.B) {
@@ -64,13 +68,16 @@ func benchView(b *testing.B, h percore.Handler, view func(*percore.Conn, []byte)
 	in := bytes.Repeat([]byte("GET "+path+" HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n"), depth)
 	const reads = 64 // per loop turn: their answers go out in one write
 	done := make(chan error, 1)
+	var cpu time.Duration // the loop thread's, in the calls
 	turn := func() {
+		t0 := threadCPU()
 		for range reads {
 			if n, err := view(c, in); err != nil || n != len(in) {
 				done <- err
 				return
 			}
 		}
+		cpu += threadCPU() - t0
 		done <- nil
 	}
 	run := func() {
@@ -85,10 +92,23 @@ func benchView(b *testing.B, h percore.Handler, view func(*percore.Conn, []byte)
 		run()
 	}
 	b.ReportAllocs()
+	cpu = 0
 	for b.Loop() {
 		run()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*reads*depth), "ns/req")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*reads*depth), "cpu-ns/req")
+}
+
+// threadCPU returns the calling thread's CPU time (the loop's, in its
+// calls: a figure the other work on the machine moves less than the
+// elapsed time).
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		panic(err)
+	}
+	return time.Duration(ts.Nano())
 }
 
 // openSpy is h, telling opened of the connection it opens.
