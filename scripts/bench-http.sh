@@ -20,7 +20,10 @@
 #
 # runtime/httpd (issue 25): percore-old is examples/http as it was before
 # it was rewritten on runtime/httpd, built from git ref OLD_HTTP_REF (its
-# own server code, the A/B of the package's cost); nethttp-adapt is
+# own server code, the A/B of the package's cost); percore-old-rt is
+# the same example's code built against this tree's runtime (a go build
+# overlay), so that the A/B is the package's alone, without what changed
+# in the runtime since OLD_HTTP_REF; nethttp-adapt is
 # examples/bench/baseline/httpd -serve adapt, the same http.ServeMux as
 # nethttp (baseline/stdmux) through httpd.Adapt on one loop. The JSON rows
 # (JSON_SERVERS, P 1, URL /json) are named NAME/json. The blocking rows
@@ -61,7 +64,7 @@
 #   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
 #   SERVERS ("percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt";
-#   also percore-uring-plain: percore-uring with -uring-features=none)
+#   also percore-uring-plain: percore-uring with -uring-features=none; percore-old-rt: percore-old on this runtime)
 #   JSON_SERVERS ("percore-uring percore-old nethttp nethttp-adapt")
 #   SLEEP_SERVERS ("sleep-nethttp sleep-adapt sleep-httpd")
 #   OLD_HTTP_REF (the parent of the last commit that touched examples/http/server.go)
@@ -101,6 +104,18 @@ if [[ " $SERVERS $JSON_SERVERS " == *" percore-old "* ]]; then
   run mkdir -p "$tmp/old"
   run bash -c "git archive '$OLD_HTTP_REF' | tar -x -C '$tmp/old'"
   run go build -C "$tmp/old" -o "$tmp/http-old" ./examples/http
+fi
+if [[ " $SERVERS $JSON_SERVERS " == *" percore-old-rt "* ]]; then
+  # The same example's files over this tree: only the server code is old.
+  run mkdir -p "$tmp/oldrt"
+  for f in main.go server.go; do
+    if [ "$DRY_RUN" = 0 ]; then git show "$OLD_HTTP_REF:examples/http/$f" >"$tmp/oldrt/$f"; fi
+  done
+  if [ "$DRY_RUN" = 0 ]; then
+    printf '{"Replace":{"%s/examples/http-old-rt/main.go":"%s/oldrt/main.go","%s/examples/http-old-rt/server.go":"%s/oldrt/server.go"}}\n' \
+      "$PWD" "$tmp" "$PWD" "$tmp" >"$tmp/oldrt/overlay.json"
+  fi
+  run go build -overlay "$tmp/oldrt/overlay.json" -o "$tmp/http-old-rt" ./examples/http-old-rt
 fi
 run go build -C examples/bench -tags=poll_opt -o "$tmp/" ./baseline/gnethttp
 hz=$(getconf CLK_TCK)
@@ -183,6 +198,9 @@ start() {
       ;;
     percore-old)
       cmd=("${go[@]}" "$tmp/http-old" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
+      ;;
+    percore-old-rt)
+      cmd=("${go[@]}" "$tmp/http-old-rt" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
       ;;
     # The offloading servers get a second P on the same CPU, for the
     # worker pool: the loop's locked thread holds the first, and work it
@@ -407,6 +425,9 @@ awk -F'\t' '
         o = (f[1] ~ /json$/ ? "percore-old/json" : "percore-old") SUBSEP f[2]
         if (o in m_cpu)
           printf "- %s -P %s: CPU per request %.2fx the pre-package examples/http (ceiling 1.05)\n", f[1], f[2], m_cpu[k] / m_cpu[o]
+        o = (f[1] ~ /json$/ ? "percore-old-rt/json" : "percore-old-rt") SUBSEP f[2]
+        if (o in m_cpu)
+          printf "- %s -P %s: CPU per request %.2fx the pre-package examples/http on this runtime (the package alone)\n", f[1], f[2], m_cpu[k] / m_cpu[o]
       }
       if (f[1] == "nethttp-adapt" || f[1] == "nethttp-adapt/json") {
         o = (f[1] ~ /json$/ ? "nethttp/json" : "nethttp") SUBSEP f[2]

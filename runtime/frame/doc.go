@@ -45,7 +45,9 @@
 // upstream) calls PauseRead when a request starts and ResumeRead when it
 // is answered: tokens are held back, and the connection stops reading.
 // Conn.PauseRead alone stops the reads but not the tokens of the read
-// being split.
+// being split. A View handler that leaves input unconsumed on purpose
+// (a request answered later, the requests behind it waiting) shows it
+// again with Redeliver, which leaves the reads as they are.
 //
 // # Threads
 //

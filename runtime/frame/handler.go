@@ -175,6 +175,22 @@ func ResumeRead(c *percore.Conn) {
 	s.a.deliver(c, s, nil)
 }
 
+// Redeliver shows c's held input (what the handler left, and what
+// arrived while paused) to the handler again now, as PauseRead followed
+// by ResumeRead would, but without pausing and resuming c's reads (on
+// io_uring a receive cancelled and armed again): for a handler that left
+// input unconsumed on purpose (a request answered later, the requests
+// behind it waiting) and is now ready for it. With nothing held, while
+// paused, or on a connection no adapter of this package serves, it does
+// nothing. Call it on c's loop.
+func Redeliver(c *percore.Conn) {
+	s := sessionOf(c)
+	if s == nil || s.paused || s.t.held() == 0 && !s.eof {
+		return
+	}
+	s.a.deliver(c, s, nil)
+}
+
 // Value is Conn.Value.
 //
 // Deprecated: the adapters keep their state in Conn.AdapterValue, so

@@ -5,6 +5,7 @@ package frame
 import (
 	"encoding/binary"
 	"math"
+	"sync"
 
 	percore "github.com/percore/percore/runtime"
 )
@@ -45,24 +46,35 @@ func (w *Writer) writev(c *percore.Conn, a, b []byte) (int, error) {
 }
 
 // WriteFrame writes payload as one length-prefixed frame to c with
-// Writer.WriteFrame. On a connection served by LengthPrefixed, Lines or Split it
-// uses the connection's own Writer and allocates nothing; elsewhere it
-// allocates a Writer for the call (keep your own Writer to avoid that).
+// Writer.WriteFrame, allocating nothing: on a connection an adapter of
+// this package keeps a session for, with the session's Writer; elsewhere
+// (a connection under View between messages, or one no adapter serves)
+// with a Writer borrowed for the call.
 func WriteFrame(c *percore.Conn, payload []byte) (int, error) {
-	return connWriter(c).WriteFrame(c, payload)
-}
-
-// WriteLine writes line and a '\n' to c with Writer.WriteLine. On a
-// connection served by Lines, LengthPrefixed or Split it uses the connection's own
-// Writer and allocates nothing; elsewhere it allocates a Writer for the
-// call.
-func WriteLine(c *percore.Conn, line []byte) (int, error) {
-	return connWriter(c).WriteLine(c, line)
-}
-
-func connWriter(c *percore.Conn) *Writer {
 	if s := sessionOf(c); s != nil {
-		return &s.w
+		return s.w.WriteFrame(c, payload)
 	}
-	return new(Writer)
+	w := writers.Get().(*Writer)
+	n, err := w.WriteFrame(c, payload)
+	writers.Put(w)
+	return n, err
 }
+
+// WriteLine writes line and a '\n' to c with Writer.WriteLine, allocating
+// nothing, with the Writer WriteFrame would use.
+func WriteLine(c *percore.Conn, line []byte) (int, error) {
+	if s := sessionOf(c); s != nil {
+		return s.w.WriteLine(c, line)
+	}
+	w := writers.Get().(*Writer)
+	n, err := w.WriteLine(c, line)
+	writers.Put(w)
+	return n, err
+}
+
+// writers are the Writers WriteFrame and WriteLine borrow for one call on a
+// connection without a session of its own (View keeps none for an idle
+// connection: decision 0065). A Writer holds nothing between calls, so
+// any will do; sync.Pool keeps a cache per P, which is a loop's own while
+// it runs.
+var writers = sync.Pool{New: func() any { return new(Writer) }}

@@ -18,10 +18,11 @@ type conn struct {
 	ls *loopState // the connection's loop's
 	c  *percore.Conn
 
-	req Request
-	w   Response
-	h   Handler       // the request's handler
-	sh  StreamHandler // h, when it takes its body in pieces
+	req   Request
+	w     Response
+	h     Handler       // the request's handler
+	sh    StreamHandler // h, when it takes its body in pieces
+	route routeCache    // the connection's last static route (s.mux)
 
 	// buf holds, for a request whose body spans reads, a copy of its
 	// head (copied: the Request view points into it) and, for a
@@ -87,7 +88,7 @@ func (s *Server) OnView(c *percore.Conn, in []byte) (int, error) {
 		return len(in), nil
 	}
 	cn.inView = true
-	n, err := cn.view(in)
+	n, err := cn.guardedView(in)
 	cn.inView = false
 	cn.headIn = nil
 	if cn.w.kept > 0 {
@@ -161,7 +162,7 @@ func (cn *conn) begin(hr *http1.Request) {
 	var h Handler
 	var refused bool
 	if s.mux != nil {
-		mh := s.mux.route(&cn.req)
+		mh := s.mux.route(&cn.req, &cn.route)
 		h, cn.sh, refused = mh.h, mh.sh, mh.refuse
 	} else {
 		h = s.h
@@ -204,8 +205,8 @@ func (cn *conn) begin(hr *http1.Request) {
 func (cn *conn) body(piece []byte) {
 	if cn.sh != nil {
 		cn.active = true
-		defer cn.recovered()
 		cn.sh.OnBody(&cn.w, &cn.req, piece)
+		cn.handled()
 		return
 	}
 	if !cn.copied && cn.piece == nil && !cn.d.Request().Chunked {
@@ -277,10 +278,8 @@ func (cn *conn) end() {
 	cn.ending = true
 	if cn.sh != nil {
 		cn.active = true
-		func() {
-			defer cn.recovered()
-			cn.sh.OnEnd(&cn.w, &cn.req)
-		}()
+		cn.sh.OnEnd(&cn.w, &cn.req)
+		cn.handled()
 	} else {
 		switch {
 		case cn.piece != nil:
@@ -299,30 +298,12 @@ func (cn *conn) end() {
 	}
 }
 
-// serve runs h's ServeHTTP, recovering a panic (500, logged, counted).
+// serve runs h's ServeHTTP, from OnView: a panic is answered by
+// guardedView (recover.go), once per read rather than per request.
 func (cn *conn) serve(h Handler) {
 	cn.active = true
-	defer cn.recovered()
 	h.ServeHTTP(&cn.w, &cn.req)
-}
-
-// recovered ends a handler's run: what it wrote goes out (it flushes),
-// and a panic is answered 500 (or, once the response began, by a
-// close), logged and counted. It must be deferred directly.
-func (cn *conn) recovered() {
-	if p := recover(); p != nil {
-		cn.active = false
-		cn.s.nPanic.Add(1)
-		cn.s.log.Error("httpd: handler panic", "panic", p, "method", string(cn.req.Method()), "target", string(cn.req.Target()))
-		cn.panicked = true
-		cn.held = false
-		cn.fail(500, "the handler panicked")
-		return
-	}
-	if (!cn.ending || cn.held) && cn.w.started && !cn.w.ended && !cn.c.Closed() {
-		cn.w.Flush() // the response goes on after this callback
-	}
-	cn.active = false
+	cn.handled()
 }
 
 // endResponse ends the response of a request that is not held, in place.
@@ -366,10 +347,9 @@ func (cn *conn) finish() {
 		c.ResumeRead()
 	}
 	if wasHeld && !cn.inView {
-		// Show View's held input (the requests behind this one) again:
-		// frame.ResumeRead delivers what is held.
-		frame.PauseRead(c)
-		frame.ResumeRead(c)
+		// Show View's held input (the requests behind this one) again;
+		// with none held, nothing to do (no read paused and resumed).
+		frame.Redeliver(c)
 	}
 }
 

@@ -123,6 +123,22 @@ func send[T string | []byte](w *Response, h *Head, body T) {
 		return
 	}
 	cn := w.cn
+	if !cn.closeAfter && !cn.shutdown && !cn.eof && w.minor != 0 {
+		// Keep-alive: the whole head as the loop's last Send made it,
+		// most often (sendHead).
+		head := cn.ls.sendHead(cn.s, cn.c.Loop().Now(), h, status, len(body))
+		if !w.grow(len(head) + len(body)) {
+			return
+		}
+		w.status = status
+		w.started, w.framed = true, true
+		w.length, w.count = int64(len(body)), int64(len(body))
+		w.buf = append(w.buf, head...)
+		if !w.noBody {
+			w.buf = append(w.buf, body...)
+		}
+		return
+	}
 	common := cn.ls.common(cn.s, cn.c.Loop().Now())
 	// 128 more: a status line longer than a 200's (under 50 bytes), and
 	// the tail (Connection, Content-Length, the empty line: under 64). The
@@ -141,12 +157,7 @@ func send[T string | []byte](w *Response, h *Head, body T) {
 		w.buf = append(w.buf, common[len(status200):]...)
 	}
 	w.buf = append(w.buf, h.fields...)
-	if cn.closeAfter || cn.shutdown || cn.eof || w.minor == 0 {
-		w.buf = w.appendTail(w.buf) // a Connection field
-	} else {
-		w.buf = http1.AppendContentLength(w.buf, w.length)
-		w.buf = append(w.buf, "\r\n"...)
-	}
+	w.buf = w.appendTail(w.buf) // a Connection field
 	if !w.noBody {
 		w.buf = append(w.buf, body...)
 	}

@@ -53,6 +53,10 @@ type node struct {
 
 type endpoint struct {
 	pattern string
+	// path is the endpoint's key in Mux.static when it has one without
+	// a '%' (a request path equal to it is found there): what a
+	// routeCache compares.
+	path    string
 	methods []methodHandler
 	all     methodHandler // the pattern without a method (h nil if none)
 	refuse  *statusHandler
@@ -171,7 +175,11 @@ func (m *Mux) Handle(pattern string, h Handler) {
 		if m.static == nil {
 			m.static = map[string]*endpoint{}
 		}
-		m.static[strings.ReplaceAll(p, "{$}", "")] = e
+		key := strings.ReplaceAll(p, "{$}", "")
+		m.static[key] = e
+		if !strings.Contains(key, "%") {
+			e.path = key
+		}
 	}
 	e.refuse = &statusHandler{status: 405, body: "405 Method Not Allowed\n", allow: e.allow()}
 	e.refuseH = newMethodHandler("", e.refuse)
@@ -245,17 +253,23 @@ func (m *Mux) ServeHTTP(w *Response, r *Request) { m.Route(r).ServeHTTP(w, r) }
 
 // Route returns the handler for r, with r's path parameters set: a
 // registered handler, or one that answers 404, 405 or a redirect.
-func (m *Mux) Route(r *Request) Handler { return m.route(r).h }
+func (m *Mux) Route(r *Request) Handler { return m.route(r, nil).h }
 
 // route is Route with what the server asks of the handler.
-func (m *Mux) route(r *Request) *methodHandler {
+func (m *Mux) route(r *Request, rc *routeCache) *methodHandler {
 	p := r.path
+	if rc != nil && rc.mh != nil && rc.hit(p, r.hr.Method) {
+		return rc.mh
+	}
 	if len(p) == 0 || p[0] != '/' {
 		return m.notFound()
 	}
 	if m.static != nil && bytes.IndexByte(p, '%') < 0 {
 		if e := m.static[string(p)]; e != nil {
 			if mh := e.handler(r.hr.Method); mh != nil {
+				if rc != nil && e.path != "" && mh.method == string(r.hr.Method) {
+					*rc = routeCache{path: e.path, method: mh.method, mh: mh}
+				}
 				return mh
 			}
 		}
@@ -281,6 +295,32 @@ func (m *Mux) route(r *Request) *methodHandler {
 		}
 	}
 	return m.notFound()
+}
+
+// routeCache is a connection's last route found in Mux.static with its
+// method, kept for the next request: the requests of a connection (and
+// of a pipelined read) mostly ask for one path, which is then found with
+// two comparisons instead of a map lookup. Only such routes are kept: a
+// path equal to e.path is one the map would find, with the same handler
+// for the same method, and the Mux does not change once serving.
+type routeCache struct {
+	path   string // the endpoint's (endpoint.path)
+	method string // mh's
+	mh     *methodHandler
+}
+
+// hit reports whether path and method are the kept route's: compared
+// here, without a call, as they are short.
+func (rc *routeCache) hit(path, method []byte) bool {
+	if len(path) != len(rc.path) || len(method) != len(rc.method) {
+		return false
+	}
+	for i := range method {
+		if method[i] != rc.method[i] {
+			return false
+		}
+	}
+	return string(path) == rc.path
 }
 
 type matchState struct {

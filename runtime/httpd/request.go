@@ -45,8 +45,14 @@ func (r *Request) start(hr *http1.Request) {
 	r.hr = hr
 	r.path, r.query = splitTarget(hr.Target)
 	r.body, r.trailer = nil, nil
-	r.nparams, r.more = 0, r.more[:0]
-	r.scratch = r.scratch[:0]
+	// Written only when not empty already (end left most so): a slice
+	// or pointer stored is a write barrier's check each.
+	if r.nparams != 0 || len(r.more) != 0 {
+		r.nparams, r.more = 0, r.more[:0]
+	}
+	if len(r.scratch) != 0 {
+		r.scratch = r.scratch[:0]
+	}
 }
 
 // rebase points r at the same request's head parsed again from a copy
@@ -88,6 +94,10 @@ func offsetIn(s, v []byte) int {
 
 // end forgets the request's values.
 func (r *Request) end() {
+	r.body, r.trailer = nil, nil
+	if r.nvals == 0 && len(r.mvals) == 0 && len(r.more) == 0 && r.nparams == 0 {
+		return // the common request: no values, no parameters
+	}
 	clear(r.vals[:r.nvals])
 	r.nvals = 0
 	clear(r.mvals)
@@ -95,7 +105,6 @@ func (r *Request) end() {
 	clear(r.more)
 	clear(r.params[:r.nparams])
 	r.nparams = 0
-	r.body, r.trailer = nil, nil
 }
 
 func splitTarget(t []byte) (path, query []byte) {
@@ -112,6 +121,15 @@ func splitTarget(t []byte) (path, query []byte) {
 				return []byte("/"), t[1:]
 			}
 		}
+	}
+	if len(t) <= 64 {
+		// A short target, the common one: searched without a call.
+		for i, c := range t {
+			if c == '?' {
+				return t[:i], t[i+1:]
+			}
+		}
+		return t, nil
 	}
 	if i := bytes.IndexByte(t, '?'); i >= 0 {
 		return t[:i], t[i+1:]

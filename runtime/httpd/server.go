@@ -226,6 +226,7 @@ type loopState struct {
 	head    []byte
 	headSec int64
 	headOK  bool
+	sent    sentHead // the last keep-alive head of Send (send_head.go)
 }
 
 // status200 is the status line most responses start with: common keeps
