@@ -82,6 +82,9 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_tls_handshake_errors_total":   dto.MetricType_COUNTER,
 	"percore_tls_handshake_timeouts_total": dto.MetricType_COUNTER,
 	"percore_tls_handshakes_in_flight":     dto.MetricType_GAUGE,
+	"percore_zero_copy_sends_total":        dto.MetricType_COUNTER,
+	"percore_zero_copy_copied_total":       dto.MetricType_COUNTER,
+	"percore_zero_copy_fallbacks_total":    dto.MetricType_COUNTER,
 }
 
 func TestCollector(t *testing.T) {
