@@ -180,8 +180,9 @@ func (m *connModel) check() {
 // every connection and stops the loop, checking what must hold at the end.
 func (m *connModel) settle() {
 	// Now and then the notifications of zero-copy sends come only after
-	// the loop was told to stop, which must wait for them.
-	m.holdNotifs = m.d.feats&UringZeroCopySend != 0 && m.in.chance(1, 2)
+	// the loop was told to stop, which must wait for them (held from the
+	// settling on, or from a step of the run: runConnModel).
+	m.holdNotifs = m.holdNotifs || m.d.feats&UringZeroCopySend != 0 && m.in.chance(1, 2)
 	drain := func() {
 		for range 100000 {
 			m.k.mu.Lock()
