@@ -246,18 +246,38 @@ func (m *connModel) settle() {
 	if !m.d.discardBuffers() {
 		m.faultf("at the end the buffers' pages cannot be given back")
 	}
-	m.l.Post(func() { m.l.forceStop(ErrShutdown) })
+	// A graceful stop waits for every notification; a forced one (Close,
+	// or Shutdown past its context) does not, and abandons the buffers
+	// of the sends whose notifications have not come (uring_zc.go).
+	forced := !m.holdNotifs || m.in.chance(1, 2)
+	if forced {
+		m.l.Post(func() { m.l.forceStop(ErrShutdown) })
+	} else {
+		m.l.Post(m.l.beginShutdown)
+	}
 	drain()
+	abandoned := false
 	if m.holdNotifs {
-		if m.r.exited {
+		switch {
+		case forced && len(m.pins) > 0:
+			if !m.r.exited {
+				m.faultf("a forced stop waits for %d zero-copy notifications", len(m.pins))
+			}
+			m.checkZCAbandoned()
+			m.seen["forced stop abandons notifications"]++
+			abandoned = true
+		case m.r.exited:
 			m.checkZCEnd() // none may be held back now
+		default:
+			m.seen["stopped with notifications to come"] += len(m.pins)
 		}
-		m.seen["stopped with notifications to come"] += len(m.pins)
 		m.holdNotifs = false
 		drain()
 	}
 	if !m.r.exited {
 		m.faultf("the loop did not exit once stopped")
 	}
-	m.checkZCEnd()
+	if !abandoned {
+		m.checkZCEnd()
+	}
 }

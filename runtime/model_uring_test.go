@@ -81,7 +81,8 @@ func TestModelUringConn(t *testing.T) {
 			"reset", "end of stream", "skipped send", "skipped send EAGAIN", "skipped send short", "slot closed",
 			"descriptor installed", "slot shut down", "shutdown refused", "incremental shared buffer",
 			"incremental part held", "incremental receive past BufferSize", "zero-copy send", "zero-copy partial",
-			"zero-copy notification", "zero-copy fallback", "stopped with notifications to come"} {
+			"zero-copy notification", "zero-copy fallback", "stopped with notifications to come",
+			"forced stop abandons notifications"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}

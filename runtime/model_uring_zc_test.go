@@ -202,3 +202,44 @@ func (m *connModel) checkZCEnd() {
 		m.faultf("at the end the driver holds %d zero-copy sends, %d bytes of buffers, %d connections' state", n, z.pinned, len(z.conns))
 	}
 }
+
+// checkZCAbandoned checks, once a forced stop let the loop exit with
+// zero-copy notifications to come, that only notifications were left
+// (every first completion came), and that the buffer of each send the
+// kernel may still read is kept (zcAbandoned), unchanged and in no free
+// list; the model's entries are taken out of zcAbandoned again.
+func (m *connModel) checkZCAbandoned() {
+	for _, op := range m.r.inflight {
+		if op.zc && !op.notif {
+			m.faultf("a forced stop let the loop exit with a zero-copy send's first completion to come")
+		}
+	}
+	m.checkPins()
+	zcAbandoned.Lock()
+	defer zcAbandoned.Unlock()
+	kept := make([]bool, len(zcAbandoned.bufs))
+	for _, pin := range m.pins {
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(pin.p)))
+		found := false
+		for i, b := range zcAbandoned.bufs {
+			blo := uintptr(unsafe.Pointer(unsafe.SliceData(b[:cap(b)])))
+			if blo <= lo && lo+uintptr(len(pin.p)) <= blo+uintptr(cap(b)) {
+				found, kept[i] = true, true
+				break
+			}
+		}
+		if !found {
+			m.faultf("the loop exited with a zero-copy send's buffer still the kernel's and not kept")
+		}
+	}
+	bufs := zcAbandoned.bufs[:0]
+	for i, b := range zcAbandoned.bufs {
+		if kept[i] {
+			zcAbandoned.bytes -= cap(b) // the model's own: taken out again
+		} else {
+			bufs = append(bufs, b)
+		}
+	}
+	clear(zcAbandoned.bufs[len(bufs):])
+	zcAbandoned.bufs = bufs
+}

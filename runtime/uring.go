@@ -368,7 +368,12 @@ func (d *uringDriver) discardBuffers() bool {
 }
 
 func (d *uringDriver) idle() bool {
-	return d.loopOps == 0 && !d.l.slotsInUse()
+	if d.l.slotsInUse() {
+		return false
+	}
+	// A forced stop does not wait for the notifications of zero-copy
+	// sends (notifsOnly, uring_zc.go): close abandons their buffers.
+	return d.loopOps == 0 || d.l.stopForced() && d.notifsOnly()
 }
 
 func (d *uringDriver) syscalls() uint64 { return d.r.Enters() + d.fileCalls }
@@ -384,6 +389,7 @@ func (d *uringDriver) waits() uint64 { return d.waitsN }
 // another mapping.
 func (d *uringDriver) close() error {
 	busy := !d.idle() || d.l.filesBusy()
+	d.zc.abandon(d) // sends the kernel may still read (a forced stop, or a loop that gave up)
 	err := d.r.Close()
 	if busy {
 		d.log.Warn("percore: loop exits with operations in the kernel: its receive buffers stay mapped", "loop", d.id)

@@ -81,7 +81,10 @@ const (
 	// a notification once it is done with them, which may come after the
 	// connection closed. The buffer stays the send's until then (neither
 	// written, reused nor given back), and the loop does not exit before
-	// every notification came (docs/decisions/0068). A socket that cannot
+	// every notification came (docs/decisions/0068), unless the stop is
+	// forced (Close, or Shutdown past its context): a peer that keeps a
+	// closed socket's bytes unacknowledged holds the notifications, so
+	// the loop then exits and keeps those buffers, never reused, logged. A socket that cannot
 	// (a Unix socket: -EOPNOTSUPP) sends those bytes and the rest of its
 	// sends plainly, counted in Stats.ZeroCopyFallbacks. It pays only where
 	// the device sends from the pages (a NIC with scatter-gather): on

@@ -3,6 +3,7 @@
 package runtime
 
 import (
+	"sync"
 	"unsafe"
 
 	"github.com/percore/percore/ring"
@@ -72,6 +73,9 @@ type uringZC struct {
 	conns map[uint32]zcConn
 	// pinned is the bytes of the buffers held now (a test's view).
 	pinned int
+	// notifs counts the sends whose first completion came and whose
+	// notification has not: the kernel still reads their buffers.
+	notifs int
 }
 
 // zcSend is one zero-copy send: its connection, the buffer it reads and
@@ -216,6 +220,9 @@ func (d *uringDriver) zcCompleted(e *ring.Completion) {
 		if e.ZCCopied() {
 			d.cnt[sZeroCopyCopied]++
 		}
+		if !s.first {
+			z.notifs--
+		}
 		d.zcDone(i)
 		return
 	}
@@ -224,6 +231,9 @@ func (d *uringDriver) zcCompleted(e *ring.Completion) {
 		return
 	}
 	s.first = false
+	if e.More() {
+		z.notifs++
+	}
 	slot, cgen := s.slot, s.cgen
 	if zc, ok := z.conns[slot]; ok && zc.gen == cgen && zc.inFlight && zc.send == i {
 		zc.inFlight = false
@@ -282,4 +292,51 @@ func (d *uringDriver) zcDone(i uint32) {
 	}
 	*h = zcHold{}
 	z.spare = append(z.spare, h)
+}
+
+// zcAbandoned keeps the buffers of the zero-copy sends whose loops exited
+// before the kernel was done with them (abandon): never reused, never
+// collected, for the life of the process.
+var zcAbandoned struct {
+	sync.Mutex
+	bufs  [][]byte
+	bytes int
+}
+
+// notifsOnly reports whether everything the loop still has in the kernel
+// is the notifications of zero-copy sends whose connections are gone
+// from the kernel's view of the loop (their first completions came).
+// A forced stop (Close, or Shutdown past its context) does not wait for
+// them: the kernel may keep a closed socket's unacknowledged bytes, and
+// their pages, for as long as its peer answers the window probes without
+// reading (an orphan in FIN-WAIT-1), and the loop has no descriptor left
+// to reset it by. The loop exits and abandons their buffers.
+func (d *uringDriver) notifsOnly() bool {
+	return d.zc.notifs > 0 && d.loopOps == d.zc.notifs
+}
+
+// abandon gives the buffers of the zero-copy sends still waiting for
+// their notifications to zcAbandoned, as the loop exits: the kernel may
+// still read them, so they may be neither given to the pool, unmapped,
+// nor left to the collector. A leak bounded by what was in flight,
+// logged.
+func (z *uringZC) abandon(d *uringDriver) {
+	var n, bytes int
+	zcAbandoned.Lock()
+	defer zcAbandoned.Unlock()
+	for i := range z.sends {
+		h := z.sends[i].hold
+		if !z.sends[i].live || h == nil || h.refs == 0 {
+			continue
+		}
+		h.refs = 0 // each hold once
+		zcAbandoned.bufs = append(zcAbandoned.bufs, h.buf)
+		n++
+		bytes += cap(h.buf)
+	}
+	zcAbandoned.bytes += bytes
+	if n > 0 {
+		d.log.Warn("percore: loop exits with zero-copy sends the kernel still reads (their peers have not acknowledged the bytes): their buffers are kept, never reused",
+			"loop", d.id, "buffers", n, "bytes", bytes)
+	}
 }

@@ -17,3 +17,11 @@ func ZeroCopyHeld(l *Loop) (sends, bytes int) {
 	}
 	return sends, d.zc.pinned
 }
+
+// ZeroCopyAbandoned returns the bytes of the buffers that loops which
+// exited before the kernel was done with them left kept (abandon).
+func ZeroCopyAbandoned() int {
+	zcAbandoned.Lock()
+	defer zcAbandoned.Unlock()
+	return zcAbandoned.bytes
+}
