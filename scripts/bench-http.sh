@@ -64,10 +64,11 @@
 #   REPEATS (3)  GNET_REPEATS (5)  DURATION (10)  WARMUP (1)  CONNS (100)
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
 #   SERVERS ("percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt";
-#   also percore-uring-plain: percore-uring with -uring-features=none; percore-old-rt: percore-old on this runtime)
+#   also percore-uring-plain: percore-uring with -uring-features=none; percore-old-rt: percore-old on this runtime;
+#   percore-base: examples/http and everything under it at git ref BASE_REF, the before of a change in one run)
 #   JSON_SERVERS ("percore-uring percore-old nethttp nethttp-adapt")
 #   SLEEP_SERVERS ("sleep-nethttp sleep-adapt sleep-httpd")
-#   OLD_HTTP_REF (the parent of the last commit that touched examples/http/server.go)
+#   OLD_HTTP_REF (the parent of the last commit that touched examples/http/server.go)  BASE_REF (main)
 #   PROXY (1)  PROXIES ("proxy-percore proxy-nginx"; proxy-percore-epoll too)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
 set -euo pipefail
 
@@ -88,6 +89,7 @@ SERVERS=${SERVERS-percore-uring percore-epoll percore-old nginx h2o fasthttp gne
 JSON_SERVERS=${JSON_SERVERS-percore-uring percore-old nethttp nethttp-adapt}
 SLEEP_SERVERS=${SLEEP_SERVERS-sleep-nethttp sleep-adapt sleep-httpd}
 OLD_HTTP_REF=${OLD_HTTP_REF:-$(git rev-list -1 HEAD -- examples/http/server.go 2>/dev/null || true)^}
+BASE_REF=${BASE_REF:-main}
 PROXY=${PROXY:-1}
 PROXIES=${PROXIES-proxy-percore proxy-nginx}
 LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
@@ -116,6 +118,12 @@ if [[ " $SERVERS $JSON_SERVERS " == *" percore-old-rt "* ]]; then
       "$PWD" "$tmp" "$PWD" "$tmp" >"$tmp/oldrt/overlay.json"
   fi
   run go build -overlay "$tmp/oldrt/overlay.json" -o "$tmp/http-old-rt" ./examples/http-old-rt
+fi
+if [[ " $SERVERS $JSON_SERVERS " == *" percore-base "* ]]; then
+  # The whole tree at BASE_REF: a change's before and after, interleaved.
+  run mkdir -p "$tmp/base"
+  run bash -c "git archive '$BASE_REF' | tar -x -C '$tmp/base'"
+  run go build -C "$tmp/base" -o "$tmp/http-base" ./examples/http
 fi
 run go build -C examples/bench -tags=poll_opt -o "$tmp/" ./baseline/gnethttp
 hz=$(getconf CLK_TCK)
@@ -201,6 +209,9 @@ start() {
       ;;
     percore-old-rt)
       cmd=("${go[@]}" "$tmp/http-old-rt" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
+      ;;
+    percore-base)
+      cmd=("${go[@]}" "$tmp/http-base" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
       ;;
     # The offloading servers get a second P on the same CPU, for the
     # worker pool: the loop's locked thread holds the first, and work it
@@ -428,6 +439,9 @@ awk -F'\t' '
         o = (f[1] ~ /json$/ ? "percore-old-rt/json" : "percore-old-rt") SUBSEP f[2]
         if (o in m_cpu)
           printf "- %s -P %s: CPU per request %.2fx the pre-package examples/http on this runtime (the package alone)\n", f[1], f[2], m_cpu[k] / m_cpu[o]
+        o = (f[1] ~ /json$/ ? "percore-base/json" : "percore-base") SUBSEP f[2]
+        if (o in m_cpu)
+          printf "- %s -P %s: CPU per request %.2fx percore-base (BASE_REF)\n", f[1], f[2], m_cpu[k] / m_cpu[o]
       }
       if (f[1] == "nethttp-adapt" || f[1] == "nethttp-adapt/json") {
         o = (f[1] ~ /json$/ ? "nethttp/json" : "nethttp") SUBSEP f[2]

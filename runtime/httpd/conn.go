@@ -133,7 +133,9 @@ func (cn *conn) view(in []byte) (int, error) {
 				cn.stopHeadTimer()
 			}
 			cn.headIn, cn.headAt = in, at
-			cn.begin(cn.d.Request())
+			if hr := cn.d.Request(); !cn.quick(hr) {
+				cn.begin(hr)
+			}
 		case http1.Body:
 			cn.body(piece)
 		case http1.End:
@@ -292,6 +294,12 @@ func (cn *conn) end() {
 		cn.req.trailer = &cn.d.Request().Trailer
 		cn.serve(cn.h)
 	}
+	cn.settle()
+}
+
+// settle ends the response of the request whose handler returned, unless
+// it is held or the connection closed, and readies the next request.
+func (cn *conn) settle() {
 	if !cn.held && !cn.c.Closed() {
 		cn.endResponse()
 		cn.finish()
@@ -358,7 +366,9 @@ func (cn *conn) releaseBuf() {
 		cn.ls.putBuf(cn.buf)
 		cn.buf = nil
 	}
-	cn.copied, cn.piece = false, nil
+	if cn.copied || cn.piece != nil {
+		cn.copied, cn.piece = false, nil // written only when set: a pointer's store is a write barrier's check
+	}
 	cn.w.releaseSpill()
 }
 

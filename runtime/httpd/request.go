@@ -42,8 +42,14 @@ type kv struct{ key, val any }
 
 // start points r at the head hr.
 func (r *Request) start(hr *http1.Request) {
+	path, query := splitTarget(hr.Target)
+	r.startAt(hr, path, query)
+}
+
+// startAt is start with the target's path and query split already.
+func (r *Request) startAt(hr *http1.Request, path, query []byte) {
 	r.hr = hr
-	r.path, r.query = splitTarget(hr.Target)
+	r.path, r.query = path, query
 	r.body, r.trailer = nil, nil
 	// Written only when not empty already (end left most so): a slice
 	// or pointer stored is a write barrier's check each.

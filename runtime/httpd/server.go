@@ -112,6 +112,7 @@ type Server struct {
 	h       Handler
 	router  Router
 	mux     *Mux // h, when it is one: routed without interface calls
+	plain   bool // h answers every request inline: no Router, StreamHandler or refuser (quick.go)
 	name    []byte
 	limit   int // frame.View's MaxBuffered
 	maxBody int
@@ -139,6 +140,7 @@ func New(cfg Config, h Handler) *Server {
 	s := &Server{cfg: cfg, h: h, log: cfg.Logger}
 	s.router, _ = h.(Router)
 	s.mux, _ = h.(*Mux)
+	s.plain = isPlain(h)
 	switch cfg.ServerName {
 	case "":
 		s.name = []byte("percore")

@@ -371,40 +371,47 @@ func TestRouteAllocs(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		ts := start(t, b, httpd.Config{})
 		for _, path := range []string{"/plaintext", "/plaintext/send", "/users/42?x=%41", "/mw/7"} {
-			// rawconn reads back as many bytes as it sent: pad the request
-			// to the length of its response.
-			resp := probe(t, ts.addr, path)
-			req := "GET " + path + " HTTP/1.1\r\nHost: x\r\nX-Pad: \r\n\r\n"
-			if pad := resp - len(req); pad > 0 {
-				req = strings.Replace(req, "X-Pad: ", "X-Pad: "+strings.Repeat("p", pad), 1)
-			} else {
-				t.Fatalf("response %d bytes, request %d", resp, len(req))
-			}
-			c := rawconn.Dial(t, ts.rt.Addr())
-			one := []byte(req)
-			pipelined := bytes.Repeat(one, 16)
-			for range 200 {
-				if err := c.RoundTrip(one); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var err error
-			allocs := testing.AllocsPerRun(500, func() {
-				if e := c.RoundTrip(one); e != nil {
-					err = e
-				}
-				if e := c.RoundTrip(pipelined[:100], pipelined[100:]); e != nil {
-					err = e
-				}
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if allocs != 0 {
-				t.Fatalf("%s: %v allocations per round, want 0", path, allocs)
-			}
+			checkNoAllocs(t, ts.rt, ts.addr, path)
 		}
 	})
+}
+
+// checkNoAllocs fails t when a keep-alive request for path, alone and 16
+// pipelined, allocates on the server at addr.
+func checkNoAllocs(t *testing.T, rt *percore.Runtime, addr, path string) {
+	t.Helper()
+	// rawconn reads back as many bytes as it sent: pad the request
+	// to the length of its response.
+	resp := probe(t, addr, path)
+	req := "GET " + path + " HTTP/1.1\r\nHost: x\r\nX-Pad: \r\n\r\n"
+	if pad := resp - len(req); pad > 0 {
+		req = strings.Replace(req, "X-Pad: ", "X-Pad: "+strings.Repeat("p", pad), 1)
+	} else {
+		t.Fatalf("response %d bytes, request %d", resp, len(req))
+	}
+	c := rawconn.Dial(t, rt.Addr())
+	one := []byte(req)
+	pipelined := bytes.Repeat(one, 16)
+	for range 200 {
+		if err := c.RoundTrip(one); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	allocs := testing.AllocsPerRun(500, func() {
+		if e := c.RoundTrip(one); e != nil {
+			err = e
+		}
+		if e := c.RoundTrip(pipelined[:100], pipelined[100:]); e != nil {
+			err = e
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Fatalf("%s: %v allocations per round, want 0", path, allocs)
+	}
 }
 
 // probe returns the length of the response to GET path.

@@ -46,6 +46,11 @@ func BenchmarkView(b *testing.B) {
 			f := newCodecFloor()
 			benchView(b, f, f.OnView, "/plaintext", depth)
 		})
+		b.Run("codec-reserve/P"+itoa(depth), func(b *testing.B) {
+			f := newCodecFloor()
+			f.reserve = true
+			benchView(b, f, f.OnView, "/plaintext", depth)
+		})
 	}
 }
 
@@ -132,10 +137,15 @@ func (o *openSpy) OnClose(c *percore.Conn, err error) {
 
 // codecFloor answers plaintext requests with http1's decoder and an
 // answer appended per request, the answers of a read written at once.
+// With reserve, the answers are appended in place in the connection's
+// outbound queue (Conn.Reserve, one Commit per read: httpd's way) instead:
+// the A/B of gathering a read's answers in a buffer of the loop's and
+// writing them once.
 type codecFloor struct {
-	d    http1.RequestDecoder
-	date http1.Date
-	out  []byte
+	d       http1.RequestDecoder
+	date    http1.Date
+	out     []byte
+	reserve bool
 }
 
 func newCodecFloor() *codecFloor { return &codecFloor{out: make([]byte, 0, 32<<10)} }
@@ -144,6 +154,9 @@ func (f *codecFloor) OnData(c *percore.Conn, data []byte) {}
 
 func (f *codecFloor) OnView(c *percore.Conn, in []byte) (int, error) {
 	f.out = f.out[:0]
+	if f.reserve {
+		f.out = c.Reserve(viewRoom)[:0:viewRoom]
+	}
 	off := 0
 	for {
 		n, ev, _, err := f.d.Next(in[off:])
@@ -163,7 +176,12 @@ func (f *codecFloor) OnView(c *percore.Conn, in []byte) (int, error) {
 			f.out = http1.AppendContentLength(f.out, 13)
 			f.out = append(f.out, "\r\nHello, World!"...)
 		case http1.NeedMore:
-			c.Write(f.out)
+			if f.reserve {
+				c.Commit(len(f.out))
+				f.out = nil
+			} else {
+				c.Write(f.out)
+			}
 			return off, nil
 		}
 	}
