@@ -8,6 +8,9 @@
 #   REPEATS=5 CONNS="50 1000" BYTES="64 16384" BACKENDS="uring epoll" scripts/ab.sh A B
 #   LOAD_FLAGS=-perf scripts/ab.sh A B   (extra load flags: -perf counts the server's syscalls)
 #   scripts/ab.sh --dry-run A B
+#   CLIENT=c scripts/ab.sh A B   (the load from BENCHMARKING.md's independent C epoll client,
+#                                 examples/bench/baseline/tcpc/tcp_load.c, instead of
+#                                 examples/bench/load; LOAD_FLAGS does not apply to it)
 #
 # More than two sides may be given. A side is a checkout, a checkout with
 # the echo's extra flags after "::" (one build per checkout, so that the
@@ -20,7 +23,9 @@
 # One line per run: side, backend, connections, bytes, requests/s,
 # server CPU per request (utime+stime over the window / requests, as
 # bench.sh), the server's context switches per request and, with
-# LOAD_FLAGS=-perf, its system calls per request (else NA); then the
+# LOAD_FLAGS=-perf, its system calls per request (else NA), the server's
+# and the client's CPU (% of the window: the S and C flags of
+# BENCHMARKING.md) and the machine's steal (%); then the
 # median and range of each CPU figure. Server on cpu0, load on
 # cpu1.
 set -euo pipefail
@@ -71,8 +76,14 @@ for side in "$@"; do
   i=$((i + 1))
 done
 nsides=$i
-if [ "$dry" = 1 ]; then echo "+ build $here/examples/bench/load"; exit 0; fi
-(cd "$here" && go build -C examples/bench -o "$work/load" ./load)
+client=${CLIENT:-load}
+case "$client" in load | c) ;; *) echo "ab.sh: CLIENT is load or c" >&2; exit 2 ;; esac
+if [ "$dry" = 1 ]; then echo "+ build the $client client"; exit 0; fi
+if [ "$client" = c ]; then
+  gcc -O2 -o "$work/tcp_load" "$here/examples/bench/baseline/tcpc/tcp_load.c"
+else
+  (cd "$here" && go build -C examples/bench -o "$work/load" ./load)
+fi
 
 port=27900
 : >"$work/runs"
@@ -94,16 +105,23 @@ for ((r = 1; r <= reps; r++)); do
           fi
           srv=$!
           sleep 0.5
-          # shellcheck disable=SC2086
-          out=$(taskset -c 1 "$work/load" -addr "127.0.0.1:$port" -conns "$n" -bytes "$sz" -warmup 1 -seconds 5 \
-            -json -server-pid "$srv" ${LOAD_FLAGS:-} 2>/dev/null) || true
+          if [ "$client" = c ]; then
+            out=$(taskset -c 1 "$work/tcp_load" 127.0.0.1 "$port" "$n" "$sz" 1 5 "$srv" 2>/dev/null) || true
+          else
+            # shellcheck disable=SC2086
+            out=$(taskset -c 1 "$work/load" -addr "127.0.0.1:$port" -conns "$n" -bytes "$sz" -warmup 1 -seconds 5 \
+              -json -server-pid "$srv" ${LOAD_FLAGS:-} 2>/dev/null) || true
+          fi
           kill -TERM "$srv" 2>/dev/null || true
           wait "$srv" 2>/dev/null || true
           rps=$(echo "$out" | sed -n 's/.*"rps":\([0-9.]*\).*/\1/p')
           cpu=$(echo "$out" | sed -n 's/.*"server_cpu_us_per_req":\([0-9.]*\).*/\1/p')
           cs=$(echo "$out" | sed -n 's/.*"server_ctxsw_per_req":\([0-9.]*\).*/\1/p')
           sc=$(echo "$out" | sed -n 's/.*"server_syscalls_per_req":\([0-9.]*\).*/\1/p')
-          echo "$side $be c$n ${sz}B ${rps:-0} ${cpu:-0} ${cs:-NA} ${sc:-NA}" | tee -a "$work/runs"
+          spct=$(echo "$out" | sed -n 's/.*"server_cpu_pct":\([0-9.]*\).*/\1/p')
+          cpct=$(echo "$out" | sed -n 's/.*"client_cpu_pct":\([0-9.]*\).*/\1/p')
+          steal=$(echo "$out" | sed -n 's/.*"steal_pct":\([0-9.]*\).*/\1/p')
+          echo "$side $be c$n ${sz}B ${rps:-0} ${cpu:-0} ${cs:-NA} ${sc:-NA} ${spct:-NA} ${cpct:-NA} ${steal:-NA}" | tee -a "$work/runs"
         done
       done
     done

@@ -69,7 +69,8 @@
 #   JSON_SERVERS ("percore-uring percore-old nethttp nethttp-adapt")
 #   SLEEP_SERVERS ("sleep-nethttp sleep-adapt sleep-httpd")
 #   OLD_HTTP_REF (the parent of the last commit that touched examples/http/server.go)  BASE_REF (main)
-#   PROXY (1)  PROXIES ("proxy-percore proxy-nginx"; proxy-percore-epoll too)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
+#   PROXY (1)  PROXIES ("proxy-percore proxy-nginx"; proxy-percore-epoll too, and proxy-percore-skip:
+#   proxy-percore with -uring-features=registered_ring,skip_sends)  LOADCHECK ("percore-uring gnet fasthttp")  OUT (docs/results/HOST-DATE-http)
 set -euo pipefail
 
 # shellcheck source=scripts/lib/bench-common.sh
@@ -220,11 +221,13 @@ start() {
     nethttp-adapt | sleep-adapt) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve adapt) ;;
     sleep-httpd) cmd=(env GOMAXPROCS=2 taskset -c "$cpus" "$tmp/httpd" -addr "127.0.0.1:$port" -backend uring -serve inline) ;;
     sleep-nethttp) cmd=("${go[@]}" "$tmp/nethttp" -addr "127.0.0.1:$port") ;;
-    proxy-percore | proxy-percore-epoll)
+    proxy-percore | proxy-percore-epoll | proxy-percore-skip)
       local backend=uring
       if [ "$name" = proxy-percore-epoll ]; then backend=epoll; fi
       cmd=("${go[@]}" "$tmp/http_proxy" -addr "127.0.0.1:$port" -backend "$backend" -cores "${cpus%%[,-]*}"
         -upstream "127.0.0.1:$UPSTREAM_PORT" -max 128)
+      # Issue 28's A/B: the default features and skipped sends (0057).
+      if [ "$name" = proxy-percore-skip ]; then cmd+=(-uring-features=registered_ring,skip_sends); fi
       ;;
     fasthttp) cmd=("${go[@]}" "$tmp/fasthttp" -addr "127.0.0.1:$port") ;;
     nethttp) cmd=("${go[@]}" "$tmp/nethttp" -addr "127.0.0.1:$port") ;;
