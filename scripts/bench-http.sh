@@ -227,7 +227,7 @@ start() {
       cmd=("${go[@]}" "$tmp/http_proxy" -addr "127.0.0.1:$port" -backend "$backend" -cores "${cpus%%[,-]*}"
         -upstream "127.0.0.1:$UPSTREAM_PORT" -max 128)
       # Issue 28's A/B: the default features and skipped sends (0057).
-      if [ "$name" = proxy-percore-skip ]; then cmd+=(-uring-features=registered_ring,skip_sends); fi
+      if [ "$name" = proxy-percore-skip ]; then cmd+=("-uring-features=registered_ring,skip_sends"); fi
       ;;
     fasthttp) cmd=("${go[@]}" "$tmp/fasthttp" -addr "127.0.0.1:$port") ;;
     nethttp) cmd=("${go[@]}" "$tmp/nethttp" -addr "127.0.0.1:$port") ;;
