@@ -384,25 +384,7 @@ func TestPlaintextAllocs(t *testing.T) {
 		req := "GET /plaintext HTTP/1.1\r\nHost: x\r\nX-Pad: \r\n\r\n"
 		req = strings.Replace(req, "X-Pad: ", "X-Pad: "+strings.Repeat("p", resp-len(req)), 1)
 		c := rawconn.Dial(t, r.rt.Addr())
-		one := []byte(req)
-		pipelined := bytes.Repeat(one, 16)
-		for range 200 {
-			if err := c.RoundTrip(one); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var err error
-		allocs := testing.AllocsPerRun(1000, func() {
-			if e := c.RoundTrip(one); e != nil {
-				err = e
-			}
-			if e := c.RoundTrip(pipelined[:100], pipelined[100:]); e != nil {
-				err = e
-			}
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		allocs := c.PipelineAllocs(t, []byte(req), 1000)
 		if allocs != 0 {
 			t.Fatalf("%v allocations per round, want 0", allocs)
 		}

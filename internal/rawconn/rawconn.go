@@ -74,3 +74,34 @@ func (c *Conn) RoundTrip(pieces ...[]byte) error {
 	}
 	return nil
 }
+
+// PipelineAllocs returns the allocations per round of one (a request
+// padded to its response's length, which RoundTrip reads back) sent alone
+// and then 16 times pipelined in two pieces, after 200 rounds of warm-up;
+// runs is testing.AllocsPerRun's count. It fails tb on an error.
+func (c *Conn) PipelineAllocs(tb testing.TB, one []byte, runs int) float64 {
+	tb.Helper()
+	pipelined := make([]byte, 0, 16*len(one))
+	for range 16 {
+		pipelined = append(pipelined, one...)
+	}
+	split := min(100, len(pipelined)-1)
+	for range 200 {
+		if err := c.RoundTrip(one); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var err error
+	allocs := testing.AllocsPerRun(runs, func() {
+		if e := c.RoundTrip(one); e != nil {
+			err = e
+		}
+		if e := c.RoundTrip(pipelined[:split], pipelined[split:]); e != nil {
+			err = e
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return allocs
+}

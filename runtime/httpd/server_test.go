@@ -4,7 +4,6 @@ package httpd_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -390,25 +389,7 @@ func checkNoAllocs(t *testing.T, rt *percore.Runtime, addr, path string) {
 		t.Fatalf("response %d bytes, request %d", resp, len(req))
 	}
 	c := rawconn.Dial(t, rt.Addr())
-	one := []byte(req)
-	pipelined := bytes.Repeat(one, 16)
-	for range 200 {
-		if err := c.RoundTrip(one); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var err error
-	allocs := testing.AllocsPerRun(500, func() {
-		if e := c.RoundTrip(one); e != nil {
-			err = e
-		}
-		if e := c.RoundTrip(pipelined[:100], pipelined[100:]); e != nil {
-			err = e
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	allocs := c.PipelineAllocs(t, []byte(req), 500)
 	if allocs != 0 {
 		t.Fatalf("%s: %v allocations per round, want 0", path, allocs)
 	}
