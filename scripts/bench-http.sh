@@ -96,7 +96,7 @@ PROXIES=${PROXIES-proxy-percore proxy-nginx}
 LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-http}
 
-bench_need "Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils; scripts/ensure-tools.sh installs them" taskset wrk nginx h2o go timeout
+bench_need "Debian: apt-get install -y util-linux wrk nginx-light h2o coreutils; scripts/ensure-tools.sh installs all of them but h2o" taskset wrk nginx h2o go timeout
 
 bench_tmp
 
