@@ -216,6 +216,13 @@ func (d *uringDriver) zcCompleted(e *ring.Completion) {
 		return
 	}
 	s := &z.sends[i]
+	// The kernel posts a send's notification after its first completion
+	// (io_uring/notif: "order notif vs send CQEs", 6.0, and its fix
+	// 108893d for unlocked issue), so a notification finds s.first
+	// false. One that came first would free the record here, and the
+	// first completion would then be logged above as unknown: the
+	// connection would keep one operation counted (it never closes its
+	// slot) rather than have its buffer reused early.
 	if e.Notif() {
 		if e.ZCCopied() {
 			d.cnt[sZeroCopyCopied]++
