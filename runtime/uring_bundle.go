@@ -60,7 +60,9 @@ func (d *uringDriver) useBundles(rb bundleReader) {
 }
 
 // readBundle returns the buffers receive completion e filled, in order;
-// its result is valid until the next call.
+// its result is valid until the next call (no completion is dispatched
+// from inside a callback: an install that waits stashes what it reaps,
+// uring_fixed_install.go).
 func (d *uringDriver) readBundle(e *ring.Completion) ([]bundleBuf, error) {
 	bufs, err := d.bundles.bundle(*e, d.bundleBufs[:0])
 	d.bundleBufs = bufs[:0]
@@ -75,6 +77,9 @@ func (d *uringDriver) readBundle(e *ring.Completion) ([]bundleBuf, error) {
 // 0 bytes, with a buffer) to the open connection c, each as its own part.
 func (d *uringDriver) receivedBundle(c *Conn, e *ring.Completion) {
 	bufs, err := d.readBundle(e)
+	if err == nil && len(bufs) == 0 {
+		err = errRecvNoBuffer // the record names none for a completion that has one
+	}
 	if err != nil {
 		d.l.fail(c, "read", err)
 		return
