@@ -100,11 +100,11 @@ const (
 	// close in the middle of a bundle hold back or drop the rest). It
 	// saves completions where one receive takes more than a buffer: a
 	// message larger than BufferSize, or a pipelined batch larger than
-	// one buffer. Not with UringIncrementalBuffers (the kernel reads an
-	// incremental ring a part at a time, and a bundle's buffers are named
-	// by the ring's order, which an incremental ring does not keep):
-	// incremental buffers win, and the first loop logs that it receives
-	// without bundles. Off by default: measured in docs/performance.md,
+	// one buffer. Not with UringIncrementalBuffers (ring.BufRing.Bundle
+	// reads a plain ring only: an incremental ring's completions are parts
+	// of buffers, read with Received, and its 64 KiB buffers leave a
+	// bundle little to merge): incremental buffers win, and the first
+	// loop logs that it receives without bundles. Off by default: measured in docs/performance.md,
 	// "io_uring features, part 8", and docs/decisions/0071.
 	UringBundles
 )
