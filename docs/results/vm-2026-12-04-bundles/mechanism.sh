@@ -12,7 +12,7 @@
 #
 # One line per run: side, connections, bytes, buffer size, then per request
 # (a request is BYTES in): completions, enters (Stats.Syscalls: nearly all
-# io_uring_enter), completions of several buffers and the buffers in them,
+# io_uring_enter), loop turns, completions of several buffers and the buffers in them,
 # each the mean over the stats lines of the window (the first two dropped:
 # the client's warm-up).
 set -euo pipefail
@@ -55,13 +55,13 @@ for ((r = 1; r <= reps; r++)); do
         if (v["in"] + 0 == 0) next
         n++; if (n <= 2) next
         req = v["in"] / bytes
-        c += v["completions/s"] / req; s += v["syscalls/s"] / req
+        c += v["completions/s"] / req; s += v["syscalls/s"] / req; t += v["turns/s"] / req
         b += v["bundles/s"] / req; bb += v["bundle-buffers/s"] / req; k++
       }
       END {
         if (k == 0) { print side, "c" conns, bytes "B", "buf" buffer, "no window"; exit }
-        printf "%s c%s %sB buf%s completions/req %.3f enters/req %.3f bundles/req %.3f bundle-buffers/req %.3f\n",
-          side, conns, bytes, buffer, c / k, s / k, b / k, bb / k
+        printf "%s c%s %sB buf%s completions/req %.3f enters/req %.3f turns/req %.3f bundles/req %.3f bundle-buffers/req %.3f\n",
+          side, conns, bytes, buffer, c / k, s / k, t / k, b / k, bb / k
       }' "$work/stats"
   done
 done
