@@ -154,6 +154,7 @@ type simOp struct {
 	multi  bool   // multishot (accept, receive)
 	sel    bool   // a receive that selects a provided buffer
 	nowait bool   // a send that never waits (PrepareSendNoWait)
+	bundle bool   // a receive armed as a bundle (PrepareRecvMultishotBundle)
 	skip   bool   // its success posts nothing (SkipSuccess)
 	fixed  bool   // it names a slot of the fixed file table (FixedFile)
 	zc     bool   // a zero-copy send (PrepareSendZC, model_uring_zc_test.go)
@@ -371,6 +372,9 @@ func (r *simRing) PrepareRead(fd int, p []byte, _ uint64, ud uint64) error {
 func (r *simRing) PrepareRecvMultishot(fd int, _ *ring.BufRing, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: fd, multi: true, sel: true})
 }
+func (r *simRing) PrepareRecvMultishotBundle(fd int, _ *ring.BufRing, ud uint64) error {
+	return r.prep(&simOp{ud: ud, fd: fd, multi: true, sel: true, bundle: true})
+}
 func (r *simRing) PrepareRecvSelect(fd int, _ *ring.BufRing, ud uint64) error {
 	return r.prep(&simOp{ud: ud, fd: fd, sel: true})
 }
@@ -575,7 +579,8 @@ type simBufs struct {
 	closed bool
 	mem    [][]byte
 	state  []simBufState
-	inc    *incBufs // an incremental ring's state (model_uring_incbuf_test.go), nil for a plain one
+	inc    *incBufs    // an incremental ring's state (model_uring_incbuf_test.go), nil for a plain one
+	bun    *simBundles // the ring's order, with bundles (model_uring_bundle_test.go); nil without
 }
 
 type simBufState uint8
@@ -598,6 +603,10 @@ func (b *simBufs) Bytes(id uint16, n int) []byte {
 	if b.state[id] != bufLoop {
 		b.k.fault("buffer %d read while the kernel may be filling it", id)
 	}
+	if n > len(b.mem[id]) {
+		b.k.fault("%d bytes read from buffer %d, of %d: a completion of several buffers read as one", n, id, len(b.mem[id]))
+		n = len(b.mem[id])
+	}
 	return b.mem[id][:n]
 }
 
@@ -609,6 +618,9 @@ func (b *simBufs) Recycle(id uint16) {
 		b.k.fault("buffer %d recycled twice (state %d)", id, b.state[id])
 	}
 	b.state[id] = bufStaged
+	if b.bun != nil {
+		b.bun.staged = append(b.bun.staged, id)
+	}
 	// What the loop may still read of it is garbage from now on.
 	for i := range b.mem[id] {
 		b.mem[id][i] = 0xee
@@ -616,6 +628,10 @@ func (b *simBufs) Recycle(id uint16) {
 }
 
 func (b *simBufs) Publish() {
+	if b.bun != nil {
+		b.bun.order = append(b.bun.order, b.bun.staged...)
+		b.bun.staged = b.bun.staged[:0]
+	}
 	for i, s := range b.state {
 		if s == bufStaged {
 			b.state[i] = bufKernel

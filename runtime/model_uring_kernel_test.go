@@ -134,6 +134,10 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 		return
 	}
 	n := min(len(mc.sent)-mc.given, r.bufs.Size())
+	if op.bundle {
+		// Up to four buffers' worth, as much as the socket holds.
+		n = min(len(mc.sent)-mc.given, r.bufs.Size()*(1+in.intn(4)))
+	}
 	if !settling && n > 1 && in.chance(1, 3) {
 		n = 1 + in.intn(n-1) // short
 	}
@@ -147,6 +151,15 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 		}
 		if n > m.l.cfg.BufferSize {
 			m.seen["incremental receive past BufferSize"]++
+		}
+	} else if r.bufs.bun != nil {
+		want := n
+		id, n, ok = r.bufs.fillBundle(mc.sent[mc.given:mc.given+n], op.bundle)
+		if n > r.bufs.Size() {
+			m.seen["bundle of several buffers"]++
+		}
+		if ok && n < want {
+			m.seen["bundle short of buffers"]++
 		}
 	} else {
 		id, ok = r.bufs.fill(mc.sent[mc.given : mc.given+n])

@@ -82,7 +82,7 @@ func TestModelUringConn(t *testing.T) {
 			"descriptor installed", "slot shut down", "shutdown refused", "incremental shared buffer",
 			"incremental part held", "incremental receive past BufferSize", "zero-copy send", "zero-copy partial",
 			"zero-copy notification", "zero-copy fallback", "stopped with notifications to come",
-			"forced stop abandons notifications"} {
+			"forced stop abandons notifications", "bundle of several buffers", "bundle short of buffers"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -113,8 +113,11 @@ var modelFeatureSets = func() []UringFeatures {
 	// and with everything: its interplay is with the send path and the
 	// slots, and the sets stay few (each seed runs them all).
 	z := UringZeroCopySend
+	// Bundles alone and with skipped sends and direct descriptors (not
+	// with incremental buffers, which win over them: UringBundles).
 	return append(sets, z, z|UringSkipSends|UringDirectDescriptors,
-		z|UringSkipSends|UringDirectDescriptors|UringIncrementalBuffers)
+		z|UringSkipSends|UringDirectDescriptors|UringIncrementalBuffers,
+		UringBundles, UringBundles|UringSkipSends|UringDirectDescriptors)
 }()
 
 func FuzzModelUringConn(f *testing.F) {
@@ -247,6 +250,9 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		if in.chance(1, 2) {
 			f |= UringZeroCopySend
 		}
+		if in.chance(1, 2) {
+			f |= UringBundles
+		}
 		feats = &f
 	}
 	budgets := []int{16, 24, 32, 48, -1}
@@ -284,6 +290,14 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 	if *feats&UringZeroCopySend != 0 {
 		m.d.feats |= UringZeroCopySend
 		m.d.setupZeroCopy(m.r)
+	}
+	if *feats&UringBundles != 0 && *feats&UringIncrementalBuffers == 0 {
+		// Buffers in ring order, receives that fill several
+		// (model_uring_bundle_test.go); incremental buffers win, as in
+		// the driver.
+		m.r.bufs.makeBundles()
+		m.d.useBundles(m.r.bufs)
+		m.d.feats |= UringBundles
 	}
 	m.k.onSubmit = m.submitted
 	if m.direct {

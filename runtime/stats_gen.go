@@ -178,6 +178,15 @@ type Stats struct {
 	// percore_zero_copy_fallbacks_total.
 	ZeroCopyFallbacks uint64
 
+	// Bundles counts the receive completions that filled more than one provided
+	// buffer (UringBundles); BundleBuffers/Bundles is the buffers such a
+	// completion filled on average. Metric: percore_recv_bundles_total.
+	Bundles uint64
+
+	// BundleBuffers counts the provided buffers that the completions counted in
+	// Bundles filled. Metric: percore_recv_bundle_buffers_total.
+	BundleBuffers uint64
+
 	// CallsMade counts the cross-loop calls this loop made (Loop.Call). Metric:
 	// percore_loop_calls_made_total.
 	CallsMade uint64
@@ -368,6 +377,8 @@ func (s Stats) Add(o Stats) Stats {
 	s.ZeroCopySends += o.ZeroCopySends
 	s.ZeroCopyCopied += o.ZeroCopyCopied
 	s.ZeroCopyFallbacks += o.ZeroCopyFallbacks
+	s.Bundles += o.Bundles
+	s.BundleBuffers += o.BundleBuffers
 	s.CallsMade += o.CallsMade
 	s.CallsRun += o.CallsRun
 	s.CallBatches += o.CallBatches
@@ -444,6 +455,8 @@ const (
 	sZeroCopySends
 	sZeroCopyCopied
 	sZeroCopyFallbacks
+	sBundles
+	sBundleBuffers
 	sCallsMade
 	sCallsRun
 	sCallBatches
@@ -517,6 +530,8 @@ func loadStats(v *[numStats]uint64, s *Stats) {
 	s.ZeroCopySends = v[sZeroCopySends]
 	s.ZeroCopyCopied = v[sZeroCopyCopied]
 	s.ZeroCopyFallbacks = v[sZeroCopyFallbacks]
+	s.Bundles = v[sBundles]
+	s.BundleBuffers = v[sBundleBuffers]
 	s.CallsMade = v[sCallsMade]
 	s.CallsRun = v[sCallsRun]
 	s.CallBatches = v[sCallBatches]

@@ -98,6 +98,10 @@ type uringDriver struct {
 	// inc is the record of the receive ring's buffers, consumed in part,
 	// with UringIncrementalBuffers (uring_incbuf.go); nil without it.
 	inc *incParts
+	// bundles reads receive completions as bundles, with UringBundles
+	// (uring_bundle.go); nil without it. bundleBufs is its scratch.
+	bundles    bundleReader
+	bundleBufs []bundleBuf
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -112,6 +116,7 @@ type uringRing interface {
 	PreparePollIn(fd int, userData uint64) error
 	PrepareRead(fd int, p []byte, off uint64, userData uint64) error
 	PrepareRecvMultishot(fd int, b *ring.BufRing, userData uint64) error
+	PrepareRecvMultishotBundle(fd int, b *ring.BufRing, userData uint64) error
 	PrepareRecvSelect(fd int, b *ring.BufRing, userData uint64) error
 	PrepareRecvmsgMultishot(fd int, msg *unix.Msghdr, flags uint32, b *ring.BufRing, userData uint64) error
 	PrepareSendmsg(fd int, msg *unix.Msghdr, userData uint64) error
@@ -227,6 +232,17 @@ func newUringDriver(l *Loop, cfg Config) (*uringDriver, error) {
 	d.br = br
 	if feats&UringIncrementalBuffers != 0 {
 		d.useIncremental(br, bufCount)
+		if feats&UringBundles != 0 {
+			// ring.BufRing.Bundle refuses an incremental ring; the
+			// incremental buffers were asked for as well (UringBundles).
+			feats &^= UringBundles
+			if d.id == 0 {
+				d.log.Info("percore: receive bundles are not used with incremental buffers")
+			}
+		}
+	}
+	if feats&UringBundles != 0 {
+		d.useBundles(ringBundles{br})
 	}
 	if feats&UringNAPI != 0 && !d.registerNAPI(r) {
 		feats &^= UringNAPI

@@ -92,6 +92,21 @@ const (
 	// shows. Off by default: measured in docs/performance.md, "io_uring
 	// features, part 5".
 	UringZeroCopySend
+	// UringBundles arms each connection's multishot receive as a bundle
+	// (IORING_RECVSEND_BUNDLE, 6.10+): one completion may fill several
+	// provided buffers, in ring order, the last perhaps in part, and the
+	// loop delivers each buffer as its own OnData in that order, exactly
+	// as it delivers a receive of one buffer (the turn budget, a pause, a
+	// close in the middle of a bundle hold back or drop the rest). It
+	// saves completions where one receive takes more than a buffer: a
+	// message larger than BufferSize, or a pipelined batch larger than
+	// one buffer. Not with UringIncrementalBuffers (ring.BufRing.Bundle
+	// reads a plain ring only: an incremental ring's completions are parts
+	// of buffers, read with Received, and its 64 KiB buffers leave a
+	// bundle little to merge): incremental buffers win, and the first
+	// loop logs that it receives without bundles. Off by default: measured in docs/performance.md,
+	// "io_uring features, part 8", and docs/decisions/0071.
+	UringBundles
 )
 
 // DefaultUringFeatures are the features a loop uses unless
@@ -114,6 +129,7 @@ var uringFeatureNames = []struct {
 	{UringDirectDescriptors, "direct_descriptors"},
 	{UringIncrementalBuffers, "incremental_buffers"},
 	{UringZeroCopySend, "zero_copy_send"},
+	{UringBundles, "bundles"},
 }
 
 // String lists the features by ParseUringFeatures' names, "none" for none.
@@ -136,7 +152,7 @@ func (f UringFeatures) String() string {
 
 // ParseUringFeatures parses a comma-separated list of feature names
 // (registered_ring, skip_sends, napi, direct_descriptors,
-// incremental_buffers, zero_copy_send), case-insensitive; "none" is no features
+// incremental_buffers, zero_copy_send, bundles), case-insensitive; "none" is no features
 // and "" or "default" is DefaultUringFeatures. Config.UringFeatures takes a
 // pointer to the result.
 func ParseUringFeatures(s string) (UringFeatures, error) {
@@ -156,7 +172,7 @@ next:
 				continue next
 			}
 		}
-		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors, incremental_buffers, zero_copy_send or none)", name)
+		return 0, fmt.Errorf("unknown io_uring feature %q (want registered_ring, skip_sends, napi, direct_descriptors, incremental_buffers, zero_copy_send, bundles or none)", name)
 	}
 	return f, nil
 }
@@ -183,6 +199,9 @@ func uringFeaturesFor(want UringFeatures, flags ring.Flags, s *ring.Support) Uri
 	}
 	if want&UringZeroCopySend != 0 && s.HasFeature(ring.SendZC) {
 		got |= UringZeroCopySend
+	}
+	if want&UringBundles != 0 && s.HasFeature(ring.Bundles) {
+		got |= UringBundles
 	}
 	return got
 }

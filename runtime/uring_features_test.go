@@ -27,6 +27,7 @@ func TestParseUringFeatures(t *testing.T) {
 		{"direct_descriptors,skip_sends", percore.UringDirectDescriptors | percore.UringSkipSends},
 		{"incremental_buffers", percore.UringIncrementalBuffers},
 		{"zero_copy_send,skip_sends", percore.UringZeroCopySend | percore.UringSkipSends},
+		{"registered_ring,Bundles", percore.UringRegisteredRing | percore.UringBundles},
 	} {
 		got, err := percore.ParseUringFeatures(tc.in)
 		if err != nil || got != tc.want {
@@ -48,7 +49,9 @@ var uringFeatureSets = []percore.UringFeatures{0, percore.UringRegisteredRing, p
 	percore.DefaultUringFeatures | percore.UringDirectDescriptors,
 	percore.UringDirectDescriptors | percore.UringSkipSends,
 	percore.DefaultUringFeatures | percore.UringIncrementalBuffers,
-	percore.DefaultUringFeatures | percore.UringZeroCopySend}
+	percore.DefaultUringFeatures | percore.UringZeroCopySend,
+	percore.DefaultUringFeatures | percore.UringBundles,
+	percore.DefaultUringFeatures | percore.UringBundles | percore.UringIncrementalBuffers}
 
 // kernelFeatures is what of want the kernel here lets a loop use (the
 // driver's own rule, with the default setup flags).
@@ -75,6 +78,9 @@ func kernelFeatures(t *testing.T, want percore.UringFeatures) percore.UringFeatu
 	}
 	if want&percore.UringZeroCopySend != 0 && s.HasFeature(ring.SendZC) {
 		got |= percore.UringZeroCopySend
+	}
+	if want&percore.UringBundles != 0 && s.HasFeature(ring.Bundles) && got&percore.UringIncrementalBuffers == 0 {
+		got |= percore.UringBundles // incremental buffers win over bundles
 	}
 	return got
 }

@@ -175,6 +175,10 @@ func (d *uringDriver) copiesHeld() bool { return d.inc != nil && d.inc.copyHeld 
 // dropPart takes and releases at once the part of a receive completion
 // that nobody reads (its connection closed or gone).
 func (d *uringDriver) dropPart(id uint16, e *ring.Completion) {
+	if d.bundles != nil {
+		d.dropBundle(e) // every buffer it filled (uring_bundle.go)
+		return
+	}
 	d.takePart(id, e)
 	d.releasePart(id)
 }

@@ -48,11 +48,14 @@ func (f *fakeRing) PrepareMsgRing(_ int, _ uint32, _, ud uint64) error          
 func (f *fakeRing) PreparePollIn(_ int, ud uint64) error                         { return f.prep(ud) }
 func (f *fakeRing) PrepareRead(_ int, _ []byte, _ uint64, ud uint64) error       { return f.prep(ud) }
 func (f *fakeRing) PrepareRecvMultishot(_ int, _ *ring.BufRing, ud uint64) error { return f.prep(ud) }
-func (f *fakeRing) PrepareRecvSelect(_ int, _ *ring.BufRing, ud uint64) error    { return f.prep(ud) }
-func (f *fakeRing) PrepareSend(_ int, _ []byte, ud uint64) error                 { return f.prep(ud) }
-func (f *fakeRing) PrepareSendNoWait(_ int, _ []byte, ud uint64) error           { return f.prep(ud) }
-func (f *fakeRing) SkipSuccess()                                                 {}
-func (f *fakeRing) PrepareSendmsg(_ int, _ *unix.Msghdr, ud uint64) error        { return f.prep(ud) }
+func (f *fakeRing) PrepareRecvMultishotBundle(_ int, _ *ring.BufRing, ud uint64) error {
+	return f.prep(ud)
+}
+func (f *fakeRing) PrepareRecvSelect(_ int, _ *ring.BufRing, ud uint64) error { return f.prep(ud) }
+func (f *fakeRing) PrepareSend(_ int, _ []byte, ud uint64) error              { return f.prep(ud) }
+func (f *fakeRing) PrepareSendNoWait(_ int, _ []byte, ud uint64) error        { return f.prep(ud) }
+func (f *fakeRing) SkipSuccess()                                              {}
+func (f *fakeRing) PrepareSendmsg(_ int, _ *unix.Msghdr, ud uint64) error     { return f.prep(ud) }
 func (f *fakeRing) PrepareRecvmsgMultishot(_ int, _ *unix.Msghdr, _ uint32, _ *ring.BufRing, ud uint64) error {
 	return f.prep(ud)
 }

@@ -61,6 +61,8 @@ func (d *uringDriver) start(c *Conn) error {
 		// one buffer at a time, so that it cannot take every provided
 		// buffer from the others.
 		err = d.r.PrepareRecvSelect(d.sock(c), d.br, userData(kindRecv, c.slot, c.gen))
+	} else if d.bundles != nil {
+		err = d.r.PrepareRecvMultishotBundle(d.sock(c), d.br, userData(kindRecv, c.slot, c.gen))
 	} else {
 		err = d.r.PrepareRecvMultishot(d.sock(c), d.br, userData(kindRecv, c.slot, c.gen))
 	}
@@ -114,6 +116,8 @@ func (d *uringDriver) received(c *Conn, e *ring.Completion) {
 		case c.closed():
 			// On its way when the connection closed: nobody reads it.
 			d.dropPart(id, e)
+		case d.bundles != nil:
+			d.receivedBundle(c, e) // uring_bundle.go
 		default:
 			p, room := d.takePart(id, e)
 			if u.flags&ufThrottled != 0 && room {

@@ -65,6 +65,8 @@
 #   PIPELINES ("1 16")  SERVER_CPUS (0)  CLIENT_CPUS (1)  BASE_PORT (28300)
 #   SERVERS ("percore-uring percore-epoll percore-old nginx h2o fasthttp gnet nethttp nethttp-adapt";
 #   also percore-uring-plain: percore-uring with -uring-features=none; percore-old-rt: percore-old on this runtime;
+#   percore-uring-bundles: with -uring-features=registered_ring,bundles; percore-uring-small and
+#   percore-uring-bundles-small: those with -buffer-size SMALL_BUFFER (4096);
 #   percore-base: examples/http and everything under it at git ref BASE_REF, the before of a change in one run)
 #   JSON_SERVERS ("percore-uring percore-old nethttp nethttp-adapt")
 #   SLEEP_SERVERS ("sleep-nethttp sleep-adapt sleep-httpd")
@@ -91,6 +93,7 @@ JSON_SERVERS=${JSON_SERVERS-percore-uring percore-old nethttp nethttp-adapt}
 SLEEP_SERVERS=${SLEEP_SERVERS-sleep-nethttp sleep-adapt sleep-httpd}
 OLD_HTTP_REF=${OLD_HTTP_REF:-$(git rev-list -1 HEAD -- examples/http/server.go 2>/dev/null || true)^}
 BASE_REF=${BASE_REF:-main}
+SMALL_BUFFER=${SMALL_BUFFER:-4096}
 PROXY=${PROXY:-1}
 PROXIES=${PROXIES-proxy-percore proxy-nginx}
 LOADCHECK=${LOADCHECK-percore-uring gnet fasthttp}
@@ -204,6 +207,13 @@ start() {
       ;;
     percore-uring-plain) # percore-uring without issue 28's io_uring features, for their A/B
       cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}" -uring-features=none)
+      ;;
+    percore-uring-bundles | percore-uring-small | percore-uring-bundles-small)
+      # Receive bundles (percore.UringBundles, docs/decisions/0071) and
+      # receive buffers of SMALL_BUFFER bytes, for their A/B.
+      cmd=("${go[@]}" "$tmp/http" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")
+      if [[ "$name" == *bundles* ]]; then cmd+=("-uring-features=registered_ring,bundles"); fi
+      if [[ "$name" == *small ]]; then cmd+=(-buffer-size "$SMALL_BUFFER"); fi
       ;;
     percore-old)
       cmd=("${go[@]}" "$tmp/http-old" -addr "127.0.0.1:$port" -backend uring -cores "${cpus%%[,-]*}")

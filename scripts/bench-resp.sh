@@ -48,7 +48,9 @@
 #   OUT (docs/results/HOST-DATE-resp)
 #   (KV_SERVERS may also name handkept: issue 14's one-loop server written without its API,
 #   examples/kv/testdata/handkept; kv-uring-plain: kv-uring with -uring-features=none; and
-#   kv-uring-skip: kv-uring with -uring-features=registered_ring,skip_sends)
+#   kv-uring-skip: kv-uring with -uring-features=registered_ring,skip_sends; kv-uring-bundles: with
+#   -uring-features=registered_ring,bundles; kv-uring-small and kv-uring-bundles-small: those with
+#   -buffer-size SMALL_BUFFER (4096))
 set -euo pipefail
 
 # shellcheck source=scripts/lib/bench-common.sh
@@ -69,6 +71,7 @@ BASE_PORT=${BASE_PORT:-27300}
 TABLES=${TABLES:-kv proxy load loops}
 LOAD_SECONDS=${LOAD_SECONDS:-4}
 KV_SERVERS=${KV_SERVERS:-kv-uring kv-epoll redis}
+SMALL_BUFFER=${SMALL_BUFFER:-4096}
 PROXY_SERVERS=${PROXY_SERVERS:-proxy-uring proxy-epoll twemproxy direct}
 LOOP_SERVERS=${LOOP_SERVERS:-kv1-uring kv2-uring}
 OUT=${OUT:-docs/results/$(hostname)-$(date +%Y%m%d)-resp}
@@ -150,6 +153,15 @@ start_server() {
       # for their A/B: KV_SERVERS="kv-uring kv-uring-plain redis".
       spawn "$name" env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
         -backend uring -cores "$first" -uring-features=none
+      ;;
+    kv-uring-bundles | kv-uring-small | kv-uring-bundles-small)
+      # kv-uring with receive bundles (percore.UringBundles, docs/decisions/0071) and
+      # receive buffers of SMALL_BUFFER bytes, for their A/B.
+      local extra=()
+      if [[ "$name" == *bundles* ]]; then extra+=("-uring-features=registered_ring,bundles"); fi
+      if [[ "$name" == *small ]]; then extra+=(-buffer-size "$SMALL_BUFFER"); fi
+      spawn "$name" env GOMAXPROCS=1 taskset -c "$SERVER_CPUS" "$tmp/kv" -addr "127.0.0.1:$port" \
+        -backend uring -cores "$first" "${extra[@]}"
       ;;
     kv-uring-skip)
       # kv-uring with skipped sends as well (percore.UringSkipSends), for their A/B:

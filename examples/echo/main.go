@@ -140,9 +140,10 @@ func printStats(ctx context.Context, rt *percore.Runtime) {
 		}
 		s := rt.Stats()
 		var b strings.Builder
-		fmt.Fprintf(&b, "open %d accepts/s %d in %d B/s out %d B/s turns/s %d completions/s %d syscalls/s %d",
+		fmt.Fprintf(&b, "open %d accepts/s %d in %d B/s out %d B/s turns/s %d completions/s %d syscalls/s %d bundles/s %d bundle-buffers/s %d",
 			s.Open, s.Accepts-prev.Accepts, s.BytesIn-prev.BytesIn, s.BytesOut-prev.BytesOut,
-			s.Turns-prev.Turns, s.Completions-prev.Completions, s.Syscalls-prev.Syscalls)
+			s.Turns-prev.Turns, s.Completions-prev.Completions, s.Syscalls-prev.Syscalls,
+			s.Bundles-prev.Bundles, s.BundleBuffers-prev.BundleBuffers)
 		fmt.Fprintln(os.Stderr, b.String())
 		prev = s
 	}

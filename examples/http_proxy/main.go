@@ -105,7 +105,7 @@ func main() {
 	flag.IntVar(&cfg.maxOutbound, "max-outbound", 256<<10, "bytes queued per connection before its peer is no longer read (the memory a stream takes)")
 	flag.IntVar(&cfg.waitBatch, "wait-batch", 0, "io_uring: wait for up to this many completions per wake-up (0: off; Config.WaitBatch)")
 	flag.DurationVar(&cfg.waitMin, "wait-min", 0, "io_uring: the longest extra wait of -wait-batch (0: 20µs)")
-	flag.StringVar(&cfg.features, "uring-features", "", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers,zero_copy_send (Config.UringFeatures)")
+	flag.StringVar(&cfg.features, "uring-features", "", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers,zero_copy_send,bundles (Config.UringFeatures)")
 	flag.StringVar(&cfg.metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address (default: off)")
 	flag.Parse()
 	cfg.logger = slog.New(slog.NewTextHandler(os.Stderr, nil))

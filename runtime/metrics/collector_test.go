@@ -85,6 +85,8 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_zero_copy_sends_total":        dto.MetricType_COUNTER,
 	"percore_zero_copy_copied_total":       dto.MetricType_COUNTER,
 	"percore_zero_copy_fallbacks_total":    dto.MetricType_COUNTER,
+	"percore_recv_bundles_total":           dto.MetricType_COUNTER,
+	"percore_recv_bundle_buffers_total":    dto.MetricType_COUNTER,
 }
 
 func TestCollector(t *testing.T) {

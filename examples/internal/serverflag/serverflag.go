@@ -60,6 +60,8 @@ type Flags struct {
 	UringFeatures *percore.UringFeatures
 	// ZeroCopySendMin is -zero-copy-min: 0 for the default.
 	ZeroCopySendMin int
+	// BufferSize is -buffer-size: 0 for the default.
+	BufferSize int
 }
 
 // Register defines -addr (with addr as its default), -cores, -backend and
@@ -70,12 +72,13 @@ func Register(fs *flag.FlagSet, addr string) *Flags {
 	fs.Var((*coresValue)(&f.Cores), "cores", "CPU list for the loops, e.g. 0-3,8 (default: the affinity mask, at most GOMAXPROCS of it)")
 	fs.Var((*backendValue)(&f.Backend), "backend", "auto, uring or epoll")
 	fs.StringVar(&f.Metrics, "metrics", "", "serve Prometheus metrics at /metrics and pprof at /debug/pprof/ on this address, e.g. 127.0.0.1:9100 (default: off)")
-	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers,zero_copy_send")
+	fs.Var(&featuresValue{&f.UringFeatures}, "uring-features", "io_uring features to use where the kernel has them: default, none, or a list of registered_ring,skip_sends,napi,direct_descriptors,incremental_buffers,zero_copy_send,bundles")
 	fs.IntVar(&f.ZeroCopySendMin, "zero-copy-min", 0, "with zero_copy_send, the smallest send in bytes that goes with zero copy (default: percore.DefaultZeroCopySendMin)")
+	fs.IntVar(&f.BufferSize, "buffer-size", 0, "bytes of each stream receive buffer, the most one OnData is given (default: percore.DefaultBufferSize)")
 	return f
 }
 
-// Apply sets cfg's Cores, Backend, UringFeatures and ZeroCopySendMin from the flags. It leaves cfg.Addr to
+// Apply sets cfg's Cores, Backend, UringFeatures, ZeroCopySendMin and BufferSize from the flags. It leaves cfg.Addr to
 // the caller, because what -addr names depends on the program: Config.Addr
 // for a TCP server, a Config.Listen entry for a UDP or Unix one.
 func (f *Flags) Apply(cfg *percore.Config) {
@@ -83,6 +86,7 @@ func (f *Flags) Apply(cfg *percore.Config) {
 	cfg.Backend = f.Backend
 	cfg.UringFeatures = f.UringFeatures
 	cfg.ZeroCopySendMin = f.ZeroCopySendMin
+	cfg.BufferSize = f.BufferSize
 }
 
 // featuresValue is -uring-features, checked when it is parsed.

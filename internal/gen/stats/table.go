@@ -184,6 +184,14 @@ var loopTable = Table{
 				"(-EOPNOTSUPP: a Unix socket); the bytes went as a plain send, and so do the " +
 				"connection's later sends.",
 			Help: "Connections whose socket refused a zero-copy send (sent plainly instead)."},
+		{Name: "Bundles", Kind: Counter, Metric: "recv_bundles_total",
+			Doc: "Bundles counts the receive completions that filled more than one provided " +
+				"buffer (UringBundles); BundleBuffers/Bundles is the buffers such a completion " +
+				"filled on average.",
+			Help: "Receive completions that filled more than one provided buffer (io_uring bundles)."},
+		{Name: "BundleBuffers", Kind: Counter, Metric: "recv_bundle_buffers_total",
+			Doc:  "BundleBuffers counts the provided buffers that the completions counted in Bundles filled.",
+			Help: "Provided buffers filled by receive completions of more than one buffer (io_uring bundles)."},
 
 		// Cross-loop calls (call.go).
 		{Name: "CallsMade", Kind: Counter, Metric: "loop_calls_made_total",
