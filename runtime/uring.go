@@ -102,6 +102,11 @@ type uringDriver struct {
 	// (uring_bundle.go); nil without it. bundleBufs is its scratch.
 	bundles    bundleReader
 	bundleBufs []bundleBuf
+	// bundleErr is the first bundle the ring's record refused: reading
+	// stops there, and enter reports it once (bundleErrTold), which
+	// stops the loop (uring_bundle.go).
+	bundleErr     error
+	bundleErrTold bool
 }
 
 // uringRing is what the driver needs of a ring: *ring.Ring, or the stand-in
@@ -300,6 +305,9 @@ func (d *uringDriver) prepare() { d.sendDirty() }
 // (the next prepare prepares them), or something waits for the end of a
 // skipped send (uring_skip.go): then it enters without waiting.
 func (d *uringDriver) enter(timeout time.Duration) error {
+	if err := d.bundleFailed(); err != nil {
+		return err
+	}
 	var err error
 	if len(d.retry) > 0 && (timeout < 0 || timeout > retryWait) {
 		timeout = retryWait

@@ -3,6 +3,8 @@
 package runtime
 
 import (
+	"fmt"
+
 	"github.com/percore/percore/ring"
 )
 
@@ -63,14 +65,39 @@ func (d *uringDriver) useBundles(rb bundleReader) {
 // its result is valid until the next call (no completion is dispatched
 // from inside a callback: an install that waits stashes what it reaps,
 // uring_fixed_install.go).
+//
+// A completion the record refuses (one skipped or read out of order: a
+// fault of the driver, or of a kernel that orders bundles wrongly)
+// leaves the record behind the kernel for good: every later completion
+// of the ring would be refused too, or worse, read from the wrong
+// buffers. So the first refusal breaks the driver: no completion is read
+// from then on, and the next enter reports the error once, which stops
+// the loop (its connections closed, as on any kernel error).
 func (d *uringDriver) readBundle(e *ring.Completion) ([]bundleBuf, error) {
+	if d.bundleErr != nil {
+		return nil, d.bundleErr
+	}
 	bufs, err := d.bundles.bundle(*e, d.bundleBufs[:0])
 	d.bundleBufs = bufs[:0]
-	if err == nil && len(bufs) > 1 {
+	if err != nil {
+		d.bundleErr = fmt.Errorf("receive bundles: %w", err)
+		return nil, d.bundleErr
+	}
+	if len(bufs) > 1 {
 		d.cnt[sBundles]++
 		d.cnt[sBundleBuffers] += uint64(len(bufs))
 	}
-	return bufs, err
+	return bufs, nil
+}
+
+// bundleFailed returns, once, the error that broke the driver's reading of
+// bundles (readBundle), for enter to report.
+func (d *uringDriver) bundleFailed() error {
+	if d.bundleErr == nil || d.bundleErrTold {
+		return nil
+	}
+	d.bundleErrTold = true
+	return d.bundleErr
 }
 
 // receivedBundle delivers the buffers of receive completion e (of e.Res >
@@ -99,10 +126,7 @@ func (d *uringDriver) receivedBundle(c *Conn, e *ring.Completion) {
 func (d *uringDriver) dropBundle(e *ring.Completion) {
 	bufs, err := d.readBundle(e)
 	if err != nil {
-		// No connection to fail: the record is broken, and the next
-		// completion's read fails its connection.
-		d.log.Error("percore: read a bundle receive", "loop", d.id, "err", err)
-		return
+		return // the driver is broken (readBundle): enter reports it
 	}
 	for _, b := range bufs {
 		d.bufs.Recycle(b.id)

@@ -105,7 +105,13 @@ const (
 	// of buffers, read with Received, and its 64 KiB buffers leave a
 	// bundle little to merge): incremental buffers win, and the first
 	// loop logs that it receives without bundles. Off by default: measured in docs/performance.md,
-	// "io_uring features, part 8", and docs/decisions/0071.
+	// "io_uring features, part 8", and docs/decisions/0071. The loop
+	// names a bundle's buffers by the ring's order, which the kernel
+	// keeps (tested here on 6.18), but stable kernels 6.13.11 to 6.14.8
+	// posted bundles out of order (liburing issues 1409 and 1411, fixed
+	// in 6.14.9): there a bundle's bytes would be read from the wrong
+	// buffers without an error, so leave it off on those. A completion
+	// the loop's record refuses stops the loop (a kernel error).
 	UringBundles
 )
 
