@@ -43,6 +43,13 @@ import (
 	"github.com/percore/percore/runtime/pool/upstream"
 )
 
+// defaultRecvBuffers is -recv-buffers' default: 64 receive buffers (1 MiB)
+// per io_uring loop instead of the runtime's 512 (8 MiB). The kernel fills
+// them in ring order, so a storm of upgrades touches most of them, and
+// that memory stays resident; a gateway whose clients are mostly idle
+// never has 64 receives' worth of input waiting in one turn.
+const defaultRecvBuffers = 64
+
 // options are the flags beyond serverflag's four.
 type options struct {
 	secret                     string
@@ -51,6 +58,7 @@ type options struct {
 	queue, messageBytes        int
 	maxConns                   int
 	recvBuffers                int
+	returnAfter                uint64
 	upstream                   string
 	grace                      time.Duration
 	pidFile                    string
@@ -67,7 +75,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "how long a shutdown or a restart's hand-over waits for connections (and a new process holds publishes for the old one at most)")
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
-	fs.IntVar(&o.recvBuffers, "recv-buffers", 0, "receive buffers each io_uring loop provides the kernel (Config.BufferCount, a power of two); 0: the runtime's default")
+	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took 70-100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
+	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades, once none arrived for a second, collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
 func main() {
@@ -111,6 +120,11 @@ func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
 			ms.Close()
 		}
 	}()
+	if o.returnAfter > 0 {
+		rctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go gw.g.returnAfterStorms(rctx, o.returnAfter, logger)
+	}
 	if handoff != nil {
 		// Publishes wait until the old process has let go of its
 		// subscribers: each reaches all of them here.
