@@ -26,6 +26,7 @@ run() { # server row wsload-args...
     # runtime's 512 receive buffers, nothing returned); Bkeep: 64 buffers, nothing returned.
     Bcore) bin=(/tmp/i27f/B/ws_gateway -cores 0 -backend uring -recv-buffers 0 -return-after 0);;
     Bkeep) bin=(/tmp/i27f/B/ws_gateway -cores 0 -backend uring -return-after 0);;
+    B16) bin=(/tmp/i27f/B/ws_gateway -cores 0 -backend uring -recv-buffers 16);;
     Bepollcore) bin=(/tmp/i27f/B/ws_gateway -cores 0 -backend epoll -return-after 0);;
     *) bin=("/tmp/i27f/$s");;
   esac
