@@ -30,9 +30,13 @@ import (
 const settleQuiet = time.Second
 
 // returnAfterStorms runs until ctx ends, giving the heap's free pages back
-// to the kernel after each storm of at least min upgrades.
-func (g *gateway) returnAfterStorms(ctx context.Context, min uint64, log *slog.Logger) {
-	t := time.NewTicker(settleQuiet)
+// to the kernel (with free, debug.FreeOSMemory unless a test gives another)
+// after each storm of at least min upgrades, once none arrived for quiet.
+func (g *gateway) returnAfterStorms(ctx context.Context, min uint64, quiet time.Duration, free func(upgrades uint64), log *slog.Logger) {
+	if free == nil {
+		free = func(uint64) { debug.FreeOSMemory() }
+	}
+	t := time.NewTicker(quiet)
 	defer t.Stop()
 	var last, returned uint64 // upgrades at the last tick, at the last return
 	for {
@@ -47,7 +51,7 @@ func (g *gateway) returnAfterStorms(ctx context.Context, min uint64, log *slog.L
 			last = n // still arriving
 		case n-returned >= min:
 			began := time.Now()
-			debug.FreeOSMemory()
+			free(n)
 			log.Debug("ws_gateway: a storm of upgrades settled; free heap pages returned",
 				"upgrades", n-returned, "took", time.Since(began).Round(time.Microsecond))
 			returned = n
