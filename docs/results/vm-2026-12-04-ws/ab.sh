@@ -8,7 +8,8 @@
 # repeats. Server GOMAXPROCS=1 on cpu0, wsload (/tmp/i27f/wsload) on cpu1.
 # Build: git archive c621f99 | tar -x -C /tmp/i27f/basesrc; (cd /tmp/i27f/basesrc && go build -o /tmp/i27f/A/ws_gateway ./examples/ws_gateway/);
 #        go build -o /tmp/i27f/B/ws_gateway ./examples/ws_gateway/; (cd examples/bench && go build -o /tmp/i27f/wsload ./wsload/ && go build -o /tmp/i27f/wsnbio ./baseline/wsnbio/)
-# Extra servers: set SERVERS_IDLE / SERVERS_ECHO / SERVERS_FANOUT (names from the case below).
+# Other servers (B16: -recv-buffers 16): set SERVERS_IDLE / SERVERS_ECHO / SERVERS_FANOUT (names from the
+# case below), e.g. SERVERS_IDLE="B16 B" SERVERS_ECHO="B16 B" SERVERS_FANOUT="B16 B" ab.sh OUT 1 (ws-b16-*).
 # Writes OUT/runs.jsonl and a log per run; changes nothing else.
 set -euo pipefail
 out=$1 reps=${2:-3} rows=${3:-idle echo fanout1}
