@@ -38,8 +38,9 @@ type Conn struct {
 	ep    epollConn
 
 	// out is the outbound queue, shared by the loop (which fills it) and
-	// the driver (which sends from it).
-	out outQueue
+	// the driver (which sends from it); nil while nothing is queued
+	// (conn_out.go).
+	out *outQueue
 
 	sf  *fileSend // a file send in progress (sendfile.go)
 	tls *connTLS  // a TLS connection's session (tls.go); nil for plain TCP
@@ -413,7 +414,7 @@ func (c *Conn) Reserve(n int) []byte {
 	if c.sf != nil {
 		return c.sf.after.reserve(c.loop, n)
 	}
-	return c.out.reserve(c.loop, n)
+	return c.outw().reserve(c.loop, n)
 }
 
 // Commit sends the first n bytes of the room Reserve returned, as Write
@@ -426,19 +427,21 @@ func (c *Conn) Commit(n int) error {
 	if !c.writable() {
 		return c.opError("write", net.ErrClosed)
 	}
-	q := &c.out
+	q := c.out
 	if c.sf != nil {
 		q = &c.sf.after
 	}
-	if n > q.reserved {
-		return c.opError("write", fmt.Errorf("commit of %d bytes, %d reserved", n, q.reserved))
+	if reserved := q.room(); n > reserved {
+		return c.opError("write", fmt.Errorf("commit of %d bytes, %d reserved", n, reserved))
 	}
 	if n <= 0 {
-		q.reserved = 0
+		q.unreserve()
+		c.putOut()
 		return nil
 	}
 	if err := c.dropsWrite(n); err != nil {
-		q.reserved = 0
+		q.unreserve()
+		c.putOut()
 		return err
 	}
 	if c.sf != nil {
@@ -449,7 +452,7 @@ func (c *Conn) Commit(n int) error {
 	if c.out.buffered() == 0 {
 		c.progress = c.loop.stamp()
 	}
-	c.out.commit(n)
+	q.commit(n)
 	c.loop.d.committed(c)
 	if c.out.buffered() > 0 {
 		c.loop.queued(c)

@@ -29,16 +29,78 @@ const (
 	sharedSending                        // sending is a caller's slice
 )
 
-// buffered returns how many queued bytes the kernel has not taken yet.
-func (q *outQueue) buffered() int { return len(q.next) + len(q.sending) - q.sent }
+// A connection holds an outQueue only while it uses one (Conn.out is nil
+// otherwise): it takes one from its loop's spares with the first byte
+// queued (outw) and gives it back once the queue holds nothing (putOut):
+// the send that empties it, or the release of its slot. An idle
+// connection, which has nothing queued, so costs a pointer. The methods
+// that only read (buffered, inFlight, pending) take a nil queue as an
+// empty one; those that add need the queue outw returns.
+
+// outw returns c's outbound queue, taking one from the loop's spares (or
+// allocating it) if c holds none.
+func (c *Conn) outw() *outQueue {
+	if c.out == nil {
+		l := c.loop
+		if n := len(l.spareOut); n > 0 {
+			c.out = l.spareOut[n-1]
+			l.spareOut[n-1] = nil
+			l.spareOut = l.spareOut[:n-1]
+		} else {
+			c.out = new(outQueue)
+		}
+	}
+	return c.out
+}
+
+// putOut gives c's queue back to the loop's spares if it holds nothing: no
+// bytes queued or being sent, no room reserved. (A zero-copy send's buffer
+// is its hold's, not the queue's, once the queue has moved past it:
+// uring_zc.go.)
+func (c *Conn) putOut() {
+	q := c.out
+	if q == nil || q.sending != nil || len(q.next) > 0 || q.reserved > 0 {
+		return
+	}
+	l := c.loop
+	q.putNext(l) // the empty buffer of a reservation committed with nothing
+	*q = outQueue{}
+	c.out = nil
+	if len(l.spareOut) < maxSpares {
+		l.spareOut = append(l.spareOut, q)
+	}
+}
+
+// dropOut gives back all of c's queue, whatever it holds: the kernel is
+// done with the connection (freeSlot).
+func (c *Conn) dropOut() {
+	if q := c.out; q != nil {
+		q.dropSending(c.loop)
+		q.dropNext(c.loop)
+		q.reserved = 0
+		c.putOut()
+	}
+}
+
+// buffered returns how many queued bytes the kernel has not taken yet
+// (none in a nil queue).
+func (q *outQueue) buffered() int {
+	if q == nil {
+		return 0
+	}
+	return len(q.next) + len(q.sending) - q.sent
+}
 
 // inFlight reports whether the driver is taking bytes from sending.
-func (q *outQueue) inFlight() bool { return q.sending != nil }
+func (q *outQueue) inFlight() bool { return q != nil && q.sending != nil }
 
 // pending returns the bytes to send next: the rest of the buffer being
 // sent, or, once that is done, everything written since (which becomes the
 // buffer being sent).
 func (q *outQueue) pending() []byte {
+	if q == nil {
+		return nil
+	}
 	if q.sending == nil {
 		if len(q.next) == 0 {
 			return nil
@@ -83,6 +145,21 @@ func (q *outQueue) reserve(l *Loop, n int) []byte {
 	}
 	q.reserved = n
 	return q.next[len(q.next) : len(q.next)+n]
+}
+
+// room returns the room the last reserve gave (0 for a nil queue).
+func (q *outQueue) room() int {
+	if q == nil {
+		return 0
+	}
+	return q.reserved
+}
+
+// unreserve ends a reservation without adding to the queue.
+func (q *outQueue) unreserve() {
+	if q != nil {
+		q.reserved = 0
+	}
 }
 
 // commit adds the first n bytes (at most what reserve gave) of the room

@@ -35,7 +35,7 @@ func (c *Conn) WriteShared(p []byte) (int, error) {
 	if c.out.buffered() == 0 {
 		c.progress = c.loop.stamp()
 	}
-	c.out.addShared(c.loop, p)
+	c.outw().addShared(c.loop, p)
 	c.loop.d.committed(c)
 	if c.out.buffered() > 0 {
 		c.loop.queued(c)

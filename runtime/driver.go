@@ -124,7 +124,7 @@ func (l *Loop) env() driverEnv { return driverEnv{cfg: &l.cfg, cnt: &l.cnt, log:
 func (l *Loop) stopForced() bool { return l.forced }
 
 // queue appends p to c's outbound queue.
-func (l *Loop) queue(c *Conn, p []byte) { c.out.add(l, p) }
+func (l *Loop) queue(c *Conn, p []byte) { c.outw().add(l, p) }
 
 // slotsInUse reports whether any connection slot is taken: a connection is
 // open, or a closed one's operations are still in the kernel.

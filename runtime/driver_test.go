@@ -88,14 +88,19 @@ func (s *standInLoop) readResult(c *Conn, data []byte, n int, call string) {
 	s.record("readResult %d %d", c.slot, n)
 }
 
-func (s *standInLoop) queue(c *Conn, p []byte) { c.out.next = append(c.out.next, p...) }
+func (s *standInLoop) queue(c *Conn, p []byte) {
+	if c.out == nil {
+		c.out = new(outQueue)
+	}
+	c.out.next = append(c.out.next, p...)
+}
 
 func (s *standInLoop) sendResult(c *Conn, n int, err error) bool {
 	s.record("sendResult %d %d %v", c.slot, n, err)
 	if err != nil {
 		return false
 	}
-	q := &c.out
+	q := c.out
 	q.sent += n
 	if q.sent >= len(q.sending) {
 		q.sending, q.sent = nil, 0

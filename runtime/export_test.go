@@ -73,3 +73,7 @@ func SetSendFallback(rt *Runtime, on bool) {
 		<-done
 	}
 }
+
+// HoldsOutQueue reports whether c holds an outbound queue (decision 0072).
+// On the loop's thread.
+func HoldsOutQueue(c *Conn) bool { return c.out != nil }

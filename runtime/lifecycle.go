@@ -58,7 +58,7 @@ func (l *Loop) freeSlot(c *Conn) {
 	}
 	l.conns[c.slot] = nil
 	l.free = append(l.free, c.slot)
-	c.out.dropSending(l)
+	c.dropOut()
 	c.setDial(nil) // the kernel is done with the socket address
 }
 
@@ -283,6 +283,7 @@ func (l *Loop) sendResult(c *Conn, n int, err error) (more bool) {
 	}
 	l.cnt[sBytesOut] += uint64(n)
 	c.out.advance(l, n)
+	c.putOut() // if that emptied it
 	c.progress = l.stamp()
 	if c.state&stOverCap != 0 && c.Buffered() <= l.cfg.OutboundLowWater {
 		c.state &^= stOverCap
@@ -410,7 +411,11 @@ func (l *Loop) closeConn(c *Conn, err error) {
 		l.abortFileSend(c, err)
 	}
 	l.d.release(c)
-	c.out.dropNext(l)
+	if c.out != nil {
+		c.out.dropNext(l)
+		c.out.reserved = 0
+		c.putOut() // unless a send is in flight: then freeSlot does
+	}
 	l.maybeResumeAccept()
 	if d != nil && d.done != nil {
 		if err == nil {

@@ -54,12 +54,14 @@ type Loop struct {
 	timers timerHeap
 	now    time.Time
 
-	// epoch is what stamps count from (conn_side.go); spare and
-	// spareSides are connections' write and idle timers, stopped, and
-	// side states no longer used, to reuse (conn_timers.go, conn_side.go).
+	// epoch is what stamps count from (conn_side.go); spare, spareSides
+	// and spareOut are connections' write and idle timers, stopped, side
+	// states and outbound queues no longer used, to reuse (conn_timers.go,
+	// conn_side.go, conn_out.go).
 	epoch      time.Time
 	spare      []*Timer
 	spareSides []*connSide
+	spareOut   []*outQueue // outbound queues no connection holds (conn_out.go)
 
 	bufs      bufPool // outbound buffers
 	trimTimer *Timer  // gives back pooled buffers a period did not use

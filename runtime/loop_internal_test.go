@@ -65,7 +65,7 @@ func (d *fakeDriver) write(c *Conn, p []byte) {
 		d.l.fail(c, "write", d.writeErr)
 		return
 	}
-	c.out.add(d.l, p)
+	c.outw().add(d.l, p)
 	if d.take != 0 {
 		d.flush(c)
 	}

@@ -4,13 +4,13 @@ package runtime
 // connection, in one place: the receives it holds for a later turn.
 
 // held returns how many receives c holds for a later turn.
-func held(c *Conn) int { return len(c.ur.waiting) - c.ur.waitHead }
+func held(c *Conn) int { return len(c.ur.held()) }
 
 // heldCopies returns how many of them were copied out of their provided
 // buffers.
 func heldCopies(c *Conn) int {
 	n := 0
-	for _, r := range c.ur.waiting[c.ur.waitHead:] {
+	for _, r := range c.ur.held() {
 		if r.copied {
 			n++
 		}

@@ -125,7 +125,7 @@ func (m *connModel) checkParts(inCQ map[uint16]bool) {
 		if mc.c == nil {
 			continue
 		}
-		for _, r := range mc.c.ur.waiting[mc.c.ur.waitHead:] {
+		for _, r := range mc.c.ur.held() {
 			if r.n > 0 && !r.copied {
 				waiting[r.id]++
 				n++

@@ -199,11 +199,11 @@ func (l *Loop) endFileSend(c *Conn, err error) {
 	moved := false
 	if !c.closed() && sf.after.buffered() > 0 {
 		// Before done runs: what done writes goes behind these.
-		if len(c.out.next) == 0 {
-			l.putBuf(c.out.next)
-			c.out.next, c.out.reserved = sf.after.next, sf.after.reserved
+		if q := c.outw(); len(q.next) == 0 {
+			l.putBuf(q.next)
+			q.next, q.reserved = sf.after.next, sf.after.reserved
 		} else {
-			c.out.add(l, sf.after.next)
+			q.add(l, sf.after.next)
 			l.putBuf(sf.after.next)
 		}
 		moved = true

@@ -134,26 +134,28 @@ func tlsSealHeadroom(n int) int { return (n/1024+1)*32 + 64 }
 // into the queue's buffer when they fit the room reserved for them.
 func (c *Conn) tlsSeal(p []byte) error {
 	l, t := c.loop, c.tls
-	q := &c.out
-	if q.buffered() == 0 {
+	if c.out.buffered() == 0 {
 		c.progress = l.stamp()
 	}
+	q := c.outw()
 	room := q.reserve(l, len(p)+tlsSealHeadroom(len(p)))
 	ct, err := t.s.Encrypt(room[:0], p)
 	if err != nil {
 		q.reserved = 0
+		c.putOut()
 		l.fail(c, "write", err)
 		return c.opError("write", err)
 	}
 	if len(ct) <= len(room) && unsafe.SliceData(ct) == unsafe.SliceData(room) {
 		q.commit(len(ct))
-		l.d.committed(c)
+		l.d.committed(c) // may drain the queue and give it back (epoll)
 	} else { // a pending flight made it longer than reserved
 		q.reserved = 0
 		l.d.write(c, ct)
+		c.putOut() // written straight to the socket (epoll)
 	}
-	t.out.add(q.buffered(), len(ct), len(ct)-len(p))
-	if q.buffered() > 0 {
+	t.out.add(c.out.buffered(), len(ct), len(ct)-len(p))
+	if c.out.buffered() > 0 {
 		l.queued(c)
 	}
 	return nil

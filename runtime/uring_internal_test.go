@@ -156,7 +156,7 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	if !slices.Equal(fb.recycled, []uint16{0, 1, 4}) {
 		t.Fatalf("recycled %v, want the two delivered and the copied one", fb.recycled)
 	}
-	if !c.ur.waiting[2].copied {
+	if !c.ur.held()[2].copied {
 		t.Fatal("the receive past the held quarter was not copied out")
 	}
 
@@ -170,6 +170,9 @@ func TestDeferredReceivesUnderTheBudget(t *testing.T) {
 	}
 	if !slices.Contains(d.rearm, c) {
 		t.Error("the connection was not listed to receive again")
+	}
+	if c.ur.waits != nil || len(d.spareWaits) != 1 {
+		t.Errorf("all delivered: waits %p, %d spare; want none held and one spare (decision 0072)", c.ur.waits, len(d.spareWaits))
 	}
 	for i, p := range *got {
 		if p != payload(i) {
@@ -361,5 +364,51 @@ func TestReleaseRetriesAFullQueue(t *testing.T) {
 				t.Fatalf("slot freed %v, driver idle %v; want both", SlotFreed(c), d.idle())
 			}
 		})
+	}
+}
+
+// TestRecvWaitsGivenBack checks that a connection holds a queue of waiting
+// receives only while one waits (decision 0072): the next deferral takes
+// the spare back (one queue for every cycle of deferral and delivery),
+// and a close gives it back with what it holds.
+func TestRecvWaitsGivenBack(t *testing.T) {
+	l, d, _, fb, c, got := uringTestLoop(t)
+	cycle := func() {
+		for i := range 3 {
+			recv(d, fb, c, uint16(i), payload(i))
+		}
+		nextTurn(l, d)
+		nextTurn(l, d)
+		d.rearm = d.rearm[:0]
+		*got = (*got)[:0]
+	}
+	cycle()
+	if c.ur.waits != nil || len(d.spareWaits) != 1 {
+		t.Fatalf("delivered: waits %p, %d spare; want none held and one spare", c.ur.waits, len(d.spareWaits))
+	}
+	spare := d.spareWaits[0]
+	for i := range 3 {
+		recv(d, fb, c, uint16(i), payload(i))
+	}
+	if c.ur.waits != spare || len(d.spareWaits) != 0 {
+		t.Fatalf("deferred: waits %p (%d spare); want the spare %p", c.ur.waits, len(d.spareWaits), spare)
+	}
+	nextTurn(l, d)
+	nextTurn(l, d)
+	d.rearm = d.rearm[:0]
+	*got = (*got)[:0]
+	for range 10 {
+		cycle()
+		if len(d.spareWaits) != 1 || d.spareWaits[0] != spare {
+			t.Fatalf("after a cycle: %d spare; want the one queue reused", len(d.spareWaits))
+		}
+	}
+
+	for i := range 3 {
+		recv(d, fb, c, uint16(i), payload(i))
+	}
+	d.dropWaiting(c) // what a close does with them
+	if c.ur.waits != nil || len(d.spareWaits) != 1 || d.waitingBufs != 0 {
+		t.Fatalf("dropped: waits %p, %d spare, %d buffers held; want none, one, none", c.ur.waits, len(d.spareWaits), d.waitingBufs)
 	}
 }

@@ -4,6 +4,7 @@ package runtime
 
 import (
 	"errors"
+	"math"
 
 	"github.com/percore/percore/ring"
 	"golang.org/x/sys/unix"
@@ -14,8 +15,68 @@ import (
 // turns (in order, with the receives parked while reading is paused), and
 // the throttle that keeps one connection from taking every buffer.
 
-// hasWaiting reports whether receives of the connection wait in waiting.
-func (u *uringConn) hasWaiting() bool { return u.waitHead < len(u.waiting) }
+// recvWaits are a connection's receives that wait for a later turn, from
+// head on, in the order they arrived: deferred by the turn budget or by a
+// pause. One queue per connection, whatever deferred them, is what keeps
+// its bytes in order; once a receive waits here every later one queues
+// behind it. A connection holds one only while a receive waits: taken
+// from the driver's spares with the first (waitFor), given back once the
+// last is delivered or dropped (putWaits).
+type recvWaits struct {
+	waiting []deferredRecv
+	head    int
+}
+
+// hasWaiting reports whether receives of the connection wait in waits.
+func (u *uringConn) hasWaiting() bool { return u.waits != nil && u.waits.head < len(u.waits.waiting) }
+
+// held returns the connection's waiting receives, oldest first.
+func (u *uringConn) held() []deferredRecv {
+	if u.waits == nil {
+		return nil
+	}
+	return u.waits.waiting[u.waits.head:]
+}
+
+// waitFor returns c's queue of waiting receives, taking one from the
+// driver's spares (or allocating it) if c holds none.
+func (d *uringDriver) waitFor(c *Conn) *recvWaits {
+	u := &c.ur
+	if u.waits == nil {
+		if n := len(d.spareWaits); n > 0 {
+			u.waits = d.spareWaits[n-1]
+			d.spareWaits[n-1] = nil
+			d.spareWaits = d.spareWaits[:n-1]
+		} else {
+			u.waits = new(recvWaits)
+		}
+	}
+	return u.waits
+}
+
+// putWaits gives c's queue of waiting receives back to the driver's
+// spares, emptied (its entries already zeroed), with its array, if it is
+// small: a connection that once held thousands does not keep them for
+// the next one.
+func (d *uringDriver) putWaits(c *Conn) {
+	w := c.ur.waits
+	if w == nil {
+		return
+	}
+	c.ur.waits = nil
+	if len(d.spareWaits) >= maxSpares {
+		return
+	}
+	w.waiting, w.head = w.waiting[:0], 0
+	if cap(w.waiting) > maxSpareWaits {
+		w.waiting = nil
+	}
+	d.spareWaits = append(d.spareWaits, w)
+}
+
+// maxSpareWaits is the largest array of waiting receives a spare queue
+// keeps (24 bytes each).
+const maxSpareWaits = 16
 
 // deferredRecv is a receive completion whose delivery waits for a later
 // turn; its part of provided buffer id stays the loop's until then
@@ -77,12 +138,15 @@ func (d *uringDriver) start(c *Conn) error {
 
 // dropWaiting gives back what a closed connection's waiting receives hold.
 func (d *uringDriver) dropWaiting(c *Conn) {
-	u := &c.ur
-	for i := u.waitHead; i < len(u.waiting); i++ {
-		d.giveBack(u.waiting[i])
-		u.waiting[i] = deferredRecv{}
+	w := c.ur.waits
+	if w == nil {
+		return
 	}
-	u.waiting, u.waitHead = nil, 0
+	for i := w.head; i < len(w.waiting); i++ {
+		d.giveBack(w.waiting[i])
+		w.waiting[i] = deferredRecv{}
+	}
+	d.putWaits(c)
 }
 
 // giveBack returns what a waiting receive holds: its provided buffer, or the
@@ -153,22 +217,27 @@ func (d *uringDriver) overBudget(c *Conn) bool {
 		return false
 	}
 	d.stampTurn(c)
-	return c.ur.turnBytes >= budget
+	return int(c.ur.turnBytes) >= budget
 }
 
 // stampTurn starts c's count of bytes delivered at a new turn.
 func (d *uringDriver) stampTurn(c *Conn) {
-	if turn := d.cnt[sTurns]; c.ur.turnStamp != turn {
+	if turn := uint32(d.cnt[sTurns]); c.ur.turnStamp != turn {
 		c.ur.turnStamp = turn
 		c.ur.turnBytes = 0
 	}
+}
+
+// countTurn adds n bytes to the connection's turn count, saturating.
+func (u *uringConn) countTurn(n int) {
+	u.turnBytes = uint32(min(uint64(u.turnBytes)+uint64(n), math.MaxUint32))
 }
 
 // deliverBuf hands the loop p, a part of provided buffer id, then gives
 // the part back (and the buffer to the kernel with its last part).
 func (d *uringDriver) deliverBuf(c *Conn, id uint16, p []byte) {
 	d.stampTurn(c)
-	c.ur.turnBytes += len(p)
+	c.ur.countTurn(len(p))
 	d.l.readResult(c, p, len(p), "recv")
 	d.releasePart(id)
 }
@@ -192,7 +261,8 @@ func (d *uringDriver) deferRecv(c *Conn, id uint16, p []byte, n int32) {
 		}
 	}
 	first := !u.hasWaiting()
-	u.waiting = append(u.waiting, r)
+	w := d.waitFor(c)
+	w.waiting = append(w.waiting, r)
 	if !c.readPaused() {
 		d.list(c)
 	}
@@ -252,15 +322,16 @@ func (d *uringDriver) deliverWaiting(c *Conn) {
 			d.list(c)
 			return
 		}
-		r := u.waiting[u.waitHead]
-		u.waiting[u.waitHead] = deferredRecv{}
-		u.waitHead++
-		if u.waitHead == len(u.waiting) {
-			u.waiting, u.waitHead = u.waiting[:0], 0
+		w := u.waits
+		r := w.waiting[w.head]
+		w.waiting[w.head] = deferredRecv{}
+		w.head++
+		if w.head == len(w.waiting) {
+			d.putWaits(c) // before the callback, which may defer again
 		}
 		switch {
 		case r.copied:
-			u.turnBytes += len(r.data)
+			u.countTurn(len(r.data))
 			d.l.readResult(c, r.data, len(r.data), "recv")
 			d.l.putBuf(r.data)
 		case r.n > 0:

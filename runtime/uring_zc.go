@@ -144,7 +144,7 @@ func (d *uringDriver) sendZC(c *Conn, p []byte) error {
 // last zero-copy send took, if that was this buffer, else a new one, which
 // takes the buffer from the pool's side of the queue.
 func (z *uringZC) holdFor(c *Conn) *zcHold {
-	q := &c.out
+	q := c.out // sending from it: not nil
 	base := unsafe.SliceData(q.sending)
 	if zc, ok := z.conns[c.slot]; ok && zc.gen == c.gen && zc.hold != nil && unsafe.SliceData(zc.hold.buf) == base {
 		return zc.hold
@@ -289,7 +289,7 @@ func (d *uringDriver) zcDone(i uint32) {
 	}
 	z.pinned -= cap(h.buf)
 	if h.pooled {
-		if c != nil && c.out.sending != nil && unsafe.SliceData(c.out.sending) == unsafe.SliceData(h.buf) {
+		if c != nil && c.out.inFlight() && unsafe.SliceData(c.out.sending) == unsafe.SliceData(h.buf) {
 			// The queue still sends from it: it gives it to the pool
 			// when it is done, as with any buffer it sends.
 			c.out.shared &^= sharedSending

@@ -19,6 +19,13 @@
 // close 1012 (service restart). A SIGHUP while a restart runs is refused
 // with a log line. SIGINT and SIGTERM shut down (clients get 1001).
 //
+// Memory: each io_uring loop provides 64 receive buffers of 16 KiB
+// (-recv-buffers; the runtime's default is 512, sized for throughput), and
+// once a storm of upgrades settles the gateway returns the heap's free
+// pages to the kernel (-return-after, settle.go). With both, an idle
+// subscribed client costs about 570 B of RSS at 18,000 on one loop
+// (docs/performance.md, "WebSocket gateway, floors, part 3").
+//
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
 //	kill -HUP <pid>      # a new process takes over; the old one exits
 package main
@@ -43,6 +50,13 @@ import (
 	"github.com/percore/percore/runtime/pool/upstream"
 )
 
+// defaultRecvBuffers is -recv-buffers' default: 64 receive buffers (1 MiB)
+// per io_uring loop instead of the runtime's 512 (8 MiB). The kernel fills
+// them in ring order, so a storm of upgrades touches most of them, and
+// that memory stays resident; a gateway whose clients are mostly idle
+// never has 64 receives' worth of input waiting in one turn.
+const defaultRecvBuffers = 64
+
 // options are the flags beyond serverflag's four.
 type options struct {
 	secret                     string
@@ -51,6 +65,7 @@ type options struct {
 	queue, messageBytes        int
 	maxConns                   int
 	recvBuffers                int
+	returnAfter                uint64
 	upstream                   string
 	grace                      time.Duration
 	pidFile                    string
@@ -67,7 +82,8 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.grace, "grace", 5*time.Second, "how long a shutdown or a restart's hand-over waits for connections (and a new process holds publishes for the old one at most)")
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
-	fs.IntVar(&o.recvBuffers, "recv-buffers", 0, "receive buffers each io_uring loop provides the kernel (Config.BufferCount, a power of two); 0: the runtime's default")
+	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took about 100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
+	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades, once none arrived for a second, collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
 func main() {
@@ -111,6 +127,11 @@ func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
 			ms.Close()
 		}
 	}()
+	if o.returnAfter > 0 {
+		rctx, stop := context.WithCancel(context.Background())
+		defer stop()
+		go gw.g.returnAfterStorms(rctx, o.returnAfter, settleQuiet, nil, logger)
+	}
 	if handoff != nil {
 		// Publishes wait until the old process has let go of its
 		// subscribers: each reaches all of them here.
