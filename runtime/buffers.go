@@ -178,11 +178,15 @@ func (l *Loop) armTrim() {
 	l.trimTimer.Reset(trimEvery)
 }
 
-// trimBufs runs every trimEvery while the free lists hold buffers, and
-// once the loop has no connection left: then the driver may also give back
-// the pages of its receive buffers.
+// trimBufs runs every trimEvery while the free lists hold buffers or
+// more spare outbound queues than a trim leaves (conn_out.go), and once
+// the loop has no connection left: then the driver may also give back the
+// pages of its receive buffers.
 func (l *Loop) trimBufs() {
 	more := l.bufs.trim()
+	if l.spareOut.trim() {
+		more = true
+	}
 	if l.open == 0 && !l.d.discardBuffers() {
 		more = true // a released connection's last operation is still in flight
 	}

@@ -42,15 +42,58 @@ const (
 func (c *Conn) outw() *outQueue {
 	if c.out == nil {
 		l := c.loop
-		if n := len(l.spareOut); n > 0 {
-			c.out = l.spareOut[n-1]
-			l.spareOut[n-1] = nil
-			l.spareOut = l.spareOut[:n-1]
-		} else {
-			c.out = new(outQueue)
-		}
+		c.out = l.spareOut.take()
 	}
 	return c.out
+}
+
+// outSpares are a loop's outbound queues that no connection holds. A
+// publish to N subscribers of one loop takes N queues in one turn and
+// gives them back once the sends complete, so the list grows to what the
+// loop's bursts need and the next burst allocates nothing (decision 0060:
+// fan-out allocates nothing per subscriber). Like the buffer pool
+// (buffers.go), each trim drops the queues that no turn took during the
+// whole period (the list's low-water mark), down to keepOutSpares: memory
+// kept after a burst returns within two trim periods.
+type outSpares struct {
+	free []*outQueue
+	low  int // the list's shortest length since the last trim
+}
+
+// keepOutSpares is how many spare queues a trim leaves (6 KiB).
+const keepOutSpares = 64
+
+// take returns a spare queue, or a new one.
+func (s *outSpares) take() *outQueue {
+	n := len(s.free)
+	if n == 0 {
+		return new(outQueue)
+	}
+	q := s.free[n-1]
+	s.free[n-1] = nil
+	s.free = s.free[:n-1]
+	s.low = min(s.low, n-1)
+	return q
+}
+
+// put keeps q, emptied, and reports whether the list holds more than a
+// trim leaves.
+func (s *outSpares) put(q *outQueue) bool {
+	s.free = append(s.free, q)
+	return len(s.free) > keepOutSpares
+}
+
+// trim drops the queues below the low-water mark (above keepOutSpares) and
+// reports whether more than keepOutSpares are left, for a later trim.
+func (s *outSpares) trim() bool {
+	if drop := min(s.low, len(s.free)-keepOutSpares); drop > 0 {
+		// The oldest are at the bottom: take pops from the top.
+		n := copy(s.free, s.free[drop:])
+		clear(s.free[n:])
+		s.free = s.free[:n]
+	}
+	s.low = len(s.free)
+	return len(s.free) > keepOutSpares
 }
 
 // putOut gives c's queue back to the loop's spares if it holds nothing: no
@@ -66,8 +109,8 @@ func (c *Conn) putOut() {
 	q.putNext(l) // the empty buffer of a reservation committed with nothing
 	*q = outQueue{}
 	c.out = nil
-	if len(l.spareOut) < maxSpares {
-		l.spareOut = append(l.spareOut, q)
+	if l.spareOut.put(q) && (l.trimTimer == nil || l.trimTimer.index < 0) {
+		l.armTrim()
 	}
 }
 

@@ -40,23 +40,23 @@ func TestOutQueueGivenBack(t *testing.T) {
 				d.take = -1
 				d.flush(a)
 			}
-			if a.out != nil || len(l.spareOut) != 1 {
-				t.Fatalf("drained: queue %p, %d spare; want none held and one spare", a.out, len(l.spareOut))
+			if a.out != nil || len(l.spareOut.free) != 1 {
+				t.Fatalf("drained: queue %p, %d spare; want none held and one spare", a.out, len(l.spareOut.free))
 			}
 		})
 	}
 
 	// The next writer takes the spare; a close with bytes queued gives
 	// it back.
-	spare := l.spareOut[0]
+	spare := l.spareOut.free[0]
 	d.take = 0
 	l.safely("test", func() { b.Write([]byte("stuck")) })
-	if b.out != spare || len(l.spareOut) != 0 {
-		t.Fatalf("the next write took %p (%d spare); want the spare %p", b.out, len(l.spareOut), spare)
+	if b.out != spare || len(l.spareOut.free) != 0 {
+		t.Fatalf("the next write took %p (%d spare); want the spare %p", b.out, len(l.spareOut.free), spare)
 	}
 	l.safely("test", func() { b.Abort() })
-	if b.out != nil || len(l.spareOut) != 1 {
-		t.Fatalf("closed: queue %p, %d spare; want it given back", b.out, len(l.spareOut))
+	if b.out != nil || len(l.spareOut.free) != 1 {
+		t.Fatalf("closed: queue %p, %d spare; want it given back", b.out, len(l.spareOut.free))
 	}
 }
 
@@ -80,5 +80,49 @@ func TestOutQueueCyclesAllocateNothing(t *testing.T) {
 	}
 	if c.out != nil {
 		t.Fatal("the queue is held after the last drain")
+	}
+}
+
+// TestOutQueueSparesFollowBursts checks the spare queues against a
+// fan-out (the review of decision 0072): a publish to more connections
+// than any fixed bound on the spares takes a queue each, and the next
+// publish takes them all from the spares, allocating none; two trim
+// periods without such a burst give them back down to keepOutSpares.
+func TestOutQueueSparesFollowBursts(t *testing.T) {
+	const subscribers = 3000
+	l, d, _ := newTestLoop(t, Config{}, &lingerHandler{closed: new([]error)})
+	for i := range subscribers {
+		l.acceptResult(fakeFd+i, 0, 0)
+	}
+	msg := []byte("event")
+	publish := func() {
+		d.take = 0
+		for _, c := range l.conns {
+			if c != nil {
+				c.WriteShared(msg)
+			}
+		}
+		d.take = -1
+		for _, c := range l.conns {
+			if c != nil {
+				d.flush(c)
+			}
+		}
+	}
+	publish()
+	if n := len(l.spareOut.free); n != subscribers {
+		t.Fatalf("%d spare queues after a publish to %d; want one each", n, subscribers)
+	}
+	if n := testing.AllocsPerRun(3, publish); n != 0 {
+		t.Fatalf("%v allocations a publish to %d once warm; want 0", n, subscribers)
+	}
+	if l.trimTimer == nil || l.trimTimer.index < 0 {
+		t.Fatal("the trim timer is not armed with spare queues over keepOutSpares")
+	}
+	for range 2 {
+		l.trimBufs() // what the trim timer runs, each trimEvery
+	}
+	if n := len(l.spareOut.free); n != keepOutSpares {
+		t.Fatalf("%d spare queues two trims after the last publish; want %d", n, keepOutSpares)
 	}
 }

@@ -172,6 +172,7 @@ func (l *Loop) spareTimer(t *Timer) {
 	}
 }
 
-// maxSpares bounds each of a loop's spare lists (timers, side states):
-// 64 KiB of timers, 96 KiB of side states at most.
+// maxSpares bounds a loop's spare timers and side states: 64 KiB of
+// timers, 96 KiB of side states at most. (Spare outbound queues follow
+// what the loop's bursts need, trimmed: conn_out.go.)
 const maxSpares = 1024

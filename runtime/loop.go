@@ -61,7 +61,7 @@ type Loop struct {
 	epoch      time.Time
 	spare      []*Timer
 	spareSides []*connSide
-	spareOut   []*outQueue // outbound queues no connection holds (conn_out.go)
+	spareOut   outSpares // outbound queues no connection holds (conn_out.go)
 
 	bufs      bufPool // outbound buffers
 	trimTimer *Timer  // gives back pooled buffers a period did not use

@@ -64,7 +64,7 @@ func (d *uringDriver) putWaits(c *Conn) {
 		return
 	}
 	c.ur.waits = nil
-	if len(d.spareWaits) >= maxSpares {
+	if len(d.spareWaits) >= maxSpareWaitLists {
 		return
 	}
 	w.waiting, w.head = w.waiting[:0], 0
@@ -75,8 +75,14 @@ func (d *uringDriver) putWaits(c *Conn) {
 }
 
 // maxSpareWaits is the largest array of waiting receives a spare queue
-// keeps (24 bytes each).
-const maxSpareWaits = 16
+// keeps (32 bytes each), and maxSpareWaitLists how many spare queues the
+// driver keeps: at most 34 KiB a loop. Receives wait only under a turn
+// budget or a pause, for a few connections at a time; nothing trims the
+// spares, so they stay few.
+const (
+	maxSpareWaits     = 16
+	maxSpareWaitLists = 64
+)
 
 // deferredRecv is a receive completion whose delivery waits for a later
 // turn; its part of provided buffer id stays the loop's until then
