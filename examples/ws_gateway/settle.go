@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 )
 
@@ -15,30 +16,74 @@ import (
 // collector lets the heap grow to twice what is live between cycles, and
 // the pages it frees go back to the kernel only slowly (the runtime's
 // background scavenger). A gateway whose clients then sit idle would hold
-// that memory for minutes. So once a storm settles (at least
-// -return-after upgrades since the last time, and none for a second), the
-// gateway collects and gives the free pages back at once
-// (debug.FreeOSMemory): one forced collection per storm, off the loops'
-// threads (the collector's stop-the-world pauses are short; its marking
-// takes a share of the CPU for the length of one cycle). Steady churn,
-// which never leaves a quiet second, never triggers it; -return-after 0
-// turns it off. Decision 0072 and docs/performance.md "WebSocket gateway,
-// floors, part 3" have what it saves.
+// that memory for minutes. So once a storm has settled, the gateway
+// collects and gives the free pages back at once (debug.FreeOSMemory).
+//
+// A storm is told by its rate, not by silence, so that a gateway with
+// steady churn still sees its storms end: the upgrades of each second are
+// counted, a storm has settled when at least -return-after upgrades came
+// since the last return and the last second's count fell to a tenth of the
+// busiest second's since then. Steady churn (every second like the
+// busiest) never counts as settled; a slow trickle counts once it adds up
+// to -return-after upgrades. A return comes at most once every
+// returnEvery. (The heap's free bytes cannot gate it: a storm's garbage is
+// not free until a collection has swept it, which is the work in question.)
+//
+// It runs on a goroutine of its own, but it is not free for the loops: a
+// forced collection stops every goroutine twice (short pauses), its
+// marking takes a quarter of the Ps for one cycle, and the scavenge that
+// follows runs on a P without preemption; on a gateway with one P per
+// loop one loop waits for it. Once per storm that is cheap next to the
+// storm itself. -return-after 0 turns it off. Decision 0072 and
+// docs/performance.md "WebSocket gateway, floors, part 3" have what it
+// saves.
 
-// settleQuiet is how long no upgrade arrives before a storm counts as
-// settled.
-const settleQuiet = time.Second
+const (
+	// settleTick is how often the upgrades are counted.
+	settleTick = time.Second
+	// returnEvery is the shortest time between two returns.
+	returnEvery = time.Minute
+)
 
-// returnAfterStorms runs until ctx ends, giving the heap's free pages back
-// to the kernel (with free, debug.FreeOSMemory unless a test gives another)
-// after each storm of at least min upgrades, once none arrived for quiet.
-func (g *gateway) returnAfterStorms(ctx context.Context, min uint64, quiet time.Duration, free func(upgrades uint64), log *slog.Logger) {
+// settler decides when a storm of upgrades has settled (settle.go's
+// header). Only returnAfterStorms's goroutine uses it.
+type settler struct {
+	min      uint64 // upgrades a storm has at least
+	last     uint64 // upgrades at the last tick
+	returned uint64 // upgrades at the last return
+	peak     uint64 // the busiest tick's upgrades since the last return
+	at       time.Time
+}
+
+// tick takes the upgrades counted so far and the time, and reports whether
+// to return the free pages now.
+func (s *settler) tick(n uint64, now time.Time) bool {
+	d := n - s.last
+	s.last = n
+	s.peak = max(s.peak, d)
+	switch {
+	case n-s.returned < s.min: // no storm since the last return
+	case d*10 > s.peak: // still at more than a tenth of its peak
+	case !s.at.IsZero() && now.Sub(s.at) < returnEvery:
+	default:
+		s.returned, s.peak, s.at = n, 0, now
+		return true
+	}
+	return false
+}
+
+// returnAfterStorms runs until ctx ends, counting the upgrades every tick
+// and giving the heap's free pages back to the kernel (with free,
+// debug.FreeOSMemory unless a test gives another) after each storm of at
+// least min upgrades, once it has settled (settler).
+func (g *gateway) returnAfterStorms(ctx context.Context, min uint64, tick time.Duration, free func(upgrades uint64), log *slog.Logger) {
 	if free == nil {
 		free = func(uint64) { debug.FreeOSMemory() }
 	}
-	t := time.NewTicker(quiet)
+	t := time.NewTicker(tick)
 	defer t.Stop()
-	var last, returned uint64 // upgrades at the last tick, at the last return
+	s := settler{min: min}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
 	for {
 		select {
 		case <-ctx.Done():
@@ -46,16 +91,17 @@ func (g *gateway) returnAfterStorms(ctx context.Context, min uint64, quiet time.
 		case <-t.C:
 		}
 		n := g.upgrades()
-		switch {
-		case n != last:
-			last = n // still arriving
-		case n-returned >= min:
-			began := time.Now()
-			free(n)
-			log.Debug("ws_gateway: a storm of upgrades settled; free heap pages returned",
-				"upgrades", n-returned, "took", time.Since(began).Round(time.Microsecond))
-			returned = n
+		if !s.tick(n, time.Now()) {
+			continue
 		}
+		metrics.Read(sample)
+		before := sample[0].Value.Uint64()
+		began := time.Now()
+		free(n)
+		took := time.Since(began)
+		metrics.Read(sample)
+		log.Info("ws_gateway: a storm of upgrades settled; free heap pages returned",
+			"upgrades", n, "returned_bytes", int64(sample[0].Value.Uint64())-int64(before), "took", took.Round(time.Microsecond))
 	}
 }
 
