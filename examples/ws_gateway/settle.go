@@ -22,11 +22,13 @@ import (
 // A storm is told by its rate, not by silence, so that a gateway with
 // steady churn still sees its storms end: the upgrades of each second are
 // counted, a storm has settled when at least -return-after upgrades came
-// since the last return and the last second's count fell to a tenth of the
-// busiest second's since then. Steady churn (every second like the
-// busiest) never counts as settled; a slow trickle counts once it adds up
-// to -return-after upgrades. A return comes at most once every
-// returnEvery. (The heap's free bytes cannot gate it: a storm's garbage is
+// since the last return and each of the last settleCalm seconds counted
+// at most a tenth of the busiest second's since then. Steady churn, or a
+// trickle (every second like the busiest), never counts as settled. The
+// calm seconds also let each loop drop the spare outbound queues the
+// storm's answers left (runtime: trimmed after two idle seconds), so that
+// they are garbage, and returned, by then. A return comes at most once
+// every returnEvery. (The heap's free bytes cannot gate it: a storm's garbage is
 // not free until a collection has swept it, which is the work in question.)
 //
 // It runs on a goroutine of its own, but it is not free for the loops: a
@@ -41,6 +43,8 @@ import (
 const (
 	// settleTick is how often the upgrades are counted.
 	settleTick = time.Second
+	// settleCalm is how many calm ticks in a row settle a storm.
+	settleCalm = 3
 	// returnEvery is the shortest time between two returns.
 	returnEvery = time.Minute
 )
@@ -52,6 +56,7 @@ type settler struct {
 	last     uint64 // upgrades at the last tick
 	returned uint64 // upgrades at the last return
 	peak     uint64 // the busiest tick's upgrades since the last return
+	calm     int    // calm ticks in a row
 	at       time.Time
 }
 
@@ -61,12 +66,17 @@ func (s *settler) tick(n uint64, now time.Time) bool {
 	d := n - s.last
 	s.last = n
 	s.peak = max(s.peak, d)
+	if d*10 > s.peak {
+		s.calm = 0 // still at more than a tenth of its peak
+	} else {
+		s.calm++
+	}
 	switch {
 	case n-s.returned < s.min: // no storm since the last return
-	case d*10 > s.peak: // still at more than a tenth of its peak
+	case s.calm < settleCalm:
 	case !s.at.IsZero() && now.Sub(s.at) < returnEvery:
 	default:
-		s.returned, s.peak, s.at = n, 0, now
+		s.returned, s.peak, s.calm, s.at = n, 0, 0, now
 		return true
 	}
 	return false
