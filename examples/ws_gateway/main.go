@@ -83,7 +83,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took about 100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
-	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades, once three seconds in a row each saw at most a tenth of its busiest second's upgrades (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
+	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades, once a second sees at most a tenth of its busiest second's upgrades (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
 func main() {

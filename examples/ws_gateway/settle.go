@@ -23,12 +23,12 @@ import (
 // steady churn still sees its storms end: the upgrades of each second are
 // counted, a storm has settled when at least -return-after upgrades came
 // since the last return and each of the last settleCalm seconds counted
-// at most a tenth of the busiest second's since then. Steady churn, or a
-// trickle (every second like the busiest), never counts as settled. The
-// calm seconds also let each loop drop the spare outbound queues the
-// storm's answers left (runtime: trimmed after two idle seconds), so that
-// they are garbage, and returned, by then. A return comes at most once
-// every returnEvery. (The heap's free bytes cannot gate it: a storm's garbage is
+// at most a tenth of the busiest second's since then. Steady churn (every
+// second like the busiest) never counts as settled; an uneven trickle
+// counts once it adds up to -return-after upgrades (at 1 a second, every
+// 17 minutes: one collection, cheap at that interval). A
+// return comes at most once every returnEvery, so a storm with a lull in
+// it may return in the lull and leave the rest for the next storm. (The heap's free bytes cannot gate it: a storm's garbage is
 // not free until a collection has swept it, which is the work in question.)
 //
 // It runs on a goroutine of its own, but it is not free for the loops: a
@@ -43,8 +43,9 @@ import (
 const (
 	// settleTick is how often the upgrades are counted.
 	settleTick = time.Second
-	// settleCalm is how many calm ticks in a row settle a storm.
-	settleCalm = 3
+	// settleCalm is how many calm ticks in a row settle a storm: one, so
+	// that the pages go back within about two seconds of its end.
+	settleCalm = 1
 	// returnEvery is the shortest time between two returns.
 	returnEvery = time.Minute
 )
