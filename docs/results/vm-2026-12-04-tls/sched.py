@@ -10,7 +10,11 @@ given a P; asleep in io_uring_enter, waiting for work) with, for a wake-up, the 
 the wake-up to the CPU; and, for every wait for the CPU over 0.5 ms (preempted, or woken
 and not yet running), which threads ran on cpu0 in that wait, summed by kind.
 
-usage: sched.py SCRIPT LOOP_TID
+With a third argument (perf4.sh's output: "long dispatch START_NS DURATION_NS" lines, the
+loop's dispatches over 1 ms on the perf record's CLOCK_MONOTONIC), it also splits each long
+dispatch into the loop thread's states and says who held cpu0 while it was not running.
+
+usage: sched.py SCRIPT LOOP_TID [LONG_DISPATCHES]
 """
 import collections
 import re
@@ -119,3 +123,56 @@ print('the 5 longest waits for the CPU:')
 for d, k, a, b in sorted(waits, reverse=True)[:5]:
     h = held(a, b)
     print(f'   {d*ms:.2f} ms ({k}): ' + ', '.join(f'{n} {x*ms:.2f}' for n, x in h.most_common(4)))
+
+if len(sys.argv) > 3:
+    longs = []
+    for l in open(sys.argv[3]):
+        if l.startswith('long dispatch '):
+            a, d = map(int, l.split()[2:4])
+            longs.append((a / 1e9, (a + d) / 1e9))
+    # the loop's timeline: (start, end, state)
+    tl = [(a, b, 'running') for a, b in on]
+    for k, to, tw, ti, w in off:
+        if k == 'preempted':
+            tl.append((to, ti, 'preempted (runnable)'))
+        else:
+            tl.append((to, tw if tw else ti, k))
+            if tw:
+                tl.append((tw, ti, 'woken, waiting for the CPU'))
+    tl.sort()
+    import bisect
+    starts = [x[0] for x in tl]
+    def split(a, b):
+        c = collections.Counter()
+        i = max(0, bisect.bisect_right(starts, a) - 1)
+        while i < len(tl) and tl[i][0] < b:
+            s0, e0, st = tl[i]
+            ov = min(e0, b) - max(s0, a)
+            if ov > 0:
+                c[st] += ov
+            i += 1
+        return c
+    tot, hold = collections.Counter(), collections.Counter()
+    rows = []
+    for a, b in longs:
+        c = split(a, b)
+        tot.update(c)
+        h = collections.Counter()
+        for s0, e0, st in tl:
+            if e0 <= a or s0 >= b or st == 'running':
+                continue
+            if st.startswith('sleep'):
+                continue
+            h.update(held(max(a, s0), min(b, e0)))
+        hold.update(h)
+        rows.append((b - a, c, h))
+    print(f'\n{len(longs)} dispatches over 1 ms, {sum(b - a for a, b in longs)*ms:.0f} ms in all; the loop thread in them:')
+    for st, d in tot.most_common():
+        print(f'   {st}: {d*ms:.1f} ms')
+    print('   cpu0 while the loop was runnable and not running:')
+    for name, d in hold.most_common(6):
+        print(f'      {name}: {d*ms:.1f} ms')
+    print('the 8 longest dispatches:')
+    for d, c, h in sorted(rows, key=lambda r: -r[0])[:8]:
+        print(f'   {d*ms:.2f} ms: ' + ', '.join(f'{st} {x*ms:.2f}' for st, x in c.most_common()) +
+              ('; cpu0: ' + ', '.join(f'{n} {x*ms:.2f}' for n, x in h.most_common(3)) if h else ''))
