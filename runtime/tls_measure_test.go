@@ -20,8 +20,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/percore/percore/internal/pctest"
 	percore "github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/tlsconn"
@@ -42,11 +40,6 @@ var (
 	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
 	tlsStormSch = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
-	// EXPERIMENT (i26g): EEVDF slices and the loop's nice value.
-	tlsStormLoopSlice   = flag.Duration("tls.storm.loop.slice", 0, "TestTLSStormLag: the loop thread's kernel slice (0: the base slice)")
-	tlsStormLoopNice    = flag.Int("tls.storm.loop.nice", 0, "TestTLSStormLag: the loop thread's nice value")
-	tlsStormPoolSlice   = flag.Duration("tls.storm.pool.slice", 0, "TestTLSStormLag: Config.TLSPool.Slice")
-	tlsStormOthersSlice = flag.Duration("tls.storm.others.slice", 0, "TestTLSStormLag: the kernel slice of every thread but the loop's, set after start")
 )
 
 // tlsIdleClientEnv makes the test binary the idle client: addr,N.
@@ -217,46 +210,8 @@ func TestTLSStormLag(t *testing.T) {
 	if *tlsStormCPU >= 0 {
 		cores = []int{*tlsStormCPU}
 	}
-	var loopTid atomic.Int64
-	setup := func(*percore.Loop) error {
-		loopTid.Store(int64(unix.Gettid()))
-		if *tlsStormLoopSlice == 0 && *tlsStormLoopNice == 0 {
-			return nil
-		}
-		a, err := unix.SchedGetAttr(0, 0)
-		if err != nil {
-			return err
-		}
-		a.Flags = unix.SCHED_FLAG_RESET_ON_FORK
-		a.Nice = int32(*tlsStormLoopNice)
-		a.Runtime = uint64(*tlsStormLoopSlice)
-		return unix.SchedSetAttr(0, a, 0)
-	}
 	rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Cores: cores,
-		TLSPool: tlsconn.PoolConfig{Sched: sched, Slice: *tlsStormPoolSlice}, Backend: percore.IOURing, LoopSetup: setup}, &stormHandler{})
-	if *tlsStormOthersSlice > 0 {
-		tasks, err := os.ReadDir("/proc/self/task")
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range tasks {
-			tid, _ := strconv.Atoi(e.Name())
-			if int64(tid) == loopTid.Load() {
-				continue
-			}
-			a, err := unix.SchedGetAttr(tid, 0)
-			if err != nil {
-				continue // gone
-			}
-			a.Runtime = uint64(*tlsStormOthersSlice)
-			if err := unix.SchedSetAttr(tid, a, 0); err != nil {
-				t.Fatalf("thread %d: %v", tid, err)
-			}
-		}
-	}
-	if a, err := unix.SchedGetAttr(int(loopTid.Load()), 0); err == nil {
-		fmt.Printf("loop thread %d: nice %d slice %v\n", loopTid.Load(), a.Nice, time.Duration(a.Runtime))
-	}
+		TLSPool: tlsconn.PoolConfig{Sched: sched}, Backend: percore.IOURing}, &stormHandler{})
 	addr := rt.Listeners()[0].Addr.String()
 	ping := startPinger(t, rt.Listeners()[1].Addr.String())
 	stop := make(chan struct{})
@@ -295,7 +250,7 @@ func TestTLSStormLag(t *testing.T) {
 		}
 	}
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d sched=%q loop_slice=%v loop_nice=%d pool_slice=%v others_slice=%v cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormSch, *tlsStormLoopSlice, *tlsStormLoopNice, *tlsStormPoolSlice, *tlsStormOthersSlice, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

@@ -51,12 +51,6 @@ type PoolConfig struct {
 	// threads wherever they may run (runtime.Config.TLSPool).
 	CPUs []int
 
-	// Slice is the kernel time slice a lowered handshake's thread asks
-	// for while it computes (sched_setattr's sched_runtime, Linux 6.12's
-	// EEVDF custom slices; the kernel clamps it to 0.1-100 ms). Zero
-	// leaves the thread's own slice. EXPERIMENT (i26g).
-	Slice time.Duration
-
 	// MaxQueued is how many more handshakes wait for a place, first come
 	// first served; a session past it fails with ErrPoolFull. Zero means
 	// DefaultMaxQueued; negative means no queue.

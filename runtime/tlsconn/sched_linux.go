@@ -5,7 +5,6 @@ package tlsconn
 import (
 	goruntime "runtime"
 	"slices"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -33,13 +32,12 @@ var restoreSched = sys.SetThreadSched
 // threadPlan is what a pool does to a computing handshake's thread.
 type threadPlan struct {
 	sched Sched              // SchedIdle, SchedNice or SchedNormal: the one in effect (EffectiveSched)
-	slice time.Duration      // the lowered thread's kernel slice; 0: its own
 	cpus  unix.CPUSetDynamic // nil: the thread's CPUs stay as they are
 }
 
 func newThreadPlan(cfg PoolConfig) threadPlan {
 	s, _ := EffectiveSched(cfg.Sched) // SchedNormal where a lowered thread cannot be put back
-	pl := threadPlan{sched: s, slice: cfg.Slice}
+	pl := threadPlan{sched: s}
 	if len(cfg.CPUs) > 0 {
 		pl.cpus = unix.NewCPUSet(max(1024, slices.Max(cfg.CPUs)+1))
 		for _, c := range cfg.CPUs {
@@ -67,11 +65,7 @@ func (w *worker) enter(pl *threadPlan) {
 	w.locked = true
 	if pl.sched != SchedNormal {
 		if a, err := sys.ThreadSched(); err == nil {
-			low := lowered(a, pl.sched)
-			if pl.slice > 0 {
-				low.Runtime = uint64(pl.slice)
-			}
-			if sys.SetThreadSched(low) == nil {
+			if sys.SetThreadSched(lowered(a, pl.sched)) == nil {
 				w.saved, w.set = a, true
 			}
 		}
