@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # i26g's bench call 4: which threads held cpu0 during the storm's long dispatches. The binary
-# is this branch with diag.patch applied (a diagnosis only, not committed: the loop notes each
+# is this branch at 0cc5265 with diag.patch applied (a diagnosis only, not committed: the loop notes each
 # dispatch over 1 ms with its CLOCK_MONOTONIC start, and TestTLSStormLag prints them), run
 # under perf record -k CLOCK_MONOTONIC with bench call 2's events, so that sched.py -d can
 # line each long dispatch up with the loop thread's scheduling.

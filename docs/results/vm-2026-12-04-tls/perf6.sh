@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# i26g's bench call 6: bench call 4 again on the post-lock fix (fixdiag: this branch with diag.patch applied): which threads held cpu0 during the storm's long dispatches. The binary
-# is this branch with diag.patch applied (a diagnosis only, not committed: the loop notes each
+# i26g's bench call 6: bench call 4 again on the post-lock fix: which threads held cpu0 during the
+# storm's long dispatches. The binary is this branch at 2f57bcc with diag.patch applied (a diagnosis only, not committed: the loop notes each
 # dispatch over 1 ms with its CLOCK_MONOTONIC start, and TestTLSStormLag prints them), run
 # under perf record -k CLOCK_MONOTONIC with bench call 2's events, so that sched.py -d can
 # line each long dispatch up with the loop thread's scheduling.
 #   git apply docs/results/vm-2026-12-04-tls/diag.patch
-#   go test -c -o /tmp/i26g/runtime-diag.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
+#   go test -c -o /tmp/i26g/runtime-fixdiag.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
 #   git checkout runtime && rm runtime/diag_longturns.go
-# Run: /work/wt/bench docs/results/vm-2026-12-04-tls/perf4.sh (output: perf6-*.txt)
+# Run: /work/wt/bench docs/results/vm-2026-12-04-tls/perf6.sh (output: perf6-*.txt)
 set -euo pipefail
 T=/tmp/i26g/runtime-fixdiag.test
 D=/work/wt/i26g/docs/results/vm-2026-12-04-tls
