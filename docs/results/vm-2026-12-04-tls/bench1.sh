@@ -12,7 +12,7 @@
 # Builds (before the call):
 #   git archive c621f99 | tar -x -C /tmp/i26g/base
 #   (cd /tmp/i26g/base && go test -c -o /tmp/i26g/runtime-main.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime)
-#   go test -c -o /tmp/i26g/runtime.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
+#   go test -c -o /tmp/i26g/runtime.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime   (at 0cc5265: the flags)
 # Run: for r in 1 2 3; do /work/wt/bench docs/results/vm-2026-12-04-tls/bench1.sh $r; done
 # (its output: storm-runs1.txt)
 set -euo pipefail

@@ -7,7 +7,7 @@
 #   fix      the wake-up written after postMu is unlocked (its own lock, wakeMu, for the
 #            descriptor's lifetime): /tmp/i26g/runtime-fix.test, this branch's runtime/post.go
 #   fixa2    fix, and the loop's thread at a 100 us slice and nice -10 (bench1.sh's a2)
-# Build: go test -c -o /tmp/i26g/runtime-fix.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
+# Build (at 2f57bcc, which still has 0cc5265's flags): go test -c -o /tmp/i26g/runtime-fix.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
 # Run: /work/wt/bench docs/results/vm-2026-12-04-tls/bench5.sh (its output: storm-runs5.txt)
 set -euo pipefail
 M=/tmp/i26g/runtime-main.test

@@ -5,7 +5,7 @@
 # (perf itself on cpu1), then sched.py reads `perf script` for the loop's thread: its
 # off-CPU stretches (preempted, or asleep in futex = Go's scheduler, or in io_uring_enter =
 # waiting for work), its waits from wake-up to CPU, and which threads held cpu0 meanwhile.
-# Variants: main-100 (this branch's binary without flags: main's code), main-off (GOGC=off),
+# Variants (the binary is bench1.sh's, built at 0cc5265): main-100 (no flags: main's code), main-off (GOGC=off),
 # a2b-100 (loop 100 us slice at nice -10, pool 100 us slice).
 # Run: /work/wt/bench docs/results/vm-2026-12-04-tls/perf2.sh (output: perf2-*.txt; the perf
 # data stays in /tmp/i26g)
