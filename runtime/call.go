@@ -37,7 +37,7 @@ import (
 //
 // Wake-ups. A push wakes its peer through the peer's ring (a MSG_RING
 // prepared on the pusher's ring, submitted with its next enter) or its
-// eventfd, which is written only under the peer's postMu while its door
+// eventfd, which is written only under the peer's wakeMu while its door
 // is open (wakeIfOpen): the peer closes the descriptor after closing the
 // door, and a write after that could reach a descriptor that took the
 // number. A loop past its last enter wakes through the eventfd only, and

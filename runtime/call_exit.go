@@ -80,16 +80,17 @@ func (l *Loop) exitCalls() {
 	}
 }
 
-// wakeIfOpen wakes l from another loop's thread unless l has closed its
-// door: a loop closes its wake-up descriptor after it marks itself closed
-// (under postMu), so a wake-up written after that would land in whatever
-// descriptor took the number (a connection's socket).
+// wakeIfOpen wakes l, from another loop's thread or any goroutine, unless
+// l has closed its wake-up descriptor's door: a loop closes the descriptor
+// after it sets wakeClosed (under wakeMu), so a wake-up written after that
+// would land in whatever descriptor took the number (a connection's
+// socket).
 func (l *Loop) wakeIfOpen() {
-	l.postMu.Lock()
-	if !l.postClosed {
+	l.wakeMu.RLock()
+	if !l.wakeClosed {
 		l.d.wake()
 	}
-	l.postMu.Unlock()
+	l.wakeMu.RUnlock()
 }
 
 // wakeAfterExit wakes l through its eventfd for a peer that has exited,
@@ -98,9 +99,9 @@ func (l *Loop) wakeIfOpen() {
 // set it with no wake-up on its way. At worst l wakes once more than it
 // needed to.
 func (l *Loop) wakeAfterExit() {
-	l.postMu.Lock()
-	if !l.postClosed {
+	l.wakeMu.RLock()
+	if !l.wakeClosed {
 		l.d.wakeAnyway()
 	}
-	l.postMu.Unlock()
+	l.wakeMu.RUnlock()
 }

@@ -314,13 +314,13 @@ type driver interface {
 	// wakeAnyway is wake through the eventfd even when the wake-up flag
 	// says a wake-up is on its way: one that was claimed for a MSG_RING
 	// may never come (its sender exited, or the message failed). Called
-	// under the loop's lock (Loop.wakeAfterExit).
+	// under the loop's wakeMu (Loop.wakeAfterExit).
 	wakeAnyway()
 	// wakeFrom interrupts enter on behalf of another loop, on that loop's
 	// thread (src is its driver), when it can do so without the eventfd:
 	// io_uring loops message each other's rings. It reports false when
 	// the caller must wake the loop through its eventfd instead
-	// (Loop.wakeIfOpen, under the loop's lock).
+	// (Loop.wakeIfOpen, under the loop's wakeMu).
 	wakeFrom(src driver) bool
 	// syscalls returns the system calls the loop's thread made through
 	// the driver; waits returns those that waited for the kernel

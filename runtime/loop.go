@@ -70,6 +70,14 @@ type Loop struct {
 	posted     []func()
 	running    []func()
 	postClosed bool
+	// wakeMu guards the wake-up descriptor's lifetime, apart from postMu:
+	// a wake-up is written under its read lock while wakeClosed is false,
+	// and the loop sets wakeClosed under its write lock before it closes
+	// the descriptor. A poster the kernel preempts inside the wake-up's
+	// system call (the loop it wakes shares its CPU) then holds no lock
+	// the loop needs to run what was posted.
+	wakeMu     sync.RWMutex
+	wakeClosed bool
 	// Written by other goroutines (Post, Go), read by Stats.
 	postRejects, goRejects, goDropped atomic.Uint64
 	goRunning                         atomic.Int64
@@ -191,6 +199,9 @@ func (l *Loop) run() {
 	l.postMu.Lock()
 	l.postClosed = true
 	l.postMu.Unlock()
+	l.wakeMu.Lock()
+	l.wakeClosed = true
+	l.wakeMu.Unlock()
 	l.forced = true // what is posted now finds the loop gone (adopt)
 	l.runPosted()
 	l.exitCalls()

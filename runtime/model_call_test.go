@@ -487,11 +487,15 @@ func TestPushWakesOnlyAnOpenLoop(t *testing.T) {
 		l.rt = rt
 		l.initCalls(2, batchQueueSize)
 	}
-	// z is on its way out: door closed, descriptor closed; a has not seen
-	// it exit yet.
+	// z is on its way out: doors closed (posts, then the wake-up
+	// descriptor's, as Loop.run closes them), descriptor closed; a has not
+	// seen it exit yet.
 	z.postMu.Lock()
 	z.postClosed = true
 	z.postMu.Unlock()
+	z.wakeMu.Lock()
+	z.wakeClosed = true
+	z.wakeMu.Unlock()
 	zr.wake.Close()
 	a.Call(z, func() {}, func(error) {})
 	a.flushCalls()

@@ -32,10 +32,16 @@ func (l *Loop) post(f func(), force bool) error {
 		return fmt.Errorf("post to loop %d: %d functions queued: %w", l.id, l.cfg.MaxPosted, ErrLoopBusy)
 	}
 	l.posted = append(l.posted, f)
-	// Wake under the lock: once the loop marks itself closed (under the
-	// same lock) it may close the wake-up descriptor.
-	l.d.wake()
 	l.postMu.Unlock()
+	// Wake outside postMu: the wake-up's system call is where the kernel
+	// hands the CPU to the loop it wakes when they share one, and a
+	// poster preempted holding postMu would stop that loop at its next
+	// runPosted until the poster ran again (milliseconds behind the
+	// CPU's other threads, in a handshake storm). A function queued
+	// before the door closed whose wake-up finds the descriptor's door
+	// closed still runs: the loop runs what was posted once more after
+	// it closes both (Loop.run).
+	l.wakeIfOpen()
 	return nil
 }
 
