@@ -139,6 +139,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
+	// The signals are taken before the ready line: a SIGHUP sent the
+	// moment it is read would otherwise find the default action
+	// (terminate) still in place.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
 	var names []string
 	for _, ln := range rt.Listeners() {
 		names = append(names, ln.String())
@@ -146,9 +152,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "ready pid=%d %s\n", os.Getpid(), strings.Join(names, " "))
 	child.Ready()
 
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sigs)
 	var to *restart.Parent // the new process, once one serves
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
