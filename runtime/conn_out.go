@@ -65,14 +65,11 @@ const keepOutSpares = 64
 
 // take returns a spare queue, or a new one.
 func (s *outSpares) take() *outQueue {
-	n := len(s.free)
-	if n == 0 {
+	q := popSpare(&s.free)
+	if q == nil {
 		return new(outQueue)
 	}
-	q := s.free[n-1]
-	s.free[n-1] = nil
-	s.free = s.free[:n-1]
-	s.low = min(s.low, n-1)
+	s.low = min(s.low, len(s.free))
 	return q
 }
 

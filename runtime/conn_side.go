@@ -31,12 +31,7 @@ type connSide struct {
 // spare ones (or allocating it).
 func (c *Conn) more() *connSide {
 	if c.side == nil {
-		l := c.loop
-		if n := len(l.spareSides); n > 0 {
-			c.side = l.spareSides[n-1]
-			l.spareSides[n-1] = nil
-			l.spareSides = l.spareSides[:n-1]
-		} else {
+		if c.side = popSpare(&c.loop.spareSides); c.side == nil {
 			c.side = new(connSide)
 		}
 	}

@@ -150,13 +150,10 @@ func (c *Conn) checkWrite() {
 // drains), and reusing them keeps them from being garbage that the heap
 // goal, and so the idle process's memory, grows by (decision 0065).
 func (l *Loop) connTimer(d time.Duration, f func()) *Timer {
-	n := len(l.spare)
-	if n == 0 {
+	t := popSpare(&l.spare)
+	if t == nil {
 		return l.AfterFunc(d, f)
 	}
-	t := l.spare[n-1]
-	l.spare[n-1] = nil
-	l.spare = l.spare[:n-1]
 	t.f = f
 	t.Reset(d)
 	return t
@@ -176,3 +173,18 @@ func (l *Loop) spareTimer(t *Timer) {
 // timers, 96 KiB of side states at most. (Spare outbound queues follow
 // what the loop's bursts need, trimmed: conn_out.go.)
 const maxSpares = 1024
+
+// popSpare takes the last of *spares, or returns nil when there is none.
+// The loop's spare lists (timers, side states, outbound queues, deferred
+// receives) all give back this way.
+func popSpare[T any](spares *[]*T) *T {
+	s := *spares
+	n := len(s)
+	if n == 0 {
+		return nil
+	}
+	v := s[n-1]
+	s[n-1] = nil
+	*spares = s[:n-1]
+	return v
+}

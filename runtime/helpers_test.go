@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log/slog"
@@ -94,5 +95,36 @@ func assertNoAllocs(t *testing.T, rt *percore.Runtime) {
 	}
 	if allocs != 0 {
 		t.Fatalf("%v allocations per round trip, want 0", allocs)
+	}
+}
+
+// echoMany runs trips echoes on each of conns connections at once, each
+// of payload(connection, trip), and fails t unless each comes back whole.
+func echoMany(t *testing.T, rt *percore.Runtime, conns, trips int, payload func(conn, trip int) []byte) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, conns)
+	for i := range conns {
+		c := dial(t, rt)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for trip := range trips {
+				p := payload(i, trip)
+				got, err := roundTrip(c, p)
+				if err == nil && !bytes.Equal(got, p) {
+					err = errEcho
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

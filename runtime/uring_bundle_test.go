@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -79,7 +78,7 @@ func TestBundlesEcho(t *testing.T) {
 		var big atomic.Int64
 		rt := startBundles(t, b, percore.Config{}, sizeCheck{&big})
 		before := rt.Stats()
-		echoMany(t, rt, 4, 8, 64<<10)
+		echoMany(t, rt, 4, 8, randomPayload(64<<10))
 		if n := big.Load(); n > 0 {
 			t.Errorf("%d reads delivered more than BufferSize (%d)", n, bundleBufSize)
 		}
@@ -90,37 +89,6 @@ func TestBundlesEcho(t *testing.T) {
 			t.Errorf("32 receives of 64 KiB into %d-byte buffers: no completion filled more than one", bundleBufSize)
 		}
 	})
-}
-
-// echoMany runs trips echoes of size random bytes on each of conns
-// connections at once, and fails t unless each comes back whole.
-func echoMany(t *testing.T, rt *percore.Runtime, conns, trips, size int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, conns)
-	for i := range conns {
-		c := dial(t, rt)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for trip := range trips {
-				p := randomBytes(uint64(i*1000+trip), size)
-				got, err := roundTrip(c, p)
-				if err == nil && !bytes.Equal(got, p) {
-					err = errEcho
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
 }
 
 // closeOrEcho closes a connection after its first part when that part
@@ -201,7 +169,7 @@ func TestBundlesPauseMidStream(t *testing.T) {
 		var n atomic.Int64
 		rt := startBundles(t, b, percore.Config{}, pauseMid{&n})
 		before := rt.Stats()
-		echoMany(t, rt, 4, 6, 64<<10)
+		echoMany(t, rt, 4, 6, randomPayload(64<<10))
 		t.Logf("%d parts, %d receives deferred", n.Load(), rt.Stats().Deferrals-before.Deferrals)
 	})
 }
@@ -213,11 +181,16 @@ func TestBundlesTurnBudget(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := startBundles(t, b, percore.Config{TurnBudget: 2 * bundleBufSize}, echoHandler{})
 		before := rt.Stats()
-		echoMany(t, rt, 8, 4, 64<<10)
+		echoMany(t, rt, 8, 4, randomPayload(64<<10))
 		d := rt.Stats().Deferrals - before.Deferrals
 		t.Logf("%d receives deferred", d)
 		if usesBundles(rt) && d == 0 {
 			t.Errorf("64 KiB echoes under a budget of %d bytes a turn: no receive deferred", 2*bundleBufSize)
 		}
 	})
+}
+
+// randomPayload gives each trip of each connection its own random bytes.
+func randomPayload(size int) func(conn, trip int) []byte {
+	return func(conn, trip int) []byte { return randomBytes(uint64(conn*1000+trip), size) }
 }

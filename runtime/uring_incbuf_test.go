@@ -74,31 +74,7 @@ func quiet(t *testing.T, rt *percore.Runtime) (recycled uint64) {
 func TestIncrementalBuffersShare(t *testing.T) {
 	rt := needIncremental(t, percore.Config{}, echoHandler{})
 	const conns, trips, size = 50, 40, 64
-	var wg sync.WaitGroup
-	errs := make(chan error, conns)
-	for i := range conns {
-		c := dial(t, rt)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := bytes.Repeat([]byte{byte(i)}, size)
-			for range trips {
-				got, err := roundTrip(c, p)
-				if err == nil && !bytes.Equal(got, p) {
-					err = errEcho
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	echoMany(t, rt, conns, trips, func(conn, _ int) []byte { return bytes.Repeat([]byte{byte(conn)}, size) })
 	recycled := quiet(t, rt)
 	t.Logf("%d receives of %d bytes: %d buffers recycled", conns*trips, size, recycled)
 	received := uint64(conns * trips * size)

@@ -43,11 +43,7 @@ func (u *uringConn) held() []deferredRecv {
 func (d *uringDriver) waitFor(c *Conn) *recvWaits {
 	u := &c.ur
 	if u.waits == nil {
-		if n := len(d.spareWaits); n > 0 {
-			u.waits = d.spareWaits[n-1]
-			d.spareWaits[n-1] = nil
-			d.spareWaits = d.spareWaits[:n-1]
-		} else {
+		if u.waits = popSpare(&d.spareWaits); u.waits == nil {
 			u.waits = new(recvWaits)
 		}
 	}
