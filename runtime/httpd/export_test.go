@@ -18,3 +18,13 @@ func (s *Server) CommitCounts(l *percore.Loop) (commits, reads uint64) {
 	v := <-ch
 	return v[0], v[1]
 }
+
+// SpareCount returns, read on l's thread, how many states of upgraded
+// connections l keeps for new ones.
+func (s *Server) SpareCount(l *percore.Loop) int {
+	ch := make(chan int, 1)
+	if err := l.Post(func() { ch <- len(s.loopOf(l).spare) }); err != nil {
+		panic(err)
+	}
+	return <-ch
+}

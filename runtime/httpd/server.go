@@ -40,6 +40,8 @@ const (
 	// Server.Go, Adapt): past it the client gets 503 and the connection
 	// closes, and the work's context is cancelled.
 	DefaultHandlerTimeout = 60 * time.Second
+	// DefaultSpareStates is Config.SpareStates' default.
+	DefaultSpareStates = 64
 )
 
 // Config configures a Server. Its zero value works: every field's zero
@@ -86,6 +88,13 @@ type Config struct {
 	// connection. Nil means upgraded connections are not adopted: each is
 	// closed (the old process's upgrade handlers should then decline).
 	AdoptUpgraded func(c *percore.Conn, state []byte) (UpgradeHandler, error)
+	// SpareStates is how many states of upgraded connections (about
+	// 7.7 KB each) a loop keeps for its next new connections, so that a
+	// storm of upgrades allocates a few states, not one per connection
+	// (upgraded.go). They stay with the loop for good: a gateway of many
+	// idle connections on few loops may want fewer. Zero means
+	// DefaultSpareStates; negative means none are kept.
+	SpareStates int
 }
 
 // Stats counts what the server did beyond answering. Read it with
@@ -117,6 +126,7 @@ type Server struct {
 	limit   int // frame.View's MaxBuffered
 	maxBody int
 	idle    time.Duration
+	spares  int // Config.SpareStates, its default applied; 0 for none
 	loops   percore.PerLoop[loopState]
 	log     *slog.Logger
 	// adoptClosed counts the adopted connections closed for a state this
@@ -166,6 +176,7 @@ func New(cfg Config, h Handler) *Server {
 	s.limit = 2*lim.MaxHeaderBytes + 1<<20
 	s.maxBody = orDefault(cfg.MaxBodyBuffer, DefaultMaxBodyBuffer)
 	s.idle = durDefault(cfg.IdleTimeout, DefaultIdleTimeout)
+	s.spares = max(orDefault(cfg.SpareStates, DefaultSpareStates), 0)
 	s.cfg.HeadTimeout = durDefault(cfg.HeadTimeout, DefaultHeadTimeout)
 	s.cfg.HandlerTimeout = durDefault(cfg.HandlerTimeout, DefaultHandlerTimeout)
 	workers := cfg.Workers

@@ -12,10 +12,10 @@ import percore "github.com/percore/percore/runtime"
 // forward to it from then on.
 
 // handOff makes c's Value the UpgradeHandler and lets cn go: to the
-// loop's spares, for the next connection, unless work of the server's
-// may still hold it (an offloaded job, the adapter). A gateway's storm of
-// upgrades then allocates a few states, not one of 7.7 KB per connection,
-// all garbage a moment later. The Request and the Response are invalid
+// loop's spares (at most Config.SpareStates), for the next connection,
+// unless work of the server's may still hold it (an offloaded job, the
+// adapter). A gateway's storm of upgrades then allocates a few states,
+// not one of 7.7 KB per connection, all garbage a moment later. The Request and the Response are invalid
 // after their handler returns (the package doc): nothing may reach cn.
 func (cn *conn) handOff() UpgradeHandler {
 	up := cn.up
@@ -23,15 +23,12 @@ func (cn *conn) handOff() UpgradeHandler {
 	cn.stopHold()
 	cn.releaseBuf()
 	cn.c.SetValue(up)
-	if ls := cn.ls; cn.job == nil && cn.aw == nil && !cn.held && len(ls.spare) < maxSpare {
+	if ls := cn.ls; cn.job == nil && cn.aw == nil && !cn.held && len(ls.spare) < cn.s.spares {
 		*cn = conn{}
 		ls.spare = append(ls.spare, cn)
 	}
 	return up
 }
-
-// maxSpare bounds the states a loop keeps for new connections.
-const maxSpare = 64
 
 // newConn returns a state for a new connection: a spare, or a new one.
 func (ls *loopState) newConn() *conn {
