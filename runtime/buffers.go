@@ -165,6 +165,11 @@ func (l *Loop) putBuf(b []byte) {
 		return
 	}
 	l.bufs.put(b)
+	l.armTrimOnce()
+}
+
+// armTrimOnce starts the trim timer if it is not running.
+func (l *Loop) armTrimOnce() {
 	if l.trimTimer == nil || l.trimTimer.index < 0 {
 		l.armTrim()
 	}
@@ -179,12 +184,16 @@ func (l *Loop) armTrim() {
 }
 
 // trimBufs runs every trimEvery while the free lists hold buffers or
-// more spare outbound queues than a trim leaves (conn_out.go), and once
+// more spare outbound queues or timers than a trim leaves (burstSpares),
+// and once
 // the loop has no connection left: then the driver may also give back the
 // pages of its receive buffers.
 func (l *Loop) trimBufs() {
 	more := l.bufs.trim()
 	if l.spareOut.trim() {
+		more = true
+	}
+	if l.spare.trim() {
 		more = true
 	}
 	if l.open == 0 && !l.d.discardBuffers() {

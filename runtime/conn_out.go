@@ -42,56 +42,19 @@ const (
 func (c *Conn) outw() *outQueue {
 	if c.out == nil {
 		l := c.loop
-		c.out = l.spareOut.take()
+		if c.out = l.spareOut.take(); c.out == nil {
+			c.out = new(outQueue)
+		}
 	}
 	return c.out
 }
 
-// outSpares are a loop's outbound queues that no connection holds. A
+// The loop's spare outbound queues are a burstSpares (conn_timers.go): a
 // publish to N subscribers of one loop takes N queues in one turn and
 // gives them back once the sends complete, so the list grows to what the
 // loop's bursts need and the next burst allocates nothing (decision 0060:
-// fan-out allocates nothing per subscriber). Like the buffer pool
-// (buffers.go), each trim drops the queues that no turn took during the
-// whole period (the list's low-water mark), down to keepOutSpares: memory
-// kept after a burst returns within two trim periods.
-type outSpares struct {
-	free []*outQueue
-	low  int // the list's shortest length since the last trim
-}
-
-// keepOutSpares is how many spare queues a trim leaves (6 KiB).
-const keepOutSpares = 64
-
-// take returns a spare queue, or a new one.
-func (s *outSpares) take() *outQueue {
-	q := popSpare(&s.free)
-	if q == nil {
-		return new(outQueue)
-	}
-	s.low = min(s.low, len(s.free))
-	return q
-}
-
-// put keeps q, emptied, and reports whether the list holds more than a
-// trim leaves.
-func (s *outSpares) put(q *outQueue) bool {
-	s.free = append(s.free, q)
-	return len(s.free) > keepOutSpares
-}
-
-// trim drops the queues below the low-water mark (above keepOutSpares) and
-// reports whether more than keepOutSpares are left, for a later trim.
-func (s *outSpares) trim() bool {
-	if drop := min(s.low, len(s.free)-keepOutSpares); drop > 0 {
-		// The oldest are at the bottom: take pops from the top.
-		n := copy(s.free, s.free[drop:])
-		clear(s.free[n:])
-		s.free = s.free[:n]
-	}
-	s.low = len(s.free)
-	return len(s.free) > keepOutSpares
-}
+// fan-out allocates nothing per subscriber), and each trim gives back what
+// no turn took during the period.
 
 // putOut gives c's queue back to the loop's spares if it holds nothing: no
 // bytes queued or being sent, no room reserved. (A zero-copy send's buffer
@@ -106,8 +69,8 @@ func (c *Conn) putOut() {
 	q.putNext(l) // the empty buffer of a reservation committed with nothing
 	*q = outQueue{}
 	c.out = nil
-	if l.spareOut.put(q) && (l.trimTimer == nil || l.trimTimer.index < 0) {
-		l.armTrim()
+	if l.spareOut.put(q) {
+		l.armTrimOnce()
 	}
 }
 

@@ -2,7 +2,10 @@
 
 package runtime
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestOutQueueGivenBack checks that a connection holds an outbound queue
 // only while something is queued (decision 0072): taken by the first
@@ -87,7 +90,7 @@ func TestOutQueueCyclesAllocateNothing(t *testing.T) {
 // fan-out (the review of decision 0072): a publish to more connections
 // than any fixed bound on the spares takes a queue each, and the next
 // publish takes them all from the spares, allocating none; two trim
-// periods without such a burst give them back down to keepOutSpares.
+// periods without such a burst give them back down to keepSpares.
 func TestOutQueueSparesFollowBursts(t *testing.T) {
 	const subscribers = 3000
 	l, d, _ := newTestLoop(t, Config{}, &lingerHandler{closed: new([]error)})
@@ -117,12 +120,62 @@ func TestOutQueueSparesFollowBursts(t *testing.T) {
 		t.Fatalf("%v allocations a publish to %d once warm; want 0", n, subscribers)
 	}
 	if l.trimTimer == nil || l.trimTimer.index < 0 {
-		t.Fatal("the trim timer is not armed with spare queues over keepOutSpares")
+		t.Fatal("the trim timer is not armed with spare queues over keepSpares")
 	}
 	for range 2 {
 		l.trimBufs() // what the trim timer runs, each trimEvery
 	}
-	if n := len(l.spareOut.free); n != keepOutSpares {
-		t.Fatalf("%d spare queues two trims after the last publish; want %d", n, keepOutSpares)
+	if n := len(l.spareOut.free); n != keepSpares {
+		t.Fatalf("%d spare queues two trims after the last publish; want %d", n, keepSpares)
+	}
+}
+
+// TestWriteTimerSparesFollowBursts: a fan-out with a write timeout arms a
+// write timer on every subscriber it writes to, and each lets its timer go
+// once it finds the queue drained; the next fan-out takes them all from
+// the spares, allocating none, and two trims give them back down to
+// keepSpares.
+func TestWriteTimerSparesFollowBursts(t *testing.T) {
+	const subscribers = 3000
+	l, d, clock := newTestLoop(t, Config{WriteTimeout: 5 * time.Second}, &lingerHandler{closed: new([]error)})
+	for i := range subscribers {
+		l.acceptResult(fakeFd+i, 0, 0)
+	}
+	msg := []byte("event")
+	publish := func() {
+		d.take = 0
+		for _, c := range l.conns {
+			if c != nil {
+				c.WriteShared(msg)
+			}
+		}
+		d.take = -1
+		for _, c := range l.conns {
+			if c != nil {
+				d.flush(c)
+			}
+		}
+	}
+	// settle runs the write timers, which find the queues drained and
+	// let go.
+	settle := func() {
+		tick(l, clock, writeCheckEvery)
+		for range subscribers/timersPerTurn + 1 {
+			l.runTimers()
+		}
+	}
+	publish()
+	settle()
+	if n := len(l.spare.free); n != subscribers {
+		t.Fatalf("%d spare timers after a publish to %d with a write timeout; want one each", n, subscribers)
+	}
+	if n := testing.AllocsPerRun(3, func() { publish(); settle() }); n != 0 {
+		t.Fatalf("%v allocations a publish to %d once warm; want 0", n, subscribers)
+	}
+	for range 2 {
+		l.trimBufs()
+	}
+	if n := len(l.spare.free); n != keepSpares {
+		t.Fatalf("%d spare timers two trims after the last publish; want %d", n, keepSpares)
 	}
 }

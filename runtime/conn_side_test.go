@@ -99,18 +99,18 @@ func TestWriteTimerReused(t *testing.T) {
 	d.take = -1
 	d.flush(a)
 	tick(l, clock, time.Second)
-	if a.writeTimer != nil || len(l.spare) != 1 || l.spare[0] != first {
-		t.Fatalf("drained: write timer %p, spare %v; want none kept and %p spare", a.writeTimer, l.spare, first)
+	if a.writeTimer != nil || len(l.spare.free) != 1 || l.spare.free[0] != first {
+		t.Fatalf("drained: write timer %p, spare %v; want none kept and %p spare", a.writeTimer, l.spare.free, first)
 	}
 	d.take = 0
 	l.safely("test", func() { b.Write([]byte("hello")) })
-	if b.writeTimer != first || len(l.spare) != 0 {
-		t.Fatalf("the next write armed %p (spare %v), want the spare %p", b.writeTimer, l.spare, first)
+	if b.writeTimer != first || len(l.spare.free) != 0 {
+		t.Fatalf("the next write armed %p (spare %v), want the spare %p", b.writeTimer, l.spare.free, first)
 	}
 	idle := b.side.idleTimer
 	l.safely("test", func() { b.Abort() })
-	if len(l.spare) != 2 || !slices.Contains(l.spare, first) || !slices.Contains(l.spare, idle) {
-		t.Fatalf("closed: spare %v, want its write and idle timers", l.spare)
+	if len(l.spare.free) != 2 || !slices.Contains(l.spare.free, first) || !slices.Contains(l.spare.free, idle) {
+		t.Fatalf("closed: spare %v, want its write and idle timers", l.spare.free)
 	}
 	// The reused timer still times out: a connection that takes nothing.
 	l.safely("test", func() { a.Write([]byte("stuck")) })

@@ -30,7 +30,7 @@ func (c *Conn) SetIdleTimeout(d time.Duration) {
 		return
 	}
 	if s.idleTimer == nil {
-		s.idleTimer = c.loop.connTimer(d, c.checkIdle)
+		s.idleTimer = c.loop.connTimer(d, c, (*Conn).checkIdle)
 	} else {
 		s.idleTimer.Reset(d)
 	}
@@ -108,7 +108,7 @@ func (c *Conn) watchWrite() {
 	switch {
 	case d <= 0:
 	case c.writeTimer == nil:
-		c.writeTimer = c.loop.connTimer(d, c.checkWrite)
+		c.writeTimer = c.loop.connTimer(d, c, (*Conn).checkWrite)
 	case c.writeTimer.index < 0:
 		c.writeTimer.Reset(d)
 	}
@@ -149,30 +149,72 @@ func (c *Conn) checkWrite() {
 // written to arms its write timer, and lets it go a second after its queue
 // drains), and reusing them keeps them from being garbage that the heap
 // goal, and so the idle process's memory, grows by (decision 0065).
-func (l *Loop) connTimer(d time.Duration, f func()) *Timer {
-	t := popSpare(&l.spare)
+func (l *Loop) connTimer(d time.Duration, c *Conn, f func(*Conn)) *Timer {
+	t := l.spare.take()
 	if t == nil {
-		return l.AfterFunc(d, f)
+		t = &Timer{loop: l, index: -1}
 	}
-	t.f = f
+	t.c, t.cf = c, f
 	t.Reset(d)
 	return t
 }
 
 // spareTimer stops t, a timer connTimer returned that its connection no
-// longer refers to, and keeps it for connTimer, up to maxSpares.
+// longer refers to, and keeps it for connTimer (burstSpares: a fan-out
+// arms a write timer on every subscriber it writes to).
 func (l *Loop) spareTimer(t *Timer) {
 	t.Stop()
-	t.f = nil
-	if len(l.spare) < maxSpares {
-		l.spare = append(l.spare, t)
+	t.f, t.c, t.cf = nil, nil, nil
+	if l.spare.put(t) {
+		l.armTrimOnce()
 	}
 }
 
-// maxSpares bounds a loop's spare timers and side states: 64 KiB of
-// timers, 96 KiB of side states at most. (Spare outbound queues follow
-// what the loop's bursts need, trimmed: conn_out.go.)
+// maxSpares bounds a loop's spare side states: 96 KiB at most. (Spare
+// timers and outbound queues follow what the loop's bursts need, trimmed:
+// burstSpares.)
 const maxSpares = 1024
+
+// burstSpares are spare values of a kind a loop takes many of in one turn
+// and gives back a turn or a second later: the outbound queues and the
+// write timers of a fan-out to every subscriber of the loop. The list
+// keeps what a burst gave back, so that the next burst allocates nothing;
+// like the buffer pool (buffers.go), each trim drops what no turn took
+// during the whole period (the list's low-water mark), down to keepSpares,
+// so that memory kept after a burst returns within two trim periods.
+type burstSpares[T any] struct {
+	free []*T
+	low  int // the list's shortest length since the last trim
+}
+
+// keepSpares is how many spares of a kind a trim leaves.
+const keepSpares = 64
+
+// take returns a spare, or nil when there is none.
+func (s *burstSpares[T]) take() *T {
+	v := popSpare(&s.free)
+	s.low = min(s.low, len(s.free))
+	return v
+}
+
+// put keeps v and reports whether the list holds more than a trim leaves.
+func (s *burstSpares[T]) put(v *T) bool {
+	s.free = append(s.free, v)
+	return len(s.free) > keepSpares
+}
+
+// trim drops the spares below the low-water mark (above keepSpares) and
+// reports whether more than keepSpares are left, for a later trim.
+func (s *burstSpares[T]) trim() bool {
+	if drop := min(s.low, len(s.free)-keepSpares); drop > 0 {
+		// The oldest are at the bottom: take pops from the top.
+		n := copy(s.free, s.free[drop:])
+		clear(s.free[n:])
+		s.free = s.free[:n]
+	}
+	s.low = len(s.free)
+	return len(s.free) > keepSpares
+}
 
 // popSpare takes the last of *spares, or returns nil when there is none.
 // The loop's spare lists (timers, side states, outbound queues, deferred

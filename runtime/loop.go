@@ -59,9 +59,9 @@ type Loop struct {
 	// states and outbound queues no longer used, to reuse (conn_timers.go,
 	// conn_side.go, conn_out.go).
 	epoch      time.Time
-	spare      []*Timer
+	spare      burstSpares[Timer]
 	spareSides []*connSide
-	spareOut   outSpares // outbound queues no connection holds (conn_out.go)
+	spareOut   burstSpares[outQueue] // outbound queues no connection holds (conn_out.go)
 
 	bufs      bufPool // outbound buffers
 	trimTimer *Timer  // gives back pooled buffers a period did not use
@@ -388,17 +388,30 @@ func (l *Loop) runNotes() {
 // with its stack and counted, and the loop goes on.
 func (l *Loop) safely(what string, f func()) {
 	l.depth++
-	defer func() {
-		if r := recover(); r != nil {
-			l.cnt[sPanics]++
-			l.log.Error("percore: panic in "+what, "loop", l.id, "panic", r, "stack", string(debug.Stack()))
-		}
-		l.depth--
-		if l.depth == 0 && len(l.notes) > 0 {
-			l.runNotes()
-		}
-	}()
+	defer l.endSafely(what)
 	f()
+}
+
+// safelyConn is safely for a function of a connection (a connection's
+// timer: Timer.cf), without a closure to bind the two.
+func (l *Loop) safelyConn(what string, f func(*Conn), c *Conn) {
+	l.depth++
+	defer l.endSafely(what)
+	f(c)
+}
+
+// endSafely is deferred by safely and safelyConn, with l.depth raised: a
+// panic is recovered, logged and counted, and the notes the call caused
+// run once the outermost call has returned.
+func (l *Loop) endSafely(what string) {
+	if r := recover(); r != nil {
+		l.cnt[sPanics]++
+		l.log.Error("percore: panic in "+what, "loop", l.id, "panic", r, "stack", string(debug.Stack()))
+	}
+	l.depth--
+	if l.depth == 0 && len(l.notes) > 0 {
+		l.runNotes()
+	}
 }
 
 // endCall is deferred around a handler callback for c (with l.depth raised

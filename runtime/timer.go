@@ -12,6 +12,11 @@ type Timer struct {
 	seq   uint64 // the order it was scheduled in, among equal deadlines
 	f     func()
 	index int // in the heap; -1 when not scheduled
+	// A connection's timer (connTimer) runs cf(c) instead of f: a
+	// function of the package and the connection, where a method value
+	// (c.checkWrite) would be a closure allocated at each arming.
+	c  *Conn
+	cf func(*Conn)
 }
 
 // AfterFunc runs f on the loop's thread once d has passed (at the end of the
@@ -63,7 +68,11 @@ func (l *Loop) runTimers() {
 		}
 		l.timers.remove(t)
 		l.cnt[sTimers]++
-		l.safely("timer", t.f)
+		if t.cf != nil {
+			l.safelyConn("timer", t.cf, t.c)
+		} else {
+			l.safely("timer", t.f)
+		}
 	}
 }
 
