@@ -74,14 +74,23 @@ func (c *Conn) putOut() {
 	}
 }
 
+// dropQueued drops what c queued that no send has taken up yet (a close):
+// the queue goes back to the spares unless a send is in flight, and then
+// freeSlot's dropOut gives it back.
+func (c *Conn) dropQueued() {
+	if q := c.out; q != nil {
+		q.dropNext(c.loop)
+		q.reserved = 0
+		c.putOut()
+	}
+}
+
 // dropOut gives back all of c's queue, whatever it holds: the kernel is
 // done with the connection (freeSlot).
 func (c *Conn) dropOut() {
 	if q := c.out; q != nil {
 		q.dropSending(c.loop)
-		q.dropNext(c.loop)
-		q.reserved = 0
-		c.putOut()
+		c.dropQueued()
 	}
 }
 

@@ -22,10 +22,10 @@ import (
 // documentation says otherwise.
 //
 // The loop's code is split by concern: the turn and the callbacks (this
-// file), the connections' lifecycle (lifecycle.go), accepting
-// (accept.go), the door for other goroutines (post.go), outbound buffers
-// (buffers.go), timers (timer.go), and the contract with its driver
-// (driver.go).
+// file), the connections' lifecycle (lifecycle.go), the loop's stop
+// (stop.go), accepting (accept.go), the door for other goroutines
+// (post.go), outbound buffers (buffers.go), timers (timer.go), and the
+// contract with its driver (driver.go).
 type Loop struct {
 	cfg     Config
 	id      int

@@ -57,9 +57,10 @@ import (
 // no buffer (nor part of one) is held, every slot is free and the loop
 // exits.
 //
-// Every seed runs eight times: with plain sends and with skipped sends, on
-// descriptors and on direct descriptors, with plain and with incremental
-// buffers. Run longer with -model.seeds and -model.steps; one seed with
+// Every seed runs under each of modelFeatureSets (13): with plain sends and
+// with skipped sends, on descriptors and on direct descriptors, with plain
+// and with incremental buffers (eight), and zero-copy sends and receive
+// bundles with some of them. Run longer with -model.seeds and -model.steps; one seed with
 // -model.seed; FuzzModelUringConn takes the sequence of choices as its
 // input (its first choice picks the sends, its second the descriptors, its
 // third the buffers).

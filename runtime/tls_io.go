@@ -148,7 +148,7 @@ func (c *Conn) tlsSeal(p []byte) error {
 	}
 	if len(ct) <= len(room) && unsafe.SliceData(ct) == unsafe.SliceData(room) {
 		q.commit(len(ct))
-		l.d.committed(c) // may drain the queue and give it back (epoll)
+		l.d.committed(c)
 	} else { // a pending flight made it longer than reserved
 		q.reserved = 0
 		l.d.write(c, ct)

@@ -15,8 +15,9 @@ import percore "github.com/percore/percore/runtime"
 // loop's spares (at most Config.SpareStates), for the next connection,
 // unless work of the server's may still hold it (an offloaded job, the
 // adapter). A gateway's storm of upgrades then allocates a few states,
-// not one of 7.7 KB per connection, all garbage a moment later. The Request and the Response are invalid
-// after their handler returns (the package doc): nothing may reach cn.
+// not one of 7.7 KB per connection, all garbage a moment later. The
+// Request and the Response are invalid after their handler returns (the
+// package doc): nothing may reach cn.
 func (cn *conn) handOff() UpgradeHandler {
 	up := cn.up
 	cn.stopHeadTimer()
