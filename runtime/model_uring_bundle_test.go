@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"unsafe"
 
 	"github.com/percore/percore/ring"
 )
@@ -26,11 +27,25 @@ type simBundles struct {
 	order  []uint16      // the published buffers, in ring order: the kernel fills from the front
 	staged []uint16      // recycled and not yet published, in order
 	posted [][]bundleBuf // the buffers of each completion posted and not yet read, in the order posted
+
+	// For the model's record of what it reached (bundlePart): each
+	// buffer's place in the completion that last handed it over, and how
+	// many completions the driver has read.
+	place []bundlePlace
+	reads uint64
+}
+
+// bundlePlace is a buffer's place in its completion: the part it is, of
+// how many, and the number of the driver's read of that completion (one
+// more than the reads before it).
+type bundlePlace struct {
+	part, of int
+	read     uint64
 }
 
 // makeBundles gives b a ring order, every buffer published in id order.
 func (b *simBufs) makeBundles() {
-	b.bun = &simBundles{}
+	b.bun = &simBundles{place: make([]bundlePlace, len(b.mem))}
 	for i := range b.mem {
 		b.bun.order = append(b.bun.order, uint16(i))
 	}
@@ -90,7 +105,33 @@ func (b *simBufs) bundle(c ring.Completion, dst []bundleBuf) ([]bundleBuf, error
 		return dst, errSimBundle
 	}
 	bn.posted = bn.posted[1:]
+	bn.reads++
+	for i, x := range u {
+		bn.place[x.id] = bundlePlace{part: i, of: len(u), read: bn.reads}
+	}
 	return append(dst, u...), nil
+}
+
+// bundlePart finds the buffer that data (given to OnData) lies in, and
+// tells its place in its completion: more is true when parts of the same
+// completion come after it, late when its completion was not the last one
+// the driver read (the part was held back: a pause, or the turn's budget,
+// stopped the completion's delivery before it). ok is false without
+// bundles, or for bytes that are not in a buffer (a copy).
+func (b *simBufs) bundlePart(data []byte) (more, late, ok bool) {
+	bn := b.bun
+	if bn == nil || len(data) == 0 {
+		return false, false, false
+	}
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	for i, m := range b.mem {
+		start := uintptr(unsafe.Pointer(unsafe.SliceData(m)))
+		if at >= start && at < start+uintptr(len(m)) {
+			pl := bn.place[i]
+			return pl.part < pl.of-1, pl.read != bn.reads, pl.of > 0
+		}
+	}
+	return false, false, false
 }
 
 // inCompletions counts the buffers of the completions posted and not yet

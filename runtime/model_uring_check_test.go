@@ -38,6 +38,17 @@ func (h connHandler) OnData(c *Conn, data []byte) {
 	if heldCopies(c) > 0 {
 		m.seen["copied"]++
 	}
+	more, late, inBundle := m.r.bufs.bundlePart(data)
+	if late {
+		m.seen["bundle part held past its completion"]++
+	}
+	m.midBundle = inBundle && more
+	defer func() {
+		if m.midBundle && !c.closed() && !c.readPaused() && m.d.overBudget(c) {
+			m.seen["budget spent mid-bundle"]++
+		}
+		m.midBundle = false
+	}()
 	// Echo, and now and then something more.
 	if _, err := c.Write(data); err == nil {
 		mc.written = append(mc.written, data...)

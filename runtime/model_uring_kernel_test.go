@@ -161,6 +161,9 @@ func (m *connModel) receive(i int, op *simOp, mc *mconn, settling bool) {
 		if ok && n < want {
 			m.seen["bundle short of buffers"]++
 		}
+		if ok && !op.bundle {
+			m.seen["single receive with bundles"]++ // the throttled single receive
+		}
 	} else {
 		id, ok = r.bufs.fill(mc.sent[mc.given : mc.given+n])
 	}

@@ -83,7 +83,9 @@ func TestModelUringConn(t *testing.T) {
 			"descriptor installed", "slot shut down", "shutdown refused", "incremental shared buffer",
 			"incremental part held", "incremental receive past BufferSize", "zero-copy send", "zero-copy partial",
 			"zero-copy notification", "zero-copy fallback", "stopped with notifications to come",
-			"forced stop abandons notifications", "bundle of several buffers", "bundle short of buffers"} {
+			"forced stop abandons notifications", "bundle of several buffers", "bundle short of buffers",
+			"single receive with bundles", "paused mid-bundle", "closed mid-bundle", "aborted mid-bundle",
+			"budget spent mid-bundle", "bundle part held past its completion"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -149,6 +151,9 @@ type connModel struct {
 	step  int
 	trace []string
 	seen  map[string]int
+	// midBundle is set while OnData runs for a part with more of its
+	// bundle after it (the record of what the sequences reach).
+	midBundle bool
 	// direct says the loop uses direct descriptors: its connections are
 	// slots (uring_fixed.go).
 	direct   bool
@@ -479,6 +484,9 @@ func (m *connModel) act(mc *mconn, act int, outside bool) {
 	c := mc.c
 	switch act {
 	case 0, 5:
+		if m.midBundle && !outside {
+			m.seen["paused mid-bundle"]++
+		}
 		if outside && held(c) > 0 {
 			m.seen["pause from outside"]++
 		}
@@ -491,6 +499,9 @@ func (m *connModel) act(mc *mconn, act int, outside bool) {
 	case 2:
 		m.write(mc, 1+m.in.intn(80))
 	case 3:
+		if m.midBundle && !outside {
+			m.seen["closed mid-bundle"]++
+		}
 		if c.Buffered() > 0 || c.state&stClosing == 0 {
 			mc.graceful = c.state&stClosed == 0 && !mc.failed
 		}
@@ -505,6 +516,9 @@ func (m *connModel) act(mc *mconn, act int, outside bool) {
 	case 4:
 		if held(c) > 0 {
 			m.seen["closed while holding"]++
+		}
+		if m.midBundle && !outside {
+			m.seen["aborted mid-bundle"]++
 		}
 		if !c.closed() {
 			mc.failed = true
