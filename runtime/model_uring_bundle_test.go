@@ -33,6 +33,7 @@ type simBundles struct {
 	// many completions the driver has read.
 	place []bundlePlace
 	reads uint64
+	read  func(userData uint64) // told of each completion the driver reads, if set
 }
 
 // bundlePlace is a buffer's place in its completion: the part it is, of
@@ -105,6 +106,9 @@ func (b *simBufs) bundle(c ring.Completion, dst []bundleBuf) ([]bundleBuf, error
 		return dst, errSimBundle
 	}
 	bn.posted = bn.posted[1:]
+	if bn.read != nil {
+		bn.read(c.UserData)
+	}
 	bn.reads++
 	for i, x := range u {
 		bn.place[x.id] = bundlePlace{part: i, of: len(u), read: bn.reads}

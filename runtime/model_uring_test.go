@@ -85,7 +85,7 @@ func TestModelUringConn(t *testing.T) {
 			"zero-copy notification", "zero-copy fallback", "stopped with notifications to come",
 			"forced stop abandons notifications", "bundle of several buffers", "bundle short of buffers",
 			"single receive with bundles", "paused mid-bundle", "closed mid-bundle", "aborted mid-bundle",
-			"budget spent mid-bundle", "bundle part held past its completion"} {
+			"budget spent mid-bundle", "bundle part held past its completion", "bundle read after its connection closed"} {
 			if seen[what] == 0 {
 				t.Errorf("no sequence reached %q", what)
 			}
@@ -302,6 +302,12 @@ func newConnModel(in *modelInput, feats *UringFeatures) *connModel {
 		// (model_uring_bundle_test.go); incremental buffers win, as in
 		// the driver.
 		m.r.bufs.makeBundles()
+		m.r.bufs.bun.read = func(ud uint64) {
+			slot, gen := uint32(ud), uint32(ud>>32)&genMask
+			if int(slot) >= len(m.l.conns) || m.l.conns[slot] == nil || m.l.conns[slot].gen&genMask != gen || m.l.conns[slot].closed() {
+				m.seen["bundle read after its connection closed"]++
+			}
+		}
 		m.d.useBundles(m.r.bufs)
 		m.d.feats |= UringBundles
 	}
