@@ -44,6 +44,21 @@ func IdleTLSClient(addr string, n int) int {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
+	return idleClient(addr, n, func() (net.Conn, error) {
+		return tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "example.test"})
+	}, "ok")
+}
+
+// IdlePlainClient is IdleTLSClient without TLS: n plain TCP connections to
+// addr, 32 at a time, each sending IdleTLSRequest and waiting for it to
+// come back (a server that echoes), held until standard input closes. The
+// storm measurement's control: the same connects and requests with no
+// handshake.
+func IdlePlainClient(addr string, n int) int {
+	return idleClient(addr, n, func() (net.Conn, error) { return net.Dial("tcp", addr) }, "\r\n\r\n")
+}
+
+func idleClient(addr string, n int, dial func() (net.Conn, error), until string) int {
 	var mu sync.Mutex
 	var conns []net.Conn
 	var failed atomic.Int64
@@ -55,14 +70,14 @@ func IdleTLSClient(addr string, n int) int {
 			defer wg.Done()
 			buf := make([]byte, 256)
 			for next.Add(1) <= int64(n) {
-				c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "example.test"})
+				c, err := dial()
 				if err != nil {
 					failed.Add(1)
 					continue
 				}
 				c.Write(IdleTLSRequest)
 				got := 0
-				for !bytes.HasSuffix(buf[:got], []byte("ok")) {
+				for !bytes.HasSuffix(buf[:got], []byte(until)) {
 					k, err := c.Read(buf[got:])
 					if err != nil {
 						break
