@@ -1,6 +1,15 @@
-import re,sys
-from collections import Counter,defaultdict
-exec(open('/work/wt/i26i/docs/results/vm-2026-12-04b-tls/trace.py').read().split('\ndef main')[0])
+#!/usr/bin/env python3
+"""The loop goroutine's waits off its P in a Go trace (outside the dispatches too): how long,
+why (yield's Gosched, preempted), whether in a mark phase, and what its P ran meanwhile.
+
+Usage: python3 yieldwaits.py X.parsed [LOOP_GOID]   (X.parsed: go tool trace -d=parsed X.trace)
+"""
+import os
+import re
+import sys
+from collections import Counter, defaultdict
+
+exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'trace.py')).read().split('\ndef main')[0])
 path=sys.argv[1]; L=int(sys.argv[2]) if len(sys.argv)>2 else 30
 offs=[]; cur=None
 gcrange=[]; openr={}
