@@ -39,7 +39,7 @@ var (
 	tlsStormN     = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap   = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 	tlsStormCPU   = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
-	tlsStormPlain = flag.Bool("tls.storm.plain", false, "TestTLSStormLag: the storm's client makes plain TCP connections (to the pinger's listener, echoed) instead of TLS ones: the same connects and requests with no handshake, the loop's lag floor on the host")
+	tlsStormPlain = flag.Int("tls.storm.plain", 0, "TestTLSStormLag: the storm's client makes this many rounds of -tls.storm plain TCP connections (to the pinger's listener, echoed; each round closed before the next) instead of TLS ones: the same connects and requests with no handshake, the loop's lag floor on the host (0: TLS)")
 	tlsStormSch   = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
 )
 
@@ -49,10 +49,11 @@ const tlsIdleClientEnv = "PERCORE_TLS_IDLE_CLIENT"
 func init() {
 	if v := os.Getenv(tlsIdleClientEnv); v != "" {
 		addr, n, _ := strings.Cut(v, ",")
-		n, plain := strings.CutSuffix(n, ",plain")
+		n, rounds, plain := strings.Cut(n, ",plain,")
 		count, _ := strconv.Atoi(n)
 		if plain {
-			os.Exit(pctest.IdlePlainClient(addr, count))
+			r, _ := strconv.Atoi(rounds)
+			os.Exit(pctest.IdlePlainClient(addr, count, max(1, r)))
 		}
 		os.Exit(pctest.IdleTLSClient(addr, count))
 	}
@@ -73,7 +74,7 @@ func startIdleClient(t *testing.T, addr string, n int) string {
 }
 
 // startClient runs the idle client with its PERCORE_TLS_IDLE_CLIENT
-// count ("N", or "N,plain" for IdlePlainClient).
+// count ("N", or "N,plain,ROUNDS" for IdlePlainClient).
 func startClient(t *testing.T, addr, count string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -247,8 +248,8 @@ func TestTLSStormLag(t *testing.T) {
 	gc0 := cycles[0].Value.Uint64()
 	began := time.Now()
 	var line string
-	if *tlsStormPlain {
-		line = startClient(t, rt.Listeners()[1].Addr.String(), strconv.Itoa(*tlsStormN)+",plain")
+	if *tlsStormPlain > 0 {
+		line = startClient(t, rt.Listeners()[1].Addr.String(), strconv.Itoa(*tlsStormN)+",plain,"+strconv.Itoa(*tlsStormPlain))
 	} else {
 		line = startIdleClient(t, addr, *tlsStormN)
 	}
@@ -267,7 +268,7 @@ func TestTLSStormLag(t *testing.T) {
 		}
 	}
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d plain=%v sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f conns/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormPlain, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), float64(*tlsStormN)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d plain_rounds=%d sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f conns/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormPlain, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), float64(*tlsStormN*max(1, *tlsStormPlain))/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

@@ -44,21 +44,31 @@ func IdleTLSClient(addr string, n int) int {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
-	return idleClient(addr, n, func() (net.Conn, error) {
+	return idleClient(n, func() (net.Conn, error) {
 		return tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "example.test"})
-	}, "ok")
+	}, "ok", os.Stdin)
 }
 
-// IdlePlainClient is IdleTLSClient without TLS: n plain TCP connections to
-// addr, 32 at a time, each sending IdleTLSRequest and waiting for it to
-// come back (a server that echoes), held until standard input closes. The
-// storm measurement's control: the same connects and requests with no
-// handshake.
-func IdlePlainClient(addr string, n int) int {
-	return idleClient(addr, n, func() (net.Conn, error) { return net.Dial("tcp", addr) }, "\r\n\r\n")
+// IdlePlainClient is IdleTLSClient without TLS, the storm measurement's
+// control (the same connects and requests, no handshake): rounds times, n
+// plain TCP connections to addr, 32 at a time, each sending IdleTLSRequest
+// and waiting for it to come back (a server that echoes); each round's
+// connections are closed before the next, the last round's held until
+// standard input closes. Its "ready" line counts the last round.
+func IdlePlainClient(addr string, n, rounds int) int {
+	dial := func() (net.Conn, error) { return net.Dial("tcp", addr) }
+	for range rounds - 1 {
+		if rc := idleClient(n, dial, "\r\n\r\n", nil); rc != 0 {
+			return rc
+		}
+	}
+	return idleClient(n, dial, "\r\n\r\n", os.Stdin)
 }
 
-func idleClient(addr string, n int, dial func() (net.Conn, error), until string) int {
+// idleClient dials n connections, 32 at a time, makes the request on each
+// and reads until the reply ends with until. With hold, it prints the ready
+// line and holds them until hold ends; without, it closes them at once.
+func idleClient(n int, dial func() (net.Conn, error), until string, hold io.Reader) int {
 	var mu sync.Mutex
 	var conns []net.Conn
 	var failed atomic.Int64
@@ -91,8 +101,10 @@ func idleClient(addr string, n int, dial func() (net.Conn, error), until string)
 		}()
 	}
 	wg.Wait()
-	fmt.Printf("ready %d %d\n", len(conns), failed.Load())
-	io.Copy(io.Discard, os.Stdin)
+	if hold != nil {
+		fmt.Printf("ready %d %d\n", len(conns), failed.Load())
+		io.Copy(io.Discard, hold)
+	}
 	for _, c := range conns {
 		c.Close()
 	}
