@@ -10,8 +10,18 @@ import sys
 from collections import Counter, defaultdict
 
 exec(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'trace.py')).read().split('\ndef main')[0])
-path=sys.argv[1]; L=int(sys.argv[2]) if len(sys.argv)>2 else 30
+path=sys.argv[1]
+if len(sys.argv) > 2:
+    L = int(sys.argv[2])
+else:  # the loop goroutine: the one that calls Loop.yield's Gosched
+    c = Counter()
+    for e in events(path):
+        if e['kind'] == 'StateTransition' and 'Reason="runtime.Gosched"' in e['rest'] and any('(*Loop).yield' in f for f in e['stack']):
+            c[int(re.search(r'GoID=(\d+)', e['rest'])[1])] += 1
+    L = c.most_common(1)[0][0]
+print('loop goroutine', L)
 offs=[]; cur=None
+syscalls=[]; sysc=None
 gcrange=[]; openr={}
 prun=defaultdict(list)
 created={}
@@ -22,6 +32,11 @@ for e in events(path):
         if m[2]=='NotExist': created[g]=e['stack']
         if m[3]=='Running': prun[e['P']].append((e['t'],g))
         if g!=L: continue
+        if m[3] == 'Syscall':
+            sysc = (e['t'], short(e['stack'], 5))
+        elif m[2] == 'Syscall' and sysc:
+            syscalls.append((e['t'] - sysc[0], sysc[1], m[3]))
+            sysc = None
         if m[2]=='Running' and m[3] in ('Runnable','Waiting'):
             cur=(e['t'],m[3],m[4],short(e['stack'],4))
         elif m[3]=='Running' and cur:
@@ -48,3 +63,8 @@ for d,c,p in offs:
 print(byr)
 for d,c,p in offs[:25]:
     print(f'{d/1e6:.2f} ms {c[1]} {c[2]!r} mark={inmark(c[0])} at {c[3]} ; P ran: {who(p,c[0],c[0]+d)}')
+
+syscalls.sort(key=lambda x: -x[0])
+print('the loop goroutine\'s longest system calls (Go\'s view, the thread off the CPU inside included):')
+for d, st, to in syscalls[:8]:
+    print(f'{d/1e6:.2f} ms, then {to}: {st}')
