@@ -6,7 +6,7 @@ import "golang.org/x/sys/unix"
 
 // The calling thread's kernel scheduling, for the TLS handshake pool's
 // threads while they compute (runtime/tlsconn): its policy and nice value
-// (sched_getattr, sched_setattr, sched_yield) and its CPUs (sched_getaffinity,
+// (sched_getattr, sched_setattr) and its CPUs (sched_getaffinity,
 // sched_setaffinity). The caller locks its goroutine to its thread first.
 
 // ThreadSched returns the calling thread's scheduling attributes.
@@ -21,12 +21,6 @@ func ThreadSched() (unix.SchedAttr, error) {
 // SetThreadSched sets the calling thread's scheduling attributes.
 func SetThreadSched(a unix.SchedAttr) error {
 	return unix.SchedSetAttr(0, &a, 0)
-}
-
-// YieldThread gives up the calling thread's CPU (sched_yield): the kernel
-// ends its current slice and picks again.
-func YieldThread() {
-	unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0) // cannot fail on Linux
 }
 
 // ThreadAffinity reads the calling thread's CPUs into set.

@@ -62,69 +62,6 @@ func TestWorkerStuck(t *testing.T) {
 	}
 }
 
-// TestLoweredThreadYields: a stretch of work that lowers its thread gives
-// up the CPU right after, on the thread it lowered and lowered already (a
-// thread that lowers itself keeps the CPU it was woken on otherwise); one
-// that changes nothing, or moves the thread to other CPUs, does not yield.
-func TestLoweredThreadYields(t *testing.T) {
-	type yield struct {
-		tid  int
-		nice int32
-	}
-	var got []yield
-	prev := yieldLowered
-	yieldLowered = func() {
-		a, _ := sys.ThreadSched()
-		got = append(got, yield{unix.Gettid(), a.Nice})
-		prev()
-	}
-	defer func() { yieldLowered = prev }()
-	var all unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &all); err != nil {
-		t.Fatal(err)
-	}
-	var cpus []int
-	for c := range 1024 {
-		if all.IsSet(c) {
-			cpus = append(cpus, c)
-		}
-	}
-	for _, tc := range []struct {
-		name   string
-		plan   threadPlan
-		yields int
-	}{
-		{"nice", threadPlan{sched: SchedNice}, 1},
-		{"idle", threadPlan{sched: SchedIdle}, 1},
-		{"normal", threadPlan{sched: SchedNormal}, 0},
-		{"nice on other CPUs", newThreadPlan(PoolConfig{Sched: SchedNormal, CPUs: cpus}), 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if tc.name == "nice on other CPUs" {
-				tc.plan.sched = SchedNice
-			}
-			got = nil
-			done := make(chan int)
-			go func() {
-				var w worker
-				w.enter(&tc.plan)
-				tid := unix.Gettid()
-				w.leave()
-				done <- tid
-			}()
-			tid := <-done
-			if len(got) != tc.yields {
-				t.Fatalf("%d yields, want %d", len(got), tc.yields)
-			}
-			for _, y := range got {
-				if y.tid != tid || (tc.plan.sched == SchedNice && y.nice != 19) {
-					t.Fatalf("yielded on thread %d at nice %d, want the stretch's thread %d, lowered", y.tid, y.nice, tid)
-				}
-			}
-		})
-	}
-}
-
 // resetSchedProbes forgets the process's probe results, now and when the
 // test ends (so that later tests probe the kernel as it is).
 func resetSchedProbes(t *testing.T) {

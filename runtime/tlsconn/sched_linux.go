@@ -29,10 +29,6 @@ type worker struct {
 // would (export_test.go).
 var restoreSched = sys.SetThreadSched
 
-// yieldLowered gives up the CPU right after a lowering: sys.YieldThread, a
-// hook so that a test sees it run, on the lowered thread.
-var yieldLowered = sys.YieldThread
-
 // threadPlan is what a pool does to a computing handshake's thread.
 type threadPlan struct {
 	sched Sched              // SchedIdle, SchedNice or SchedNormal: the one in effect (EffectiveSched)
@@ -81,18 +77,6 @@ func (w *worker) enter(pl *threadPlan) {
 		if sys.ThreadAffinity(w.mask) == nil && sys.SetThreadAffinity(pl.cpus) == nil {
 			w.masked = true
 		}
-	}
-	if w.set && !w.masked {
-		// Still on the CPU where it was woken, maybe a loop's. A
-		// lowering does not take the CPU from the running thread: the
-		// kernel keeps its place (EEVDF's lag, its slice), and a
-		// thread woken at nice 0 (Go's idle thread, taking the
-		// handshake from the loop's P) that lowered itself went on
-		// computing for about a millisecond while the loop, runnable
-		// on the same CPU, waited. Yielding after the lowering gives
-		// the CPU to a runnable loop at once (docs/performance.md,
-		// "TLS, the storm, part 5").
-		yieldLowered()
 	}
 }
 
