@@ -2,9 +2,10 @@
 # i26i's bench call 7: the final code against main, interleaved, 5 repeats, at the default GOGC
 # and at GOGC=off, cpu0's steal after each line.
 #   main   main (d358a16) with this branch's test flags: /tmp/i26i/runtime-main.test (bench2.sh's)
-#   fix    this branch: a pool thread yields right after it lowers itself (tlsconn's enter,
-#          yieldLowered): /tmp/i26i/runtime-fix.test
-# Build: go test -c -o /tmp/i26i/runtime-fix.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
+#   fix    a pool thread yields right after it lowers itself (tlsconn's enter, yieldLowered;
+#          yield-final.patch, this branch at 8e5f2ff, taken out again at a9fd3e4):
+#          /tmp/i26i/runtime-fix.test
+# Build (at 8e5f2ff): go test -c -o /tmp/i26i/runtime-fix.test -ldflags=github.com/percore/percore/ring=-checklinkname=0 ./runtime
 # Run: /work/wt/bench docs/results/vm-2026-12-04b-tls/bench4.sh (output: storm-runs4.txt)
 set -euo pipefail
 M=/tmp/i26i/runtime-main.test

@@ -7,7 +7,8 @@
 #   plain       kdamond.0 where it is (cpus 0-1)
 #   plain-host  kdamond.0 moved to cpu1 for the run (put back after each run and on exit;
 #               undo by hand: taskset -p 3 $(pgrep -x kdamond.0)); pid 1 is left alone (bench3.sh)
-# The binary is this branch (the pool's yield and the flag's final form): /tmp/i26i/runtime-plain.test
+# The binary is this branch at 77a951e (the flag's final form; the pool's yield, which a plain
+# storm never reaches): /tmp/i26i/runtime-plain.test
 # Interleaved, 4 repeats, the default GOGC, cpu0's steal after each line. As root.
 # Run: /work/wt/bench docs/results/vm-2026-12-04b-tls/bench5.sh (output: storm-runs5.txt)
 set -euo pipefail
