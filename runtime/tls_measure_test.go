@@ -33,13 +33,14 @@ import (
 //	go test -run TestTLSStormLag ./runtime -args -tls.storm 10000
 
 var (
-	tlsIdleN    = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
-	tlsIdleMode = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop), nethttp (net/http with crypto/tls) or exec (the server program -tls.idle.exec names, in a child process)")
-	tlsIdleExec = flag.String("tls.idle.exec", "", "TestTLSIdleMemory, -tls.idle.mode exec: the server program (examples/bench/baseline/tlsnbio)")
-	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
-	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
-	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
-	tlsStormSch = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
+	tlsIdleN      = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
+	tlsIdleMode   = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop), nethttp (net/http with crypto/tls) or exec (the server program -tls.idle.exec names, in a child process)")
+	tlsIdleExec   = flag.String("tls.idle.exec", "", "TestTLSIdleMemory, -tls.idle.mode exec: the server program (examples/bench/baseline/tlsnbio)")
+	tlsStormN     = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
+	tlsIdleHeap   = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
+	tlsStormCPU   = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
+	tlsStormPlain = flag.Int("tls.storm.plain", 0, "TestTLSStormLag: the storm's client makes this many rounds of -tls.storm plain TCP connections (to the pinger's listener, echoed; each round closed before the next) instead of TLS ones: the same connects and requests with no handshake, the loop's lag floor on the host (0: TLS)")
+	tlsStormSch   = flag.String("tls.storm.sched", "", "TestTLSStormLag: the handshake threads' Config.TLSPool.Sched: idle, nice or normal (empty: the default)")
 )
 
 // tlsIdleClientEnv makes the test binary the idle client: addr,N.
@@ -48,7 +49,12 @@ const tlsIdleClientEnv = "PERCORE_TLS_IDLE_CLIENT"
 func init() {
 	if v := os.Getenv(tlsIdleClientEnv); v != "" {
 		addr, n, _ := strings.Cut(v, ",")
+		n, rounds, plain := strings.Cut(n, ",plain,")
 		count, _ := strconv.Atoi(n)
+		if plain {
+			r, _ := strconv.Atoi(rounds)
+			os.Exit(pctest.IdlePlainClient(addr, count, max(1, r)))
+		}
 		os.Exit(pctest.IdleTLSClient(addr, count))
 	}
 }
@@ -64,11 +70,18 @@ func (h *idleReplier) OnData(c *percore.Conn, data []byte) {
 // PERCORE_CLIENT_CPU names, with taskset) and returns its "ready" line.
 func startIdleClient(t *testing.T, addr string, n int) string {
 	t.Helper()
+	return startClient(t, addr, strconv.Itoa(n))
+}
+
+// startClient runs the idle client with its PERCORE_TLS_IDLE_CLIENT
+// count ("N", or "N,plain,ROUNDS" for IdlePlainClient).
+func startClient(t *testing.T, addr, count string) string {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	if cpu := os.Getenv("PERCORE_CLIENT_CPU"); cpu != "" {
 		cmd = exec.Command("taskset", "-c", cpu, os.Args[0], "-test.run=^$")
 	}
-	cmd.Env = append(os.Environ(), tlsIdleClientEnv+"="+addr+","+strconv.Itoa(n),
+	cmd.Env = append(os.Environ(), tlsIdleClientEnv+"="+addr+","+count,
 		pctest.IdleTLSCAEnv+"="+pctest.IdleTLSCAValue(pctest.TestPKI().CA))
 	_, out := startPiped(t, cmd)
 	line, err := out.ReadString('\n')
@@ -234,7 +247,12 @@ func TestTLSStormLag(t *testing.T) {
 	metrics.Read(cycles)
 	gc0 := cycles[0].Value.Uint64()
 	began := time.Now()
-	line := startIdleClient(t, addr, *tlsStormN)
+	var line string
+	if *tlsStormPlain > 0 {
+		line = startClient(t, rt.Listeners()[1].Addr.String(), strconv.Itoa(*tlsStormN)+",plain,"+strconv.Itoa(*tlsStormPlain))
+	} else {
+		line = startIdleClient(t, addr, *tlsStormN)
+	}
 	took := time.Since(began)
 	close(stop)
 	lag := <-maxLag
@@ -250,7 +268,7 @@ func TestTLSStormLag(t *testing.T) {
 		}
 	}
 	s := rt.Stats()
-	fmt.Printf("tls storm n=%d sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
-		*tlsStormN, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), lag, s.LagP99,
+	fmt.Printf("tls storm n=%d plain_rounds=%d sched=%q cpus=%v gomaxprocs=%d took=%v gc_cycles=%d rss_peak=%s handshakes/s=%.0f conns/s=%.0f lag_max=%v lag_p99=%v handshakes=%d errors=%d timeouts=%d client=%q %s\n",
+		*tlsStormN, *tlsStormPlain, *tlsStormSch, rt.Report().CPUs, goruntime.GOMAXPROCS(0), took.Round(time.Millisecond), gcs, hwm, float64(s.TLSHandshakes)/took.Seconds(), float64(*tlsStormN*max(1, *tlsStormPlain))/took.Seconds(), lag, s.LagP99,
 		s.TLSHandshakes, s.TLSHandshakeErrors, s.TLSHandshakeTimeouts, line, pinged)
 }

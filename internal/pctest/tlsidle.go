@@ -44,6 +44,31 @@ func IdleTLSClient(addr string, n int) int {
 	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca)
+	return idleClient(n, func() (net.Conn, error) {
+		return tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "example.test"})
+	}, "ok", os.Stdin)
+}
+
+// IdlePlainClient is IdleTLSClient without TLS, the storm measurement's
+// control (the same connects and requests, no handshake): rounds times, n
+// plain TCP connections to addr, 32 at a time, each sending IdleTLSRequest
+// and waiting for it to come back (a server that echoes); each round's
+// connections are closed before the next, the last round's held until
+// standard input closes. Its "ready" line counts the last round.
+func IdlePlainClient(addr string, n, rounds int) int {
+	dial := func() (net.Conn, error) { return net.Dial("tcp", addr) }
+	for range rounds - 1 {
+		if rc := idleClient(n, dial, "\r\n\r\n", nil); rc != 0 {
+			return rc
+		}
+	}
+	return idleClient(n, dial, "\r\n\r\n", os.Stdin)
+}
+
+// idleClient dials n connections, 32 at a time, makes the request on each
+// and reads until the reply ends with until. With hold, it prints the ready
+// line and holds them until hold ends; without, it closes them at once.
+func idleClient(n int, dial func() (net.Conn, error), until string, hold io.Reader) int {
 	var mu sync.Mutex
 	var conns []net.Conn
 	var failed atomic.Int64
@@ -55,14 +80,14 @@ func IdleTLSClient(addr string, n int) int {
 			defer wg.Done()
 			buf := make([]byte, 256)
 			for next.Add(1) <= int64(n) {
-				c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "example.test"})
+				c, err := dial()
 				if err != nil {
 					failed.Add(1)
 					continue
 				}
 				c.Write(IdleTLSRequest)
 				got := 0
-				for !bytes.HasSuffix(buf[:got], []byte("ok")) {
+				for !bytes.HasSuffix(buf[:got], []byte(until)) {
 					k, err := c.Read(buf[got:])
 					if err != nil {
 						break
@@ -76,8 +101,10 @@ func IdleTLSClient(addr string, n int) int {
 		}()
 	}
 	wg.Wait()
-	fmt.Printf("ready %d %d\n", len(conns), failed.Load())
-	io.Copy(io.Discard, os.Stdin)
+	if hold != nil {
+		fmt.Printf("ready %d %d\n", len(conns), failed.Load())
+		io.Copy(io.Discard, hold)
+	}
 	for _, c := range conns {
 		c.Close()
 	}
