@@ -28,7 +28,7 @@ import (
 // Measurements of TLS under Conn (docs/performance.md, "TLS"): skipped
 // unless their flag is given; run them alone, under the exclusive lock.
 //
-//	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode percore
+//	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode percore [-tls.idle.return]
 //	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode nethttp
 //	go test -run TestTLSStormLag ./runtime -args -tls.storm 10000
 
@@ -36,6 +36,7 @@ var (
 	tlsIdleN    = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
 	tlsIdleMode = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop), nethttp (net/http with crypto/tls) or exec (the server program -tls.idle.exec names, in a child process)")
 	tlsIdleExec = flag.String("tls.idle.exec", "", "TestTLSIdleMemory, -tls.idle.mode exec: the server program (examples/bench/baseline/tlsnbio)")
+	tlsIdleRet  = flag.Bool("tls.idle.return", false, "TestTLSIdleMemory, percore: leave the return after a storm on (Config.ReturnAfterStorm's default) and read the RSS once it has fired on its own (percore.HeapReturns); false: the return off")
 	tlsStormN   = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 	tlsStormCPU = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
@@ -113,7 +114,11 @@ func TestTLSIdleMemory(t *testing.T) {
 	switch *tlsIdleMode {
 	case "percore":
 		h := &idleReplier{}
-		rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing}, h)
+		ret := -1 // off: the heap as GOGC leaves it
+		if *tlsIdleRet {
+			ret = 0 // the default, as a server gets it
+		}
+		rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing, ReturnAfterStorm: ret}, h)
 		addr = rt.Listeners()[0].Addr.String()
 		live = func() int { return int(h.opened.Load()) }
 	case "nethttp":
@@ -146,6 +151,7 @@ func TestTLSIdleMemory(t *testing.T) {
 	var ms0 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
 	rss0 := rss()
+	returns0 := percore.HeapReturns()
 	began := time.Now()
 	line := startIdleClient(t, addr, n)
 	var got, failed int
@@ -156,6 +162,19 @@ func TestTLSIdleMemory(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // polling a counter
 	}
+	seen := time.Now()
+	if *tlsIdleRet && *tlsIdleMode == "percore" {
+		// What an operator sees: the RSS once the return has fired by
+		// itself, after the storm settled (its counter, not a time).
+		for percore.HeapReturns().Returns == returns0.Returns {
+			if time.Since(seen) > 3*time.Minute {
+				t.Fatal("no return 3 minutes after the storm")
+			}
+			time.Sleep(10 * time.Millisecond) // polling a counter
+		}
+	}
+	waited := time.Since(seen)
+	returns := percore.HeapReturns()
 	rss1 := rss()
 	gc()
 	var ms1 goruntime.MemStats
@@ -180,8 +199,9 @@ func TestTLSIdleMemory(t *testing.T) {
 		heap = "-" // the child's heap is not this process's
 		mode += ":" + filepath.Base(*tlsIdleExec)
 	}
-	fmt.Printf("tls idle mode=%s n=%d failed=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%s took=%v\n",
-		mode, got, failed, per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond))
+	fmt.Printf("tls idle mode=%s n=%d failed=%d return=%v returns=%d returned_bytes=%d return_took=%v waited=%v rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%s took=%v\n",
+		mode, got, failed, *tlsIdleRet, returns.Returns-returns0.Returns, returns.Bytes-returns0.Bytes, (returns.Took - returns0.Took).Round(time.Microsecond),
+		waited.Round(time.Millisecond), per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond))
 }
 
 // TestTLSStormLag measures the loop lag while a storm of full handshakes
