@@ -6,6 +6,10 @@
 #          read once the return has fired by itself (-tls.idle.return waits for HeapReturns)
 #   noret  percore with the return off (ReturnAfterStorm -1): the heap as GOGC leaves it
 #   nbio   examples/bench/baseline/tlsnbio in a child process (-tls.idle.mode exec)
+#   retping, noretping  ret and noret with -tls.idle.ping: a plain connection to the loop pinged
+#          every millisecond (from cpu1, SCHED_FIFO) from after the storm until the return fired
+#          (noret: for 2 s), with the collector's pauses over that window (the return's cost on
+#          the loop; their RSS is not the table's)
 # Usage: tlsidle.sh OUT REPEATS "VARIANTS" (e.g. tlsidle.sh runs.txt 3 "ret noret"). Appends to OUT;
 # changes nothing else.
 # Builds (before the call, at the branch's commit):
@@ -31,6 +35,8 @@ m() { # name, then the arguments
 			ret) m ret -tls.idle.mode percore -tls.idle.return ;;
 			noret) m noret -tls.idle.mode percore ;;
 			nbio) m nbio -tls.idle.mode exec -tls.idle.exec /tmp/i26h/tlsnbio ;;
+			retping) m retping -tls.idle.mode percore -tls.idle.return -tls.idle.ping ;;
+			noretping) m noretping -tls.idle.mode percore -tls.idle.ping ;;
 			esac
 		done
 	done
