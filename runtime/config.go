@@ -298,6 +298,21 @@ type Config struct {
 	// loop for the same reason). Zero means DefaultMaxHandshakes;
 	// negative means no cap.
 	MaxHandshakes int
+	// ReturnAfterStorm is the fewest new connections (accepted, adopted
+	// and dialed, on every loop) a storm has before the process, once the
+	// storm has settled, collects and returns the heap's free pages to the
+	// kernel (debug.FreeOSMemory): a storm of TLS handshakes or upgrades
+	// leaves the heap about twice what its connections then hold, and the
+	// Go runtime gives that back only slowly. Settled means a second that
+	// counted at most a tenth of the storm's busiest second; a return
+	// comes at most once a minute, so steady churn never triggers it. The
+	// return is one for the process (it runs while a runtime with it on is
+	// open, counts the connections of all of them, and takes the smallest
+	// of their ReturnAfterStorm); each return is a forced collection,
+	// whose pauses stop every loop briefly (runtime/heapreturn.go,
+	// docs/decisions/0076-heap-return-after-storms.md; HeapReturns counts
+	// them). Zero means DefaultReturnAfterStorm; negative means never.
+	ReturnAfterStorm int
 	// NoKernelTLS turns kernel TLS off. percore does not hand keys to
 	// the kernel yet (docs/decisions/0048-kernel-tls.md), so today it
 	// only changes what the start-up report says.
@@ -431,6 +446,7 @@ func (c Config) withDefaults() Config {
 	c.Linger = limit.OrDefault(c.Linger, DefaultLinger)
 	c.LingerInput = limit.OrDefault(c.LingerInput, DefaultLingerInput)
 	c.LingerInputBytes = limit.OrDefault(c.LingerInputBytes, DefaultLingerInputBytes)
+	c.ReturnAfterStorm = limit.OrDefault(c.ReturnAfterStorm, DefaultReturnAfterStorm)
 	if c.FileWorkers <= 0 {
 		c.FileWorkers = DefaultFileWorkers
 	}

@@ -47,6 +47,8 @@ func TestConfigRule(t *testing.T) {
 	add("MaxConns", 0, s, g)
 	s, g = n(func(c *Config) *int { return &c.WaitBatch })
 	add("WaitBatch", 0, s, g)
+	s, g = n(func(c *Config) *int { return &c.ReturnAfterStorm })
+	add("ReturnAfterStorm", DefaultReturnAfterStorm, s, g)
 	for _, f := range fields {
 		t.Run(f.name, func(t *testing.T) {
 			for _, tc := range []struct {

@@ -77,3 +77,30 @@ func SetSendFallback(rt *Runtime, on bool) {
 // HoldsOutQueue reports whether c holds an outbound queue (decision 0072).
 // On the loop's thread.
 func HoldsOutQueue(c *Conn) bool { return c.out != nil }
+
+// SetHeapReturnClock makes the process's return after storms
+// (heapreturn.go) tick when ticks delivers, call stepped after each tick's
+// step, and call free instead of debug.FreeOSMemory, for the runtimes
+// started from now on, with the settler as in a new process; it returns
+// a function that restores them. Call it
+// while no runtime with the return on is open, and restore once they are
+// closed.
+func SetHeapReturnClock(ticks <-chan time.Time, stepped, free func()) (restore func()) {
+	p := &procReturn
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stop != nil {
+		panic("SetHeapReturnClock with a runtime open")
+	}
+	oldTicks, oldStepped, oldFree := p.ticks, p.stepped, p.free
+	p.ticks = func() (<-chan time.Time, func()) { return ticks, func() {} }
+	p.stepped, p.free = stepped, free
+	// The settler starts afresh, as in a new process: a test's clock
+	// does not follow the last test's returns.
+	p.s = settler{last: p.retired, returned: p.retired}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.ticks, p.stepped, p.free = oldTicks, oldStepped, oldFree
+	}
+}

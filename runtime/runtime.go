@@ -158,6 +158,9 @@ func New(cfg Config, h Handler) (*Runtime, error) {
 	}
 	rt.report.Backend = backend
 	rt.started.Store(true)
+	if cfg.ReturnAfterStorm > 0 {
+		procReturn.add(rt) // runtime/heapreturn.go
+	}
 	cfg.Logger.Info("percore: started", "loops", len(rt.loops), "backend", backend.String(),
 		"cpus", cpu.FormatList(cores), "listeners", listenerList(rt.lns))
 	return rt, nil
@@ -406,6 +409,7 @@ func (rt *Runtime) Close() error {
 				"loop", l.id, "cpu", l.cpu, "waited", waited, "turns", l.Stats().Turns)
 		})
 		rt.tls.close()
+		procReturn.remove(rt) // its loops' counts are final now
 		for _, l := range rt.loops {
 			rt.closeErr = errors.Join(rt.closeErr, l.stopErr)
 		}

@@ -28,7 +28,7 @@ import (
 // Measurements of TLS under Conn (docs/performance.md, "TLS"): skipped
 // unless their flag is given; run them alone, under the exclusive lock.
 //
-//	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode percore
+//	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode percore [-tls.idle.return]
 //	go test -run TestTLSIdleMemory ./runtime -args -tls.idle 5000 -tls.idle.mode nethttp
 //	go test -run TestTLSStormLag ./runtime -args -tls.storm 10000
 
@@ -36,6 +36,8 @@ var (
 	tlsIdleN      = flag.Int("tls.idle", 0, "TestTLSIdleMemory: idle TLS connections to hold (0 skips the measurement)")
 	tlsIdleMode   = flag.String("tls.idle.mode", "percore", "TestTLSIdleMemory: percore (a tls:// listener, one loop), nethttp (net/http with crypto/tls) or exec (the server program -tls.idle.exec names, in a child process)")
 	tlsIdleExec   = flag.String("tls.idle.exec", "", "TestTLSIdleMemory, -tls.idle.mode exec: the server program (examples/bench/baseline/tlsnbio)")
+	tlsIdleRet    = flag.Bool("tls.idle.return", false, "TestTLSIdleMemory, percore: leave the return after a storm on (Config.ReturnAfterStorm's default) and read the RSS once it has fired on its own (percore.HeapReturns); false: the return off")
+	tlsIdlePing   = flag.Bool("tls.idle.ping", false, "TestTLSIdleMemory, percore: ping a plain connection to the loop every millisecond from after the storm until the return has fired (without -tls.idle.return: for 2 s), and report its round trips and the collector's pauses over that window")
 	tlsStormN     = flag.Int("tls.storm", 0, "TestTLSStormLag: full handshakes, 32 at a time from a child process (0 skips the measurement)")
 	tlsIdleHeap   = flag.String("tls.idle.heap", "", "TestTLSIdleMemory: write a heap profile (in use, after the GC, MemProfileRate 512) to this file")
 	tlsStormCPU   = flag.Int("tls.storm.cpu", -1, "TestTLSStormLag: the one loop's CPU (Config.Cores); -1: as the runtime chooses")
@@ -119,14 +121,26 @@ func TestTLSIdleMemory(t *testing.T) {
 	}
 	cfg := pctest.TestPKI().ServerTLS()
 	cfg.NextProtos = nil
-	var addr string
+	var addr, pingAddr string
 	var live func() int
 	rss := func() int64 { return pctest.VmRSSKiB(t) }
 	gc, free := goruntime.GC, debug.FreeOSMemory
 	switch *tlsIdleMode {
 	case "percore":
 		h := &idleReplier{}
-		rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing}, h)
+		ret := -1 // off: the heap as GOGC leaves it
+		if *tlsIdleRet {
+			ret = 0 // the default, as a server gets it
+		}
+		if *tlsIdlePing {
+			// The storm's handler, with a plain listener for the pinger.
+			sh := &stormHandler{}
+			rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0", "tcp://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing, ReturnAfterStorm: ret}, sh)
+			addr, pingAddr = rt.Listeners()[0].Addr.String(), rt.Listeners()[1].Addr.String()
+			live = func() int { return int(sh.opened.Load()) }
+			break
+		}
+		rt := start(t, percore.Config{Listen: []string{"tls://127.0.0.1:0"}, TLS: cfg, Backend: percore.IOURing, ReturnAfterStorm: ret}, h)
 		addr = rt.Listeners()[0].Addr.String()
 		live = func() int { return int(h.opened.Load()) }
 	case "nethttp":
@@ -159,6 +173,7 @@ func TestTLSIdleMemory(t *testing.T) {
 	var ms0 goruntime.MemStats
 	goruntime.ReadMemStats(&ms0)
 	rss0 := rss()
+	returns0 := percore.HeapReturns()
 	began := time.Now()
 	line := startIdleClient(t, addr, n)
 	var got, failed int
@@ -168,6 +183,46 @@ func TestTLSIdleMemory(t *testing.T) {
 			t.Fatalf("%d of %d connections seen", live(), got)
 		}
 		time.Sleep(10 * time.Millisecond) // polling a counter
+	}
+	seen := time.Now()
+	var ping func() string
+	pauses := []metrics.Sample{{Name: "/sched/pauses/total/gc:seconds"}}
+	if pingAddr != "" {
+		ping = startPinger(t, pingAddr)
+		metrics.Read(pauses)
+	}
+	if *tlsIdleRet && *tlsIdleMode == "percore" {
+		// What an operator sees: the RSS once the return has fired by
+		// itself, after the storm settled (its counter, not a time).
+		for percore.HeapReturns().Returns == returns0.Returns {
+			if time.Since(seen) > 3*time.Minute {
+				t.Fatal("no return 3 minutes after the storm")
+			}
+			time.Sleep(10 * time.Millisecond) // polling a counter
+		}
+	}
+	waited := time.Since(seen)
+	returns := percore.HeapReturns()
+	var pinged string
+	if ping != nil {
+		if !*tlsIdleRet {
+			time.Sleep(2 * time.Second) // the window without a return, not a synchronisation
+		} else {
+			time.Sleep(100 * time.Millisecond) // the pings right after the return
+		}
+		before := pauses[0].Value.Float64Histogram()
+		b0 := append([]uint64(nil), before.Counts...)
+		metrics.Read(pauses)
+		after := pauses[0].Value.Float64Histogram()
+		var n uint64
+		var top float64
+		for i, c := range after.Counts {
+			if d := c - b0[i]; d > 0 {
+				n += d
+				top = after.Buckets[i+1]
+			}
+		}
+		pinged = fmt.Sprintf(" gc_pauses=%d gc_pause_max<=%v %s", n, time.Duration(top*float64(time.Second)), ping())
 	}
 	rss1 := rss()
 	gc()
@@ -193,8 +248,9 @@ func TestTLSIdleMemory(t *testing.T) {
 		heap = "-" // the child's heap is not this process's
 		mode += ":" + filepath.Base(*tlsIdleExec)
 	}
-	fmt.Printf("tls idle mode=%s n=%d failed=%d rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%s took=%v\n",
-		mode, got, failed, per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond))
+	fmt.Printf("tls idle mode=%s n=%d failed=%d return=%v returns=%d returned_bytes=%d return_took=%v waited=%v rss_per_conn=%.0f after_gc=%.0f after_free=%.0f heap_per_conn=%s took=%v%s\n",
+		mode, got, failed, *tlsIdleRet, returns.Returns-returns0.Returns, returns.Bytes-returns0.Bytes, (returns.Took - returns0.Took).Round(time.Microsecond),
+		waited.Round(time.Millisecond), per(rss1), per(rss2), per(rss3), heap, time.Since(began).Round(time.Millisecond), pinged)
 }
 
 // TestTLSStormLag measures the loop lag while a storm of full handshakes

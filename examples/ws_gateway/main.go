@@ -22,7 +22,8 @@
 // Memory: each io_uring loop provides 64 receive buffers of 16 KiB
 // (-recv-buffers; the runtime's default is 512, sized for throughput), and
 // once a storm of upgrades settles the gateway returns the heap's free
-// pages to the kernel (-return-after, settle.go). With both, an idle
+// pages to the kernel (-return-after, settle.go: the runtime's
+// Config.ReturnAfterStorm). With both, an idle
 // subscribed client costs about 570 B of RSS at 18,000 on one loop
 // (docs/performance.md, "WebSocket gateway, floors, part 3").
 //
@@ -83,7 +84,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took about 100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
-	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades, once a second sees at most a tenth of its busiest second's upgrades (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
+	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades (new connections: Config.ReturnAfterStorm), once a second sees at most a tenth of its busiest second's (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
 func main() {
@@ -127,11 +128,6 @@ func run(sf *serverflag.Flags, o options, logger *slog.Logger) error {
 			ms.Close()
 		}
 	}()
-	if o.returnAfter > 0 {
-		rctx, stop := context.WithCancel(context.Background())
-		defer stop()
-		go gw.g.returnAfterStorms(rctx, o.returnAfter, settleTick, nil, logger)
-	}
 	if handoff != nil {
 		// Publishes wait until the old process has let go of its
 		// subscribers: each reaches all of them here.
@@ -232,7 +228,7 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger, inherited []*os
 	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger,
 		AdoptUpgraded: g.adopt}, g.routes())
 	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns, BufferCount: o.recvBuffers,
-		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout}
+		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout, ReturnAfterStorm: returnAfterStorm(o.returnAfter)}
 	sf.Apply(&cfg)
 	if len(inherited) > 0 {
 		cfg.Addr, cfg.Inherited = "", inherited

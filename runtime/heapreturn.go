@@ -1,0 +1,257 @@
+//go:build linux
+
+package runtime
+
+import (
+	"log/slog"
+	"runtime/debug"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"time"
+)
+
+// The heap's free pages, returned after a storm of connections
+// (docs/decisions/0076-heap-return-after-storms.md).
+//
+// A storm of new connections (a reconnection storm, the first clients of
+// a fresh process, a hand-over) leaves the Go heap larger than what it
+// then holds: a full TLS handshake leaves about 50 KB of garbage, a
+// WebSocket upgrade its request's parse and its answer, and the
+// collector lets the heap grow to twice what is live between cycles
+// (GOGC=100). The pages it frees go back to the kernel only slowly (the
+// Go runtime's background scavenger keeps about the heap's goal), so a
+// server whose clients then sit idle holds about twice their live heap
+// for good. So once a storm has settled, the process collects and gives
+// the free pages back at once (debug.FreeOSMemory), on a goroutine of its
+// own.
+//
+// A storm is told by its rate, not by silence, so that a server with
+// steady churn still sees its storms end: the new connections of every
+// runtime of the process that has the return on (Config.ReturnAfterStorm)
+// are counted once a second (Stats.Accepts + Adopted + Dials, read from
+// the loops' published Stats: nothing is added to a loop's path); a
+// storm has settled when at least ReturnAfterStorm connections came since
+// the last return (the smallest ReturnAfterStorm of the runtimes) and
+// each of the last returnCalm seconds counted at most a tenth of the
+// busiest second's since then. Steady churn (every second like the
+// busiest) never counts as settled; an uneven trickle counts once it adds
+// up to ReturnAfterStorm connections (at 1 a second, every 17 minutes:
+// one collection, cheap at that interval). A return comes at most once
+// every returnEvery, so a storm with a lull in it may return in the lull
+// and leave the rest for the next storm. (The heap's free bytes cannot
+// gate it: a storm's garbage is not free until a collection has swept it,
+// which is the work in question.)
+//
+// It is one for the process, as FreeOSMemory's effect is: it runs while
+// at least one runtime with the return on is open. It is not free for
+// the loops: a forced collection stops every goroutine twice (short
+// pauses, tens of microseconds), its marking takes a quarter of the Ps
+// for one cycle (and assists from goroutines that allocate meanwhile),
+// and the scavenge that follows runs on one P without preemption (a few
+// milliseconds for a few hundred MB); a loop whose P it is waits for it.
+// Once per storm that is cheap next to the storm itself.
+
+// DefaultReturnAfterStorm is Config.ReturnAfterStorm's default: the new
+// connections a storm has at least before the heap's free pages are
+// returned once it settles.
+const DefaultReturnAfterStorm = 1000
+
+const (
+	// returnTick is how often the new connections are counted.
+	returnTick = time.Second
+	// returnCalm is how many calm ticks in a row settle a storm: one, so
+	// that the pages go back within about two seconds of its end.
+	returnCalm = 1
+	// returnEvery is the shortest time between two returns.
+	returnEvery = time.Minute
+)
+
+// settler decides when a storm of new connections has settled (the
+// header above). Only the return's goroutine uses it.
+type settler struct {
+	min      uint64 // connections a storm has at least
+	last     uint64 // connections at the last tick
+	returned uint64 // connections at the last return
+	peak     uint64 // the busiest tick's connections since the last return
+	calm     int    // calm ticks in a row
+	at       time.Time
+}
+
+// tick takes the connections counted so far and the time, and reports
+// whether to return the free pages now.
+func (s *settler) tick(n uint64, now time.Time) bool {
+	d := n - s.last
+	s.last = n
+	s.peak = max(s.peak, d)
+	if d*10 > s.peak {
+		s.calm = 0 // still at more than a tenth of its peak
+	} else {
+		s.calm++
+	}
+	switch {
+	case n-s.returned < s.min: // no storm since the last return
+	case s.calm < returnCalm:
+	case !s.at.IsZero() && now.Sub(s.at) < returnEvery:
+	default:
+		s.returned, s.peak, s.calm, s.at = n, 0, 0, now
+		return true
+	}
+	return false
+}
+
+// HeapReturnStats count the process's returns of the heap's free pages
+// after storms of connections (Config.ReturnAfterStorm).
+type HeapReturnStats struct {
+	// Returns counts the returns: a forced collection and the return of
+	// the heap's free pages (debug.FreeOSMemory), once a storm settled.
+	Returns uint64
+	// Bytes is what the returns gave back to the kernel, summed: what the
+	// Go runtime's /memory/classes/heap/released:bytes grew by across each.
+	Bytes uint64
+	// Took is the time the returns took, summed (the collection and the
+	// scavenge; the loops' share of it: decision 0076).
+	Took time.Duration
+}
+
+// HeapReturns returns the process's returns after storms so far. It is
+// safe for concurrent use. The returns are the process's, not one
+// runtime's: debug.FreeOSMemory's effect is the process's.
+func HeapReturns() HeapReturnStats {
+	p := &procReturn
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stats
+}
+
+// heapReturn is the process's return after storms: the runtimes that have
+// it on, and the goroutine that counts their connections.
+type heapReturn struct {
+	mu      sync.Mutex
+	rts     []*Runtime // the open runtimes with the return on, oldest first
+	retired uint64     // the new connections of those that closed
+	s       settler
+	stats   HeapReturnStats
+	// stop and done are the running goroutine's (nil: none runs).
+	stop, done chan struct{}
+
+	// ticks makes the goroutine's ticker and free returns the pages;
+	// tests replace them (export_test.go). Nil: a time.Ticker of
+	// returnTick, and debug.FreeOSMemory.
+	ticks func() (<-chan time.Time, func())
+	free  func()
+	// stepped, when set (tests), runs after every step.
+	stepped func()
+}
+
+// procReturn is the process's one return after storms. It is process-wide
+// state on purpose: what it returns is the process's heap.
+var procReturn heapReturn
+
+// arrivals are the new connections the runtime's loops have counted.
+func (rt *Runtime) arrivals() uint64 {
+	s := rt.Stats()
+	return s.Accepts + s.Adopted + s.Dials
+}
+
+// add registers rt (with Config.ReturnAfterStorm on), and starts the
+// goroutine if none runs.
+func (p *heapReturn) add(rt *Runtime) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rts = append(p.rts, rt)
+	if p.stop != nil {
+		return
+	}
+	p.stop, p.done = make(chan struct{}), make(chan struct{})
+	var c <-chan time.Time
+	var stopTicks func()
+	if p.ticks != nil {
+		c, stopTicks = p.ticks()
+	} else {
+		t := time.NewTicker(returnTick)
+		c, stopTicks = t.C, t.Stop
+	}
+	go p.run(c, stopTicks, p.stepped, p.stop, p.done)
+}
+
+// remove unregisters rt once its loops have stopped (its counts are
+// final), and stops the goroutine, waiting for it, when rt was the last.
+func (p *heapReturn) remove(rt *Runtime) {
+	p.mu.Lock()
+	i := slices.Index(p.rts, rt)
+	if i < 0 {
+		p.mu.Unlock()
+		return
+	}
+	p.rts = slices.Delete(p.rts, i, i+1)
+	p.retired += rt.arrivals()
+	var done chan struct{}
+	if len(p.rts) == 0 {
+		close(p.stop)
+		done = p.done
+		p.stop, p.done = nil, nil
+	}
+	p.mu.Unlock()
+	if done != nil {
+		<-done
+	}
+}
+
+// run is the return's goroutine: a step at every tick of c, until stop.
+func (p *heapReturn) run(c <-chan time.Time, stopTicks, stepped func(), stop, done chan struct{}) {
+	defer close(done)
+	defer stopTicks()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-c:
+			p.step(now, stop)
+			if stepped != nil {
+				stepped()
+			}
+		}
+	}
+}
+
+// step counts the new connections at now and returns the free pages if a
+// storm has settled. stop is the goroutine's: a step of a goroutine that
+// is being stopped does nothing.
+func (p *heapReturn) step(now time.Time, stop chan struct{}) {
+	p.mu.Lock()
+	if p.stop != stop || len(p.rts) == 0 {
+		p.mu.Unlock()
+		return
+	}
+	n, lowest := p.retired, p.rts[0].cfg.ReturnAfterStorm
+	for _, rt := range p.rts {
+		n += rt.arrivals()
+		lowest = min(lowest, rt.cfg.ReturnAfterStorm)
+	}
+	p.s.min = uint64(lowest)
+	fire := p.s.tick(n, now)
+	log, free := p.rts[0].cfg.Logger, p.free
+	p.mu.Unlock()
+	if !fire {
+		return
+	}
+	if free == nil {
+		free = debug.FreeOSMemory
+	}
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(sample)
+	before := sample[0].Value.Uint64()
+	began := time.Now()
+	free()
+	took := time.Since(began)
+	metrics.Read(sample)
+	returned := uint64(max(int64(sample[0].Value.Uint64())-int64(before), 0))
+	p.mu.Lock()
+	p.stats.Returns++
+	p.stats.Bytes += returned
+	p.stats.Took += took
+	p.mu.Unlock()
+	log.Info("percore: a storm of connections settled; the heap's free pages returned to the kernel",
+		slog.Uint64("connections", n), slog.Uint64("returned_bytes", returned), slog.Duration("took", took.Round(time.Microsecond)))
+}
