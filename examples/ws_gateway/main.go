@@ -20,11 +20,12 @@
 // with a log line. SIGINT and SIGTERM shut down (clients get 1001).
 //
 // Memory: each io_uring loop provides 64 receive buffers of 16 KiB
-// (-recv-buffers; the runtime's default is 512, sized for throughput), and
-// once a storm of upgrades settles the gateway returns the heap's free
-// pages to the kernel (-return-after, settle.go). With both, an idle
-// subscribed client costs about 570 B of RSS at 18,000 on one loop
-// (docs/performance.md, "WebSocket gateway, floors, part 3").
+// (-recv-buffers; the runtime's default is 512, sized for throughput),
+// httpd keeps 8 spare connection states a loop (-spare-states; its
+// default is 64), and once a storm of upgrades settles the gateway returns
+// the heap's free pages to the kernel (-return-after, settle.go). With
+// these, an idle subscribed client costs about 510 B of RSS at 18,000 on
+// one loop (docs/performance.md, "WebSocket gateway, floors, part 4").
 //
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
 //	kill -HUP <pid>      # a new process takes over; the old one exits
@@ -57,6 +58,15 @@ import (
 // never has 64 receives' worth of input waiting in one turn.
 const defaultRecvBuffers = 64
 
+// defaultSpareStates is -spare-states' default: httpd keeps 8 of the
+// states its upgraded connections let go (7.7 KB each) on each loop
+// instead of its 64, half a megabyte a loop for good. A storm of upgrades
+// opened 18,000 connections as fast with 8, 64 or none kept; the RSS it
+// saves at 18,000 on one loop is within the run-to-run spread
+// (docs/performance.md, "WebSocket gateway, floors, part 4"), so this is
+// the arithmetic's choice more than the measurement's.
+const defaultSpareStates = 8
+
 // options are the flags beyond serverflag's four.
 type options struct {
 	secret                     string
@@ -65,6 +75,7 @@ type options struct {
 	queue, messageBytes        int
 	maxConns                   int
 	recvBuffers                int
+	spareStates                int
 	returnAfter                uint64
 	upstream                   string
 	grace                      time.Duration
@@ -83,6 +94,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took about 100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
+	fs.IntVar(&o.spareStates, "spare-states", defaultSpareStates, "states of upgraded connections (7.7 KB each) httpd keeps on each loop for the next upgrades (httpd.Config.SpareStates); 0: httpd's default (64); negative: none")
 	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades, once a second sees at most a tenth of its busiest second's upgrades (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
@@ -230,7 +242,7 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger, inherited []*os
 		}
 	}
 	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger,
-		AdoptUpgraded: g.adopt}, g.routes())
+		AdoptUpgraded: g.adopt, SpareStates: o.spareStates}, g.routes())
 	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns, BufferCount: o.recvBuffers,
 		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout}
 	sf.Apply(&cfg)

@@ -16,7 +16,7 @@ import "errors"
 // both). Init it after the handshake, with the Pool of the goroutine that
 // will use it. A Conn is used by one goroutine at a time.
 type Conn struct {
-	dec  Decoder
+	dec  decoder // its Limits are pool's
 	pool *Pool
 	buf  []byte    // from pool: the message being joined from its pieces, or the last one returned
 	ctx  *takeover // the contexts kept across messages; nil without context takeover
@@ -49,12 +49,12 @@ var ErrControlTooLong = errors.New("ws: control frame payload over 125 bytes")
 // agreed hs (nil: no extension), with the Config and buffers of pool.
 func (c *Conn) Init(pool *Pool, role Role, hs *Handshake) {
 	*c = Conn{pool: pool}
-	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits}
+	c.dec = newDecoder(role, false)
 	if hs == nil || !hs.Deflate.Enabled {
 		return
 	}
 	d := hs.Deflate
-	c.dec.Deflate = true
+	c.dec.setMode(role, true)
 	var writeBits, readBits uint8
 	if role == Server {
 		if d.ServerNoContextTakeover {
@@ -111,10 +111,10 @@ func (c *Conn) wctx() *compressor {
 }
 
 // Compressed reports whether permessage-deflate is in use.
-func (c *Conn) Compressed() bool { return c.dec.Deflate }
+func (c *Conn) Compressed() bool { return c.dec.deflate() }
 
 // Role returns the end c is.
-func (c *Conn) Role() Role { return c.dec.Role }
+func (c *Conn) Role() Role { return c.dec.role() }
 
 // CloseReceived reports whether the peer's Close frame arrived; CloseSent
 // whether ours was written. Once both are true the closing handshake is
@@ -145,7 +145,7 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 		c.giveBack()
 	}
 	for {
-		k, f, e := c.dec.Next(in[n:])
+		k, f, e := c.dec.next(in[n:], c.pool.cfg.Limits)
 		n += k
 		if e != nil {
 			c.drop()
@@ -203,7 +203,7 @@ func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 	if rctx != nil {
 		dict = rctx.b
 	}
-	limit := c.dec.Limits.maxMessage()
+	limit := c.pool.cfg.Limits.maxMessage()
 	guess := max(512, 3*len(src))
 	if limit >= 0 {
 		guess = int(min(int64(guess), limit+1))
@@ -244,10 +244,10 @@ func (c *Conn) drop() {
 
 // compresses reports whether PutMessage compresses a message of n bytes.
 func (c *Conn) compresses(n int) bool {
-	return c.dec.Deflate && n >= c.pool.cfg.Deflate.threshold()
+	return c.dec.deflate() && n >= c.pool.cfg.Deflate.threshold()
 }
 
-func (c *Conn) masked() bool { return c.dec.Role == Client }
+func (c *Conn) masked() bool { return c.dec.role() == Client }
 
 // MaxLen returns the room PutMessage needs for a message of n bytes: its
 // frame's length, or for a message it compresses the frame of the

@@ -56,7 +56,7 @@ func (c *Conn) AppendState(dst []byte) ([]byte, error) {
 		return dst, ErrNotPortable
 	}
 	var flags byte
-	if d.Deflate {
+	if d.deflate() {
 		flags |= 1
 	}
 	if c.rctx() != nil {
@@ -68,7 +68,7 @@ func (c *Conn) AppendState(dst []byte) ([]byte, error) {
 			readBits++
 		}
 	}
-	return append(dst, stateVersion<<4|byte(d.Role), flags|c.ext<<2, c.bits, readBits), nil
+	return append(dst, stateVersion<<4|byte(d.role()), flags|c.ext<<2, c.bits, readBits), nil
 }
 
 // Resume makes c the connection that AppendState wrote down in the first
@@ -86,7 +86,7 @@ func (c *Conn) Resume(pool *Pool, state []byte) (rest []byte, err error) {
 		return state, ErrState
 	}
 	*c = Conn{pool: pool, ext: ext, bits: bits}
-	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits, Deflate: flags&1 != 0}
+	c.dec = newDecoder(role, flags&1 != 0)
 	if flags&2 != 0 {
 		c.ctx = &takeover{r: &window{size: 1 << readBits}}
 	}
