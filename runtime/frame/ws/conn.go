@@ -145,7 +145,7 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 		c.giveBack()
 	}
 	for {
-		k, f, e := c.dec.next(in[n:], c.pool.cfg.Limits)
+		k, f, e := c.dec.next(in[n:], &c.pool.modes[c.dec.mode()])
 		n += k
 		if e != nil {
 			c.drop()

@@ -70,9 +70,10 @@ type Decoder struct {
 	d decoder
 }
 
-// decoder is a Decoder's progress, its Role and Deflate kept as flags and
-// its Limits given to each call: a Conn keeps one (32 bytes) and its
-// Pool's Limits, not a copy of them in every connection.
+// decoder is a Decoder's progress; its Role, Deflate and Limits are given
+// to each call (next's cfg). A Conn keeps one (32 bytes), its Role and
+// Deflate as flags, and decodes with its Pool's Decoder of that mode
+// (Pool.modes): its Pool's Limits, not a copy of them in every connection.
 type decoder struct {
 	remaining uint64 // payload bytes of the current data frame still due
 	msgLen    int64  // payload bytes of the current message so far
@@ -122,6 +123,10 @@ func (d *decoder) role() Role {
 
 func (d *decoder) deflate() bool { return d.flags&dDeflate != 0 }
 
+// mode indexes Pool.modes: 1 for Client, 2 for Deflate (a Conn's, from
+// its flags; dDeflate is dClient's next bit).
+func (d *decoder) mode() uint8 { return d.flags & (dClient | dDeflate) / dClient }
+
 // Reset makes the decoder ready for a new connection, keeping its
 // exported fields.
 func (d *Decoder) Reset() { d.d = decoder{} }
@@ -152,12 +157,15 @@ func (d *decoder) fail(e *CloseError) *CloseError {
 // appended) until it returns NeedMore. A returned Payload is a slice of
 // in, unmasked in place.
 func (d *Decoder) Next(in []byte) (n int, f Frame, err error) {
-	d.d.setMode(d.Role, d.Deflate)
-	return d.d.next(in, d.Limits)
+	return d.d.next(in, d) // inlined: the caller calls next itself
 }
 
-// next is Next, with the limits of the decoder's owner.
-func (d *decoder) next(in []byte, lim Limits) (n int, f Frame, err error) {
+// next is Next, with the Role, Deflate and Limits of cfg (its progress
+// unused): the Decoder itself, or for a Conn the Pool's Decoder of its
+// mode (Pool.modes). Both are read through one pointer, so that Next
+// stays within the inliner's budget and a Decoder's user pays no call
+// of a wrapper.
+func (d *decoder) next(in []byte, cfg *Decoder) (n int, f Frame, err error) {
 	if d.err != nil {
 		return 0, Frame{}, d.err
 	}
@@ -179,7 +187,7 @@ func (d *decoder) next(in []byte, lim Limits) (n int, f Frame, err error) {
 				continue
 			}
 			p := in[n : n+k : n+k]
-			if d.flags&dClient == 0 {
+			if cfg.Role == Server {
 				d.phase = uint8(mask(d.key, int(d.phase), p))
 			}
 			n += k
@@ -204,7 +212,7 @@ func (d *decoder) next(in []byte, lim Limits) (n int, f Frame, err error) {
 			}
 			return n, f, nil
 		}
-		m, f, err := d.header(in[n:], lim)
+		m, f, err := d.header(in[n:], cfg)
 		n += m
 		if err != nil || m == 0 || f.Event != NeedMore {
 			return n, f, err
@@ -216,7 +224,7 @@ func (d *decoder) next(in []byte, lim Limits) (n int, f Frame, err error) {
 // the header (or a control frame) is incomplete, a whole control frame, or
 // the length of a data frame's header, which it then consumes (the decoder
 // is then in its payload).
-func (d *decoder) header(in []byte, lim Limits) (int, Frame, error) {
+func (d *decoder) header(in []byte, cfg *Decoder) (int, Frame, error) {
 	if len(in) < 2 {
 		return 0, Frame{}, nil
 	}
@@ -227,7 +235,7 @@ func (d *decoder) header(in []byte, lim Limits) (int, Frame, error) {
 		return 0, Frame{}, d.fail(errReservedBits)
 	}
 	rsv1 := b0&rsv1Bit != 0
-	if rsv1 && (d.flags&dDeflate == 0 || (op != OpText && op != OpBinary)) {
+	if rsv1 && (!cfg.Deflate || (op != OpText && op != OpBinary)) {
 		return 0, Frame{}, d.fail(errRSV1)
 	}
 	l7 := b1 & 0x7F
@@ -251,7 +259,7 @@ func (d *decoder) header(in []byte, lim Limits) (int, Frame, error) {
 		return 0, Frame{}, d.fail(errOpcode)
 	}
 	masked := b1&maskBit != 0
-	if masked != (d.flags&dClient == 0) {
+	if masked != (cfg.Role == Server) {
 		if masked {
 			return 0, Frame{}, d.fail(errMasked)
 		}
@@ -306,7 +314,7 @@ func (d *decoder) header(in []byte, lim Limits) (int, Frame, error) {
 		d.flags |= dDone
 		return end, Frame{Event: Close, Payload: reason, Code: code}, nil
 	}
-	if mf := lim.maxFrame(); mf >= 0 && length > uint64(mf) {
+	if mf := cfg.Limits.maxFrame(); mf >= 0 && length > uint64(mf) {
 		return 0, Frame{}, d.fail(errFrameTooBig)
 	}
 	if op != OpContinuation {
@@ -316,7 +324,7 @@ func (d *decoder) header(in []byte, lim Limits) (int, Frame, error) {
 			d.flags |= dCompressed
 		}
 	}
-	if mm := lim.maxMessage(); mm >= 0 && uint64(d.msgLen)+length > uint64(mm) {
+	if mm := cfg.Limits.maxMessage(); mm >= 0 && uint64(d.msgLen)+length > uint64(mm) {
 		return 0, Frame{}, d.fail(errMessageTooBig)
 	}
 	d.msgLen += int64(length)

@@ -35,9 +35,10 @@ type Config struct {
 // none of them between messages. A Pool is not safe for concurrent use:
 // keep one per loop (percore.PerLoop).
 type Pool struct {
-	cfg  Config
-	keep int
-	free [numClasses][][]byte
+	cfg   Config
+	keep  int
+	modes [4]Decoder // the Role, Deflate and Limits a Conn decodes with, by decoder.mode
+	free  [numClasses][][]byte
 
 	comp    [8]*compressor // by window bits - 8: Deflate.Level at 15, reset per message
 	decomp  *decompressor  // shared by every connection
@@ -53,6 +54,9 @@ const (
 // NewPool returns a Pool for connections configured by cfg.
 func NewPool(cfg Config) *Pool {
 	p := &Pool{cfg: cfg, keep: cfg.PoolBuffers}
+	for i := range p.modes {
+		p.modes[i] = Decoder{Role: Role(i & 1), Deflate: i&2 != 0, Limits: cfg.Limits}
+	}
 	if p.keep == 0 {
 		p.keep = 16
 	}
