@@ -71,9 +71,10 @@ type Decoder struct {
 }
 
 // decoder is a Decoder's progress; its Role, Deflate and Limits are given
-// to each call (next's cfg). A Conn keeps one (32 bytes), its Role and
-// Deflate as flags, and decodes with its Pool's Decoder of that mode
-// (Pool.modes): its Pool's Limits, not a copy of them in every connection.
+// to each call (next's cfg). A Conn keeps its Role and Deflate as flags,
+// its progress only while a message is partly received (side), and
+// decodes with its Pool's Decoder of that mode (Pool.modes): its Pool's
+// Limits, not a copy of them in every connection.
 type decoder struct {
 	remaining uint64 // payload bytes of the current data frame still due
 	msgLen    int64  // payload bytes of the current message so far
@@ -95,37 +96,18 @@ const (
 	dDeflate                // permessage-deflate was negotiated: RSV1 allowed
 )
 
-// newDecoder returns the progress of a decoder of the given role, with or
-// without permessage-deflate, before its first frame.
-func newDecoder(role Role, deflate bool) decoder {
-	var d decoder
-	d.setMode(role, deflate)
-	return d
-}
-
-// setMode sets the Role and Deflate that d decodes with.
-func (d *decoder) setMode(role Role, deflate bool) {
-	d.flags &^= dClient | dDeflate
+// modeFlags returns the decoder flags of a Conn's role and
+// permessage-deflate.
+func modeFlags(role Role, deflate bool) uint8 {
+	var f uint8
 	if role == Client {
-		d.flags |= dClient
+		f |= dClient
 	}
 	if deflate {
-		d.flags |= dDeflate
+		f |= dDeflate
 	}
+	return f
 }
-
-func (d *decoder) role() Role {
-	if d.flags&dClient != 0 {
-		return Client
-	}
-	return Server
-}
-
-func (d *decoder) deflate() bool { return d.flags&dDeflate != 0 }
-
-// mode indexes Pool.modes: 1 for Client, 2 for Deflate (a Conn's, from
-// its flags; dDeflate is dClient's next bit).
-func (d *decoder) mode() uint8 { return d.flags & (dClient | dDeflate) / dClient }
 
 // Reset makes the decoder ready for a new connection, keeping its
 // exported fields.
@@ -162,7 +144,8 @@ func (d *Decoder) Next(in []byte) (n int, f Frame, err error) {
 
 // next is Next, with the Role, Deflate and Limits of cfg (its progress
 // unused): the Decoder itself, or for a Conn the Pool's Decoder of its
-// mode (Pool.modes). Both are read through one pointer, so that Next
+// mode (Pool.modes, indexed by the mode's flags over dClient: dDeflate
+// is dClient's next bit). Both are read through one pointer, so that Next
 // stays within the inliner's budget and a Decoder's user pays no call
 // of a wrapper.
 func (d *decoder) next(in []byte, cfg *Decoder) (n int, f Frame, err error) {

@@ -37,8 +37,9 @@ type Config struct {
 type Pool struct {
 	cfg   Config
 	keep  int
-	modes [4]Decoder // the Role, Deflate and Limits a Conn decodes with, by decoder.mode
+	modes [4]Decoder // the Role, Deflate and Limits a Conn decodes with, by its mode's flags
 	free  [numClasses][][]byte
+	sides []*side // spare side states of Conns (at most maxSpareSides)
 
 	comp    [8]*compressor // by window bits - 8: Deflate.Level at 15, reset per message
 	decomp  *decompressor  // shared by every connection
@@ -116,6 +117,31 @@ func (p *Pool) grow(b []byte, n int) []byte {
 	nb = append(nb, b...)
 	p.put(b)
 	return nb
+}
+
+// maxSpareSides bounds the side states a Pool keeps for its Conns'
+// messages partly received: 64 of 56 bytes. Most messages arrive whole
+// and take none; a loop rarely has more than a few dozen connections in
+// the middle of one at once, and past that the collector takes them.
+const maxSpareSides = 64
+
+// side returns a side state for a Conn whose message is partly received.
+func (p *Pool) side() *side {
+	if n := len(p.sides); n > 0 {
+		s := p.sides[n-1]
+		p.sides[n-1] = nil
+		p.sides = p.sides[:n-1]
+		return s
+	}
+	return new(side)
+}
+
+// putSide takes back a side state that holds nothing.
+func (p *Pool) putSide(s *side) {
+	if len(p.sides) < maxSpareSides {
+		*s = side{}
+		p.sides = append(p.sides, s)
+	}
 }
 
 // compressor returns the shared compressor of a window of 2^bits bytes
