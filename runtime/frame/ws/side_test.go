@@ -116,6 +116,22 @@ func TestSideKeepsFailure(t *testing.T) {
 			t.Errorf("prefix %d bytes: a failed Conn is between messages", len(pre))
 		}
 	}
+	// A compressed message that inflates past the limit fails after its
+	// frame was whole: the failure must stay with the Conn all the same.
+	d := ws.Deflate{Enabled: true, Threshold: -1}
+	s, c := pair(t, ws.Config{Deflate: d, Limits: ws.Limits{MaxMessage: 100}}, ws.Config{Deflate: d})
+	wire, _ := c.AppendMessage(nil, ws.OpBinary, make([]byte, 1000))
+	if len(wire) > 100 {
+		t.Fatalf("the compressed frame is %d bytes, over the limit itself", len(wire))
+	}
+	_, _, _, err := s.Next(wire)
+	if err == nil {
+		t.Fatal("a message inflating past the limit: no error")
+	}
+	ok, _ := c.AppendMessage(nil, ws.OpBinary, []byte("x"))
+	if _, _, _, again := s.Next(ok); again == nil || again.Error() != err.Error() {
+		t.Errorf("inflated past the limit: after %v, Next says %v", err, again)
+	}
 }
 
 // TestSideCyclesAllocateNothing: once its Pool is warm, a message whose
