@@ -68,7 +68,6 @@ type client struct {
 	user   string     // its authenticated user (it crosses a restart with the topics)
 	topic  membership // its first topic; the loop's index keeps the rest (topics.go)
 	idx    int32      // in ls.clients; -1 once gone
-	upID   uint32     // its id on the upstream link (with the loop's); 0 until its first message
 	silent uint8      // heartbeat sweeps since it last sent anything
 }
 

@@ -23,9 +23,10 @@
 // (-recv-buffers; the runtime's default is 512, sized for throughput), and
 // once a storm of upgrades settles the gateway returns the heap's free
 // pages to the kernel (-return-after, settle.go: the runtime's
-// Config.ReturnAfterStorm). With both, an idle
-// subscribed client costs about 570 B of RSS at 18,000 on one loop
-// (docs/performance.md, "WebSocket gateway, floors, part 3").
+// Config.ReturnAfterStorm). With both and an 80-byte client (its ws.Conn
+// keeps a decoder's progress only mid-message, decision 0074), an idle
+// subscribed client costs about 530 B of RSS at 18,000 on one loop
+// (docs/performance.md, "WebSocket gateway, floors, part 5").
 //
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
 //	kill -HUP <pid>      # a new process takes over; the old one exits
@@ -58,6 +59,16 @@ import (
 // never has 64 receives' worth of input waiting in one turn.
 const defaultRecvBuffers = 64
 
+// defaultSpareStates is -spare-states' default: httpd's own (64 a loop).
+// Fewer spares save half a megabyte a loop by arithmetic, but the RSS at
+// 18,000 idle clients on one loop did not show it (8, 64 and none within
+// the run-to-run spread: docs/performance.md, "WebSocket gateway, floors,
+// part 4" and "part 5"), and with 8 a storm of upgrades drops most of the
+// states it takes (part 5's exact profile: 78 MB allocated for 18,000
+// upgrades and 26 collections, against 0.5 MB and 5 with 64): collections
+// the storm's live clients pay for.
+const defaultSpareStates = 0
+
 // options are the flags beyond serverflag's four.
 type options struct {
 	secret                     string
@@ -66,6 +77,7 @@ type options struct {
 	queue, messageBytes        int
 	maxConns                   int
 	recvBuffers                int
+	spareStates                int
 	returnAfter                uint64
 	upstream                   string
 	grace                      time.Duration
@@ -84,6 +96,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.pidFile, "pidfile", "", "write this process's PID to this file once it serves (after a restart, the new process's)")
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took about 100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
+	fs.IntVar(&o.spareStates, "spare-states", defaultSpareStates, "states of upgraded connections (7.7 KB each) httpd keeps on each loop for the next upgrades (httpd.Config.SpareStates); 0: httpd's default (64, this flag's too); negative: none")
 	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades (new connections: Config.ReturnAfterStorm), once a second sees at most a tenth of its busiest second's (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
@@ -226,7 +239,7 @@ func start(sf *serverflag.Flags, o options, logger *slog.Logger, inherited []*os
 		}
 	}
 	srv := httpd.New(httpd.Config{HeadTimeout: o.headTimeout, IdleTimeout: 2 * o.pingInterval, Logger: logger,
-		AdoptUpgraded: g.adopt}, g.routes())
+		AdoptUpgraded: g.adopt, SpareStates: o.spareStates}, g.routes())
 	cfg := percore.Config{Addr: sf.Addr, Logger: logger, LoopSetup: g.setup, MaxConns: o.maxConns, BufferCount: o.recvBuffers,
 		MaxOutbound: o.queue * o.messageBytes, WriteTimeout: o.writeTimeout, ReturnAfterStorm: returnAfterStorm(o.returnAfter)}
 	sf.Apply(&cfg)

@@ -43,20 +43,29 @@ type upLink struct {
 	up       bool // lease holds a live connection
 	dialing  bool // a Get is in progress
 	backoff  time.Duration
-	in       []byte             // a reply not yet whole
-	routes   map[uint64]*client // clients that sent a message, by id
-	inflight map[*client]int    // messages sent and not answered, by client
-	stopping bool               // the runtime is shutting down: no reconnect
-	onData   func([]byte)       // bound once
-	onClose  func(error)        // bound once
-	next     uint32             // the next client id's low half
+	in       []byte              // a reply not yet whole
+	routes   map[uint64]*client  // clients that sent a message, by id
+	sent     map[*client]upRoute // the same clients: their ids and messages in flight
+	stopping bool                // the runtime is shutting down: no reconnect
+	onData   func([]byte)        // bound once
+	onClose  func(error)         // bound once
+	next     uint32              // the next client id's low half
 	loopID   uint64
 	loop     *percore.Loop
 	timer    *percore.Timer
 }
 
+// upRoute is a client's on the link, from its first message on: its id
+// (the low half; the loop's id is the high one) and how many of its
+// messages wait for a reply. The link keeps it, not the client: most
+// clients of a gateway never send upstream.
+type upRoute struct {
+	id       uint32
+	inflight int32
+}
+
 func newUpLink(p *pool.Pool[*upstream.Conn], l *percore.Loop) *upLink {
-	u := &upLink{local: p.Local(l), routes: map[uint64]*client{}, inflight: map[*client]int{}, loopID: uint64(l.ID()), loop: l}
+	u := &upLink{local: p.Local(l), routes: map[uint64]*client{}, sent: map[*client]upRoute{}, loopID: uint64(l.ID()), loop: l}
 	u.onData, u.onClose = u.data, u.closed
 	u.dial()
 	return u
@@ -99,13 +108,15 @@ func (u *upLink) forward(cl *client, p []byte) {
 		u.dial()
 		return
 	}
-	if cl.upID == 0 {
+	r, ok := u.sent[cl]
+	if !ok {
 		u.next++
-		cl.upID = u.next
+		r.id = u.next
+		u.routes[u.loopID<<32|uint64(r.id)] = cl
 	}
-	id := u.loopID<<32 | uint64(cl.upID)
-	u.routes[id] = cl
-	u.inflight[cl]++
+	r.inflight++
+	u.sent[cl] = r
+	id := u.loopID<<32 | uint64(r.id)
 	var h [upHeader]byte
 	binary.BigEndian.PutUint32(h[:4], uint32(8+len(p)))
 	binary.BigEndian.PutUint64(h[4:], id)
@@ -147,8 +158,9 @@ func (u *upLink) reply(id uint64, p []byte) {
 	if cl == nil {
 		return // its client went away
 	}
-	if u.inflight[cl]--; u.inflight[cl] <= 0 {
-		delete(u.inflight, cl)
+	if r := u.sent[cl]; r.inflight > 0 {
+		r.inflight--
+		u.sent[cl] = r
 	}
 	cl.send(ws.OpBinary, p)
 }
@@ -169,21 +181,24 @@ func (u *upLink) broken() {
 	}
 	u.local.Put(u.lease)
 	u.lease = pool.Lease[*upstream.Conn]{}
-	for cl, n := range u.inflight {
-		for range n {
+	for cl, r := range u.sent {
+		for range r.inflight {
 			cl.send(ws.OpText, errUpstream)
 		}
+		if r.inflight > 0 {
+			r.inflight = 0
+			u.sent[cl] = r
+		}
 	}
-	clear(u.inflight)
 	u.in = u.in[:0]
 	u.retry()
 }
 
 // gone forgets a client that closed.
 func (u *upLink) gone(cl *client) {
-	if cl.upID != 0 {
-		delete(u.routes, u.loopID<<32|uint64(cl.upID))
-		delete(u.inflight, cl)
+	if r, ok := u.sent[cl]; ok {
+		delete(u.routes, u.loopID<<32|uint64(r.id))
+		delete(u.sent, cl)
 	}
 }
 

@@ -41,6 +41,27 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkConnDecode: a server Conn's Next over a masked binary message
+// in one frame, what the gateway runs for each message it receives: the
+// Conn's own checks around the decoder, the header, the unmasking in place
+// (as BenchmarkDecode), the message returned as a slice of the input.
+func BenchmarkConnDecode(b *testing.B) {
+	for _, n := range sizes {
+		b.Run(sizeName(n), func(b *testing.B) {
+			in := raw(0x82, true, make([]byte, n))
+			var c ws.Conn
+			c.Init(ws.NewPool(ws.Config{Limits: ws.Limits{MaxMessage: -1}}), ws.Server, nil)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				if k, ev, p, err := c.Next(in); err != nil || ev != ws.Binary || k != len(in) || len(p) != n {
+					b.Fatal(k, ev, len(p), err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkDecodeText: a client's decoder over an unmasked text frame:
 // the header and the streamed UTF-8 validation (mostly ASCII, some
 // multi-byte code points).

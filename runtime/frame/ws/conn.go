@@ -11,19 +11,31 @@ import "errors"
 // frame after a Close).
 //
 // It is small (see TestConnSize): between messages it holds no buffer, no
-// compressor and no decompressor, unless context takeover was agreed
-// (then a window of the peer's plaintext, a compressor of its own, or
-// both). Init it after the handshake, with the Pool of the goroutine that
+// compressor, no decompressor and no decoder's progress (a frame or a
+// message partly received, or a message returned from a buffer, takes a
+// side state of its Pool's until it is whole and given back), unless
+// context takeover was agreed (then a window of the peer's plaintext, a
+// compressor of its own, or both). Init it after the handshake, with the Pool of the goroutine that
 // will use it. A Conn is used by one goroutine at a time.
 type Conn struct {
-	dec  Decoder
-	pool *Pool
-	buf  []byte    // from pool: the message being joined from its pieces, or the last one returned
-	ctx  *takeover // the contexts kept across messages; nil without context takeover
-	code CloseCode // the status of the Close received
-	ext  uint8
-	st   uint8
-	bits uint8 // our compressor's window: 2^bits bytes (8 to 15)
+	pool   *Pool
+	side   *side     // from pool, while a frame or message is partly received, failed, or buf is held; nil between messages
+	ctx    *takeover // the contexts kept across messages; nil without context takeover
+	code   CloseCode // the status of the Close received
+	ext    uint8
+	st     uint8
+	bits   uint8 // our compressor's window: 2^bits bytes (8 to 15)
+	dflags uint8 // the decoder's flags while side is nil: its mode (dClient, dDeflate), dDone
+}
+
+// side is what a Conn holds only while it receives a message: its
+// decoder's progress within a frame or a fragmented message (or its
+// failure), and the buffer the message is joined or inflated in. A
+// message that arrives whole in one input, uncompressed, never takes
+// one: its progress stays on Next's stack. Its Pool keeps the spares.
+type side struct {
+	dec decoder // its Limits are pool's
+	buf []byte  // from pool: the message being joined from its pieces, or the last one returned
 }
 
 const (
@@ -48,13 +60,12 @@ var ErrControlTooLong = errors.New("ws: control frame payload over 125 bytes")
 // Init makes c ready for a connection of the given role whose handshake
 // agreed hs (nil: no extension), with the Config and buffers of pool.
 func (c *Conn) Init(pool *Pool, role Role, hs *Handshake) {
-	*c = Conn{pool: pool}
-	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits}
+	*c = Conn{pool: pool, dflags: modeFlags(role, false)}
 	if hs == nil || !hs.Deflate.Enabled {
 		return
 	}
 	d := hs.Deflate
-	c.dec.Deflate = true
+	c.dflags = modeFlags(role, true)
 	var writeBits, readBits uint8
 	if role == Server {
 		if d.ServerNoContextTakeover {
@@ -111,10 +122,15 @@ func (c *Conn) wctx() *compressor {
 }
 
 // Compressed reports whether permessage-deflate is in use.
-func (c *Conn) Compressed() bool { return c.dec.Deflate }
+func (c *Conn) Compressed() bool { return c.dflags&dDeflate != 0 }
 
 // Role returns the end c is.
-func (c *Conn) Role() Role { return c.dec.Role }
+func (c *Conn) Role() Role {
+	if c.dflags&dClient != 0 {
+		return Client
+	}
+	return Server
+}
 
 // CloseReceived reports whether the peer's Close frame arrived; CloseSent
 // whether ours was written. Once both are true the closing handshake is
@@ -144,8 +160,38 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 	if c.st&stGiveBack != 0 {
 		c.giveBack()
 	}
+	cfg := &c.pool.modes[c.dflags&(dClient|dDeflate)/dClient]
+	if c.side != nil {
+		k, f, e := c.side.dec.next(in, cfg)
+		return c.next(in, cfg, k, f, e)
+	}
+	// Between messages: the decoder's progress on the stack, moved to a
+	// side state only if this input leaves a frame or a message partly
+	// received, fails, or brings a compressed message.
+	d := decoder{flags: c.dflags}
+	k, f, e := d.next(in, cfg)
+	if e == nil && d.flags&dInPayload == 0 && d.msgOp == 0 && !f.Compressed {
+		c.dflags = d.flags
+		switch f.Event {
+		case NeedMore:
+			return k, NeedMore, nil, nil
+		case Close:
+			c.code = f.Code
+			c.st |= stCloseRecv
+			c.ctx = nil
+		}
+		return k, f.Event, f.Payload, nil // a control frame, or a message whole in one frame
+	}
+	c.side = c.pool.side()
+	c.side.dec = d
+	return c.next(in, cfg, k, f, e)
+}
+
+// next is Next with a side state, from the decoder's first result
+// (consumed k, found f, failed with e).
+func (c *Conn) next(in []byte, cfg *Decoder, k int, f Frame, e error) (n int, ev Event, p []byte, err error) {
+	s := c.side
 	for {
-		k, f, e := c.dec.Next(in[n:])
 		n += k
 		if e != nil {
 			c.drop()
@@ -153,8 +199,10 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 		}
 		switch f.Event {
 		case NeedMore:
+			c.settle()
 			return n, NeedMore, nil, nil
 		case Ping, Pong:
+			c.settle()
 			return n, f.Event, f.Payload, nil
 		case Close:
 			c.code = f.Code
@@ -164,6 +212,7 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 		}
 		if f.First && f.Last {
 			if !f.Compressed {
+				c.settle()
 				return n, f.Event, f.Payload, nil
 			}
 			p, e := c.inflate(f.Payload, f.Event)
@@ -174,24 +223,24 @@ func (c *Conn) Next(in []byte) (n int, ev Event, p []byte, err error) {
 		}
 		if f.First {
 			// A frame's length says how much of it is still due.
-			c.buf = c.pool.get(len(f.Payload) + int(min(c.dec.remaining, 1<<20)))
+			s.buf = c.pool.get(len(f.Payload) + int(min(s.dec.remaining, 1<<20)))
 		}
-		c.buf = append(c.pool.grow(c.buf, len(f.Payload)), f.Payload...)
-		if !f.Last {
-			continue
+		s.buf = append(c.pool.grow(s.buf, len(f.Payload)), f.Payload...)
+		if f.Last {
+			c.st |= stGiveBack
+			if !f.Compressed {
+				return n, f.Event, s.buf, nil
+			}
+			src := s.buf
+			s.buf = nil
+			p, e := c.inflate(src, f.Event)
+			c.pool.put(src)
+			if e != nil {
+				return n, NeedMore, nil, e
+			}
+			return n, f.Event, p, nil
 		}
-		c.st |= stGiveBack
-		if !f.Compressed {
-			return n, f.Event, c.buf, nil
-		}
-		src := c.buf
-		c.buf = nil
-		p, e := c.inflate(src, f.Event)
-		c.pool.put(src)
-		if e != nil {
-			return n, NeedMore, nil, e
-		}
-		return n, f.Event, p, nil
+		k, f, e = s.dec.next(in[n:], cfg)
 	}
 }
 
@@ -203,21 +252,23 @@ func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 	if rctx != nil {
 		dict = rctx.b
 	}
-	limit := c.dec.Limits.maxMessage()
+	limit := c.pool.cfg.Limits.maxMessage()
 	guess := max(512, 3*len(src))
 	if limit >= 0 {
 		guess = int(min(int64(guess), limit+1))
 	}
-	c.buf = c.pool.get(guess)
+	s := c.side
+	s.buf = c.pool.get(guess)
 	c.st |= stGiveBack
-	out, e := c.pool.decompressor().inflate(c.pool, c.buf, src, dict, limit)
-	c.buf = out
+	out, e := c.pool.decompressor().inflate(c.pool, s.buf, src, dict, limit)
+	s.buf = out
 	if e == nil && ev == Text && !validUTF8(out) {
 		e = errUTF8
 	}
 	if e != nil {
+		e := s.dec.fail(e) // before drop, which would give s back were it not failed
 		c.drop()
-		return nil, c.dec.fail(e)
+		return nil, e
 	}
 	if rctx != nil {
 		if rctx.b == nil {
@@ -229,11 +280,25 @@ func (c *Conn) inflate(src []byte, ev Event) ([]byte, error) {
 }
 
 func (c *Conn) giveBack() {
-	if c.buf != nil {
-		c.pool.put(c.buf)
-		c.buf = nil
-	}
 	c.st &^= stGiveBack
+	if s := c.side; s != nil && s.buf != nil {
+		c.pool.put(s.buf)
+		s.buf = nil
+	}
+	c.settle()
+}
+
+// settle gives the side state back once it holds nothing: no buffer, and
+// the decoder between messages and not failed (a failed one keeps its
+// error in it for good).
+func (c *Conn) settle() {
+	s := c.side
+	if s == nil || s.buf != nil || s.dec.err != nil || s.dec.flags&dInPayload != 0 || s.dec.msgOp != 0 {
+		return
+	}
+	c.dflags = s.dec.flags
+	c.side = nil
+	c.pool.putSide(s)
 }
 
 // drop gives back what a failed or closed connection holds.
@@ -244,10 +309,10 @@ func (c *Conn) drop() {
 
 // compresses reports whether PutMessage compresses a message of n bytes.
 func (c *Conn) compresses(n int) bool {
-	return c.dec.Deflate && n >= c.pool.cfg.Deflate.threshold()
+	return c.dflags&dDeflate != 0 && n >= c.pool.cfg.Deflate.threshold()
 }
 
-func (c *Conn) masked() bool { return c.dec.Role == Client }
+func (c *Conn) masked() bool { return c.dflags&dClient != 0 }
 
 // MaxLen returns the room PutMessage needs for a message of n bytes: its
 // frame's length, or for a message it compresses the frame of the

@@ -67,14 +67,23 @@ type Decoder struct {
 	// Limits bounds frames and messages.
 	Limits Limits
 
+	d decoder
+}
+
+// decoder is a Decoder's progress; its Role, Deflate and Limits are given
+// to each call (next's cfg). A Conn keeps its Role and Deflate as flags,
+// its progress only while a message is partly received (side), and
+// decodes with its Pool's Decoder of that mode (Pool.modes): its Pool's
+// Limits, not a copy of them in every connection.
+type decoder struct {
 	remaining uint64 // payload bytes of the current data frame still due
 	msgLen    int64  // payload bytes of the current message so far
+	err       *CloseError
 	key       [4]byte
 	phase     uint8 // the key byte that the next payload byte is masked with
 	msgOp     Opcode
 	utf8      utf8State
 	flags     uint8
-	err       *CloseError
 }
 
 const (
@@ -83,29 +92,42 @@ const (
 	dCompressed             // the current message is compressed
 	dStarted                // a piece of the current message was returned
 	dDone                   // a Close frame was received
+	dClient                 // the Role is Client: frames come unmasked
+	dDeflate                // permessage-deflate was negotiated: RSV1 allowed
 )
+
+// modeFlags returns the decoder flags of a Conn's role and
+// permessage-deflate.
+func modeFlags(role Role, deflate bool) uint8 {
+	var f uint8
+	if role == Client {
+		f |= dClient
+	}
+	if deflate {
+		f |= dDeflate
+	}
+	return f
+}
 
 // Reset makes the decoder ready for a new connection, keeping its
 // exported fields.
-func (d *Decoder) Reset() {
-	*d = Decoder{Role: d.Role, Deflate: d.Deflate, Limits: d.Limits}
-}
+func (d *Decoder) Reset() { d.d = decoder{} }
 
 // Err returns the violation the decoder failed with, or nil.
 func (d *Decoder) Err() error {
-	if d.err == nil {
+	if d.d.err == nil {
 		return nil
 	}
-	return d.err
+	return d.d.err
 }
 
 // InMessage reports whether a data message has begun and not ended.
-func (d *Decoder) InMessage() bool { return d.msgOp != 0 }
+func (d *Decoder) InMessage() bool { return d.d.msgOp != 0 }
 
 // Closed reports whether a Close frame was received.
-func (d *Decoder) Closed() bool { return d.flags&dDone != 0 }
+func (d *Decoder) Closed() bool { return d.d.flags&dDone != 0 }
 
-func (d *Decoder) fail(e *CloseError) *CloseError {
+func (d *decoder) fail(e *CloseError) *CloseError {
 	d.err = e
 	return e
 }
@@ -117,6 +139,16 @@ func (d *Decoder) fail(e *CloseError) *CloseError {
 // appended) until it returns NeedMore. A returned Payload is a slice of
 // in, unmasked in place.
 func (d *Decoder) Next(in []byte) (n int, f Frame, err error) {
+	return d.d.next(in, d) // inlined: the caller calls next itself
+}
+
+// next is Next, with the Role, Deflate and Limits of cfg (its progress
+// unused): the Decoder itself, or for a Conn the Pool's Decoder of its
+// mode (Pool.modes, indexed by the mode's flags over dClient: dDeflate
+// is dClient's next bit). Both are read through one pointer, so that Next
+// stays within the inliner's budget and a Decoder's user pays no call
+// of a wrapper.
+func (d *decoder) next(in []byte, cfg *Decoder) (n int, f Frame, err error) {
 	if d.err != nil {
 		return 0, Frame{}, d.err
 	}
@@ -138,7 +170,7 @@ func (d *Decoder) Next(in []byte) (n int, f Frame, err error) {
 				continue
 			}
 			p := in[n : n+k : n+k]
-			if d.Role == Server {
+			if cfg.Role == Server {
 				d.phase = uint8(mask(d.key, int(d.phase), p))
 			}
 			n += k
@@ -163,7 +195,7 @@ func (d *Decoder) Next(in []byte) (n int, f Frame, err error) {
 			}
 			return n, f, nil
 		}
-		m, f, err := d.header(in[n:])
+		m, f, err := d.header(in[n:], cfg)
 		n += m
 		if err != nil || m == 0 || f.Event != NeedMore {
 			return n, f, err
@@ -175,7 +207,7 @@ func (d *Decoder) Next(in []byte) (n int, f Frame, err error) {
 // the header (or a control frame) is incomplete, a whole control frame, or
 // the length of a data frame's header, which it then consumes (the decoder
 // is then in its payload).
-func (d *Decoder) header(in []byte) (int, Frame, error) {
+func (d *decoder) header(in []byte, cfg *Decoder) (int, Frame, error) {
 	if len(in) < 2 {
 		return 0, Frame{}, nil
 	}
@@ -186,7 +218,7 @@ func (d *Decoder) header(in []byte) (int, Frame, error) {
 		return 0, Frame{}, d.fail(errReservedBits)
 	}
 	rsv1 := b0&rsv1Bit != 0
-	if rsv1 && (!d.Deflate || (op != OpText && op != OpBinary)) {
+	if rsv1 && (!cfg.Deflate || (op != OpText && op != OpBinary)) {
 		return 0, Frame{}, d.fail(errRSV1)
 	}
 	l7 := b1 & 0x7F
@@ -210,7 +242,7 @@ func (d *Decoder) header(in []byte) (int, Frame, error) {
 		return 0, Frame{}, d.fail(errOpcode)
 	}
 	masked := b1&maskBit != 0
-	if masked != (d.Role == Server) {
+	if masked != (cfg.Role == Server) {
 		if masked {
 			return 0, Frame{}, d.fail(errMasked)
 		}
@@ -265,7 +297,7 @@ func (d *Decoder) header(in []byte) (int, Frame, error) {
 		d.flags |= dDone
 		return end, Frame{Event: Close, Payload: reason, Code: code}, nil
 	}
-	if mf := d.Limits.maxFrame(); mf >= 0 && length > uint64(mf) {
+	if mf := cfg.Limits.maxFrame(); mf >= 0 && length > uint64(mf) {
 		return 0, Frame{}, d.fail(errFrameTooBig)
 	}
 	if op != OpContinuation {
@@ -275,7 +307,7 @@ func (d *Decoder) header(in []byte) (int, Frame, error) {
 			d.flags |= dCompressed
 		}
 	}
-	if mm := d.Limits.maxMessage(); mm >= 0 && uint64(d.msgLen)+length > uint64(mm) {
+	if mm := cfg.Limits.maxMessage(); mm >= 0 && uint64(d.msgLen)+length > uint64(mm) {
 		return 0, Frame{}, d.fail(errMessageTooBig)
 	}
 	d.msgLen += int64(length)

@@ -5,3 +5,7 @@ func Mask(key [4]byte, phase int, b []byte) int { return mask(key, phase, b) }
 
 // DeflatedFrame exposes the shared compressed frame to the tests.
 func (pm *Prepared) DeflatedFrame() []byte { return pm.deflated }
+
+// HoldsSide reports whether c holds a side state (its decoder's progress
+// within a message, a failure, or a buffer).
+func (c *Conn) HoldsSide() bool { return c.side != nil }

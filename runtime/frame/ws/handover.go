@@ -34,8 +34,17 @@ var (
 // Between reports whether c is between messages: no frame or fragmented
 // message partly received, no failure and no Close either way.
 func (c *Conn) Between() bool {
-	d := &c.dec
+	d := c.progress()
 	return d.err == nil && d.flags&(dInPayload|dDone) == 0 && d.msgOp == 0 && c.st&(stCloseSent|stCloseRecv) == 0
+}
+
+// progress returns the decoder's progress: its side state's, or between
+// messages its flags.
+func (c *Conn) progress() decoder {
+	if c.side != nil {
+		return c.side.dec
+	}
+	return decoder{flags: c.dflags}
 }
 
 // AppendState appends to dst the StateLen bytes that Resume makes a Conn
@@ -46,7 +55,7 @@ func (c *Conn) Between() bool {
 // compression context (context takeover in either direction, once a
 // message used it), failed or is closing.
 func (c *Conn) AppendState(dst []byte) ([]byte, error) {
-	d := &c.dec
+	d := c.progress()
 	switch {
 	case d.err != nil || d.flags&dDone != 0 || c.st&(stCloseSent|stCloseRecv) != 0:
 		return dst, ErrNotPortable
@@ -56,7 +65,7 @@ func (c *Conn) AppendState(dst []byte) ([]byte, error) {
 		return dst, ErrNotPortable
 	}
 	var flags byte
-	if d.Deflate {
+	if c.Compressed() {
 		flags |= 1
 	}
 	if c.rctx() != nil {
@@ -68,7 +77,7 @@ func (c *Conn) AppendState(dst []byte) ([]byte, error) {
 			readBits++
 		}
 	}
-	return append(dst, stateVersion<<4|byte(d.Role), flags|c.ext<<2, c.bits, readBits), nil
+	return append(dst, stateVersion<<4|byte(c.Role()), flags|c.ext<<2, c.bits, readBits), nil
 }
 
 // Resume makes c the connection that AppendState wrote down in the first
@@ -85,8 +94,7 @@ func (c *Conn) Resume(pool *Pool, state []byte) (rest []byte, err error) {
 	if role > Client || !validState(flags, ext, bits, readBits) {
 		return state, ErrState
 	}
-	*c = Conn{pool: pool, ext: ext, bits: bits}
-	c.dec = Decoder{Role: role, Limits: pool.cfg.Limits, Deflate: flags&1 != 0}
+	*c = Conn{pool: pool, ext: ext, bits: bits, dflags: modeFlags(role, flags&1 != 0)}
 	if flags&2 != 0 {
 		c.ctx = &takeover{r: &window{size: 1 << readBits}}
 	}

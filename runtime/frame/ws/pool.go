@@ -35,9 +35,11 @@ type Config struct {
 // none of them between messages. A Pool is not safe for concurrent use:
 // keep one per loop (percore.PerLoop).
 type Pool struct {
-	cfg  Config
-	keep int
-	free [numClasses][][]byte
+	cfg   Config
+	keep  int
+	modes [4]Decoder // the Role, Deflate and Limits a Conn decodes with, by its mode's flags
+	free  [numClasses][][]byte
+	sides []*side // spare side states of Conns (at most maxSpareSides)
 
 	comp    [8]*compressor // by window bits - 8: Deflate.Level at 15, reset per message
 	decomp  *decompressor  // shared by every connection
@@ -53,6 +55,9 @@ const (
 // NewPool returns a Pool for connections configured by cfg.
 func NewPool(cfg Config) *Pool {
 	p := &Pool{cfg: cfg, keep: cfg.PoolBuffers}
+	for i := range p.modes {
+		p.modes[i] = Decoder{Role: Role(i & 1), Deflate: i&2 != 0, Limits: cfg.Limits}
+	}
 	if p.keep == 0 {
 		p.keep = 16
 	}
@@ -112,6 +117,31 @@ func (p *Pool) grow(b []byte, n int) []byte {
 	nb = append(nb, b...)
 	p.put(b)
 	return nb
+}
+
+// maxSpareSides bounds the side states a Pool keeps for its Conns'
+// messages partly received: 64 of 56 bytes. Most messages arrive whole
+// and take none; a loop rarely has more than a few dozen connections in
+// the middle of one at once, and past that the collector takes them.
+const maxSpareSides = 64
+
+// side returns a side state for a Conn whose message is partly received.
+func (p *Pool) side() *side {
+	if n := len(p.sides); n > 0 {
+		s := p.sides[n-1]
+		p.sides[n-1] = nil
+		p.sides = p.sides[:n-1]
+		return s
+	}
+	return new(side)
+}
+
+// putSide takes back a side state that holds nothing.
+func (p *Pool) putSide(s *side) {
+	if len(p.sides) < maxSpareSides {
+		*s = side{}
+		p.sides = append(p.sides, s)
+	}
 }
 
 // compressor returns the shared compressor of a window of 2^bits bytes
