@@ -304,8 +304,10 @@ type Config struct {
 	// kernel (debug.FreeOSMemory): a storm of TLS handshakes or upgrades
 	// leaves the heap about twice what its connections then hold, and the
 	// Go runtime gives that back only slowly. Settled means a second that
-	// counted at most a tenth of the storm's busiest second; a return
-	// comes at most once a minute, so steady churn never triggers it. The
+	// counted at most a tenth of the storm's busiest second's connections
+	// and of its busiest second's bytes (so steady churn, and a server
+	// busy after its storm, never trigger it); a return comes at most once
+	// a minute. The
 	// return is one for the process (it runs while a runtime with it on is
 	// open, counts the connections of all of them, and takes the smallest
 	// of their ReturnAfterStorm); each return is a forced collection,

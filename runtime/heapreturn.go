@@ -30,27 +30,41 @@ import (
 // steady churn still sees its storms end: the new connections of every
 // runtime of the process that has the return on (Config.ReturnAfterStorm)
 // are counted once a second (Stats.Accepts + Adopted + Dials, read from
-// the loops' published Stats: nothing is added to a loop's path); a
-// storm has settled when at least ReturnAfterStorm connections came since
-// the last return (the smallest ReturnAfterStorm of the runtimes) and
-// each of the last returnCalm seconds counted at most a tenth of the
-// busiest second's since then. Steady churn (every second like the
-// busiest) never counts as settled; an uneven trickle counts once it adds
-// up to ReturnAfterStorm connections (at 1 a second, every 17 minutes:
-// one collection, cheap at that interval). A return comes at most once
-// every returnEvery, so a storm with a lull in it may return in the lull
-// and leave the rest for the next storm. (The heap's free bytes cannot
-// gate it: a storm's garbage is not free until a collection has swept it,
-// which is the work in question.)
+// the loops' published Stats: nothing is added to a loop's path), and so
+// are the bytes they received and sent (BytesIn + BytesOut); a storm has
+// settled when at least ReturnAfterStorm connections came since the last
+// return (the smallest ReturnAfterStorm of the runtimes) and each of the
+// last returnCalm seconds counted at most a tenth of the busiest second's
+// connections and at most a tenth of the busiest second's bytes since
+// then. Steady churn (every second like the busiest) never counts as
+// settled, and neither does a server that carries traffic after its
+// storm (a benchmark that has opened its connections, a busy server after
+// a reconnection storm): its traffic reuses the heap the storm grew, and
+// a return in the middle of it would cost the loops for nothing (the
+// heap grows back to its goal); its pages go back once its traffic falls
+// to a tenth of its busiest. An uneven trickle of connections on a quiet
+// server counts once it adds up to ReturnAfterStorm (at 1 a second, every
+// 17 minutes). A return comes at most once every returnEvery, so a storm
+// with a lull in it may return in the lull and leave the rest for the
+// next storm. (The heap's free bytes cannot gate it: a storm's garbage is
+// not free until a collection has swept it, which is the work in
+// question.)
 //
 // It is one for the process, as FreeOSMemory's effect is: it runs while
 // at least one runtime with the return on is open. It is not free for
 // the loops: a forced collection stops every goroutine twice (short
-// pauses, tens of microseconds), its marking takes a quarter of the Ps
-// for one cycle (and assists from goroutines that allocate meanwhile),
-// and the scavenge that follows runs on one P without preemption (a few
-// milliseconds for a few hundred MB); a loop whose P it is waits for it.
-// Once per storm that is cheap next to the storm itself.
+// pauses: at most 0.5 ms measured), its marking takes a quarter of the
+// Ps for one cycle (and assists from goroutines that allocate
+// meanwhile), so its cost grows with the live heap, and the scavenge that
+// follows runs on one P without preemption. With as many Ps as loops the
+// return's goroutine runs on a loop's P, and that loop waits for it:
+// measured with the whole server on one CPU, 54-61 ms for the 47-51 MB of
+// 18,000 idle TLS connections (the loop's 1 ms pings up to 5.5-15.8 ms)
+// and 5-130 ms for the gateway's 1 MB (docs/performance.md, "TLS, idle
+// memory with the return"). It comes once per storm, on a server gone
+// quiet; a server whose live heap is large against what its storms leave
+// (a cache of many gigabytes) may want it off (a negative
+// ReturnAfterStorm).
 
 // DefaultReturnAfterStorm is Config.ReturnAfterStorm's default: the new
 // connections a storm has at least before the heap's free pages are
@@ -74,17 +88,24 @@ type settler struct {
 	last     uint64 // connections at the last tick
 	returned uint64 // connections at the last return
 	peak     uint64 // the busiest tick's connections since the last return
+	lastB    uint64 // bytes moved at the last tick
+	peakB    uint64 // the busiest tick's bytes since the last return
 	calm     int    // calm ticks in a row
 	at       time.Time
 }
 
-// tick takes the connections counted so far and the time, and reports
-// whether to return the free pages now.
-func (s *settler) tick(n uint64, now time.Time) bool {
-	d := n - s.last
-	s.last = n
-	s.peak = max(s.peak, d)
-	if d*10 > s.peak {
+// tick takes the connections counted so far, the bytes the loops have
+// moved so far (received and sent) and the time, and reports whether to
+// return the free pages now. A tick is calm when both its connections and
+// its bytes are at most a tenth of the busiest tick's since the last
+// return: a server that carries traffic after a storm (a benchmark that
+// opened its connections, a busy server after a reconnection storm)
+// reuses the heap it grew and is left alone until its traffic falls.
+func (s *settler) tick(n, bytes uint64, now time.Time) bool {
+	d, db := n-s.last, bytes-s.lastB
+	s.last, s.lastB = n, bytes
+	s.peak, s.peakB = max(s.peak, d), max(s.peakB, db)
+	if d*10 > s.peak || db*10 > s.peakB {
 		s.calm = 0 // still at more than a tenth of its peak
 	} else {
 		s.calm++
@@ -94,7 +115,7 @@ func (s *settler) tick(n uint64, now time.Time) bool {
 	case s.calm < returnCalm:
 	case !s.at.IsZero() && now.Sub(s.at) < returnEvery:
 	default:
-		s.returned, s.peak, s.calm, s.at = n, 0, 0, now
+		s.returned, s.peak, s.peakB, s.calm, s.at = n, 0, 0, 0, now
 		return true
 	}
 	return false
@@ -127,11 +148,12 @@ func HeapReturns() HeapReturnStats {
 // heapReturn is the process's return after storms: the runtimes that have
 // it on, and the goroutine that counts their connections.
 type heapReturn struct {
-	mu      sync.Mutex
-	rts     []*Runtime // the open runtimes with the return on, oldest first
-	retired uint64     // the new connections of those that closed
-	s       settler
-	stats   HeapReturnStats
+	mu       sync.Mutex
+	rts      []*Runtime // the open runtimes with the return on, oldest first
+	retired  uint64     // the new connections of those that closed
+	retiredB uint64     // and the bytes they moved
+	s        settler
+	stats    HeapReturnStats
 	// stop and done are the running goroutine's (nil: none runs).
 	stop, done chan struct{}
 
@@ -148,10 +170,11 @@ type heapReturn struct {
 // state on purpose: what it returns is the process's heap.
 var procReturn heapReturn
 
-// arrivals are the new connections the runtime's loops have counted.
-func (rt *Runtime) arrivals() uint64 {
+// arrivals are the new connections the runtime's loops have counted, and
+// the bytes they have received and sent.
+func (rt *Runtime) arrivals() (conns, bytes uint64) {
 	s := rt.Stats()
-	return s.Accepts + s.Adopted + s.Dials
+	return s.Accepts + s.Adopted + s.Dials, s.BytesIn + s.BytesOut
 }
 
 // add registers rt (with Config.ReturnAfterStorm on), and starts the
@@ -185,7 +208,9 @@ func (p *heapReturn) remove(rt *Runtime) {
 		return
 	}
 	p.rts = slices.Delete(p.rts, i, i+1)
-	p.retired += rt.arrivals()
+	n, b := rt.arrivals()
+	p.retired += n
+	p.retiredB += b
 	var done chan struct{}
 	if len(p.rts) == 0 {
 		close(p.stop)
@@ -224,14 +249,15 @@ func (p *heapReturn) step(now time.Time, stop chan struct{}) {
 		p.mu.Unlock()
 		return
 	}
-	n, lowest := p.retired, p.rts[0].cfg.ReturnAfterStorm
+	n, bytes, lowest := p.retired, p.retiredB, p.rts[0].cfg.ReturnAfterStorm
 	for _, rt := range p.rts {
-		n += rt.arrivals()
+		c, b := rt.arrivals()
+		n, bytes = n+c, bytes+b
 		lowest = min(lowest, rt.cfg.ReturnAfterStorm)
 	}
 	p.s.min = uint64(lowest)
-	fire := p.s.tick(n, now)
-	log, free := p.rts[0].cfg.Logger, p.free
+	fire := p.s.tick(n, bytes, now)
+	free := p.free
 	p.mu.Unlock()
 	if !fire {
 		return
@@ -251,6 +277,11 @@ func (p *heapReturn) step(now time.Time, stop chan struct{}) {
 	p.stats.Returns++
 	p.stats.Bytes += returned
 	p.stats.Took += took
+	if len(p.rts) == 0 || p.stop != stop {
+		p.mu.Unlock()
+		return // the last runtime closed meanwhile: nobody's logger to use
+	}
+	log := p.rts[0].cfg.Logger
 	p.mu.Unlock()
 	log.Info("percore: a storm of connections settled; the heap's free pages returned to the kernel",
 		slog.Uint64("connections", n), slog.Uint64("returned_bytes", returned), slog.Duration("took", took.Round(time.Microsecond)))

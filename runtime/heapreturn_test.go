@@ -19,9 +19,11 @@ func TestHeapReturnAfterStorm(t *testing.T) {
 		ticks, stepped := make(chan time.Time), make(chan struct{})
 		var freed atomic.Int64
 		t.Cleanup(percore.SetHeapReturnClock(ticks, func() { stepped <- struct{}{} }, func() { freed.Add(1) }))
+		// a asks for a storm of 2n, c for n: the smaller counts, over
+		// both.
 		const n = 40
-		on := percore.Config{Backend: b, ReturnAfterStorm: n}
-		a, c := start(t, on, echoHandler{}), start(t, on, echoHandler{})
+		a := start(t, percore.Config{Backend: b, ReturnAfterStorm: 2 * n}, echoHandler{})
+		c := start(t, percore.Config{Backend: b, ReturnAfterStorm: n}, echoHandler{})
 		off := start(t, percore.Config{Backend: b, ReturnAfterStorm: -1}, echoHandler{})
 		before := percore.HeapReturns().Returns
 		now := time.Unix(1_000_000, 0)
@@ -59,8 +61,8 @@ func TestHeapReturnAfterStorm(t *testing.T) {
 		tick(0, "too few connections, then quiet")
 		// A storm: no return while it arrives, one once it settled, and
 		// none after.
-		storm(a, n)
-		storm(c, n)
+		storm(a, n/2)
+		storm(c, n/2) // 2n-1 in all: a storm for c, not for a
 		tick(0, "the storm's second")
 		tick(1, "the storm settled")
 		for range 3 {

@@ -38,14 +38,17 @@ type Workload struct {
 }
 
 // loopConfig is the runtime configuration of a percore engine's loops on
-// backend: no log output, and the workload's batched waits (on io_uring;
-// the epoll backend ignores them).
+// backend: no log output, the workload's batched waits (on io_uring; the
+// epoll backend ignores them), and no return of the heap after the storm
+// of its dials (a load generator's idle memory matters to nobody, and a
+// forced collection would stall its loops inside a measured window).
 func (wl Workload) loopConfig(backend percore.Backend) percore.Config {
 	return percore.Config{
-		Backend:   backend,
-		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-		WaitBatch: wl.WaitBatch,
-		WaitMin:   wl.WaitMin,
+		Backend:          backend,
+		Logger:           slog.New(slog.NewTextHandler(io.Discard, nil)),
+		WaitBatch:        wl.WaitBatch,
+		WaitMin:          wl.WaitMin,
+		ReturnAfterStorm: -1,
 	}
 }
 
