@@ -77,3 +77,7 @@ func SetSendFallback(rt *Runtime, on bool) {
 // HoldsOutQueue reports whether c holds an outbound queue (decision 0072).
 // On the loop's thread.
 func HoldsOutQueue(c *Conn) bool { return c.out != nil }
+
+// HoldsSideState reports whether c holds its side state (connSide:
+// decisions 0065, 0075). On the loop's thread.
+func HoldsSideState(c *Conn) bool { return c.side != nil }
