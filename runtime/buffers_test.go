@@ -133,7 +133,10 @@ func TestReadiness(t *testing.T) {
 		{"hang-up, nothing to write", hup, stPaused, false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := &Conn{state: tc.st, ep: epollConn{full: tc.full}}
+			c := &Conn{state: tc.st}
+			if tc.full {
+				c.ep.flags = efFull
+			}
 			read, write := readiness(tc.events, c)
 			if read != tc.read || write != tc.write {
 				t.Errorf("readiness(%#x, %#x) = read %v write %v, want %v %v", tc.events, tc.st, read, write, tc.read, tc.write)

@@ -21,14 +21,19 @@ import (
 // Close, or once OnClose has run, writes fail with net.ErrClosed.
 type Conn struct {
 	loop *Loop
-	fd   int
-	slot uint32
-	gen  uint32
 	h    Handler
 
 	// value is the handler's (Value); adapter is the protocol adapter's
 	// between the runtime and the handler (AdapterValue).
 	value, adapter any
+
+	// slot and gen name the connection in the loop's table (and in the
+	// kernel's user data); fd is its descriptor, -1 once released (or
+	// while an io_uring loop keeps it as a direct descriptor only). An
+	// int32, as the kernel's descriptors are, so that it packs with the
+	// lifecycle state (decision 0075).
+	slot, gen uint32
+	fd        int32
 
 	// state is the connection's lifecycle, owned by the loop; ur and ep
 	// are the drivers' own state (only the loop's driver touches its
@@ -42,12 +47,13 @@ type Conn struct {
 	// (conn_out.go).
 	out *outQueue
 
-	sf  *fileSend // a file send in progress (sendfile.go)
-	tls *connTLS  // a TLS connection's session (tls.go); nil for plain TCP
-	ln  *Listener // the listener it was accepted from; nil for a dial
+	ln *Listener // the listener it was accepted from; nil for a dial
 
 	// side holds the state few connections use, allocated on first use
-	// and dropped once nothing in it is in use (conn_side.go).
+	// and dropped once nothing in it is in use (conn_side.go): with the
+	// addresses and the timers few connections use, a file send in
+	// progress and a TLS connection's session, so that a plain
+	// connection's write checks one pointer for both.
 	side *connSide
 
 	// opened is when it opened; progress is when the kernel last took
@@ -144,17 +150,17 @@ func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }
 // Buffered returns how many written bytes the kernel has not taken yet
 // (with those waiting behind a file send, but not the file's).
 func (c *Conn) Buffered() int {
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		return c.tlsBuffered()
 	}
-	if c.sf != nil {
-		return c.out.buffered() + c.sf.after.buffered()
+	if sf := c.fileSend(); sf != nil {
+		return c.out.buffered() + sf.after.buffered()
 	}
 	return c.out.buffered()
 }
 
 // idleOut reports whether nothing waits to be sent: no bytes, no file.
-func (c *Conn) idleOut() bool { return c.Buffered() == 0 && c.sf == nil }
+func (c *Conn) idleOut() bool { return c.Buffered() == 0 && c.fileSend() == nil }
 
 // Write queues p to be sent and returns len(p). It copies p, so the caller
 // may reuse it at once (also a slice of the data OnData received). When
@@ -163,7 +169,7 @@ func (c *Conn) idleOut() bool { return c.Buffered() == 0 && c.sf == nil }
 // every other submission of the turn. A write that fails closes the
 // connection; its OnClose runs after the callback that wrote returns.
 func (c *Conn) Write(p []byte) (int, error) {
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		return c.tlsWrite(p)
 	}
 	if !c.writable() {
@@ -175,8 +181,8 @@ func (c *Conn) Write(p []byte) (int, error) {
 	if err := c.dropsWrite(len(p)); err != nil {
 		return 0, err
 	}
-	if c.sf != nil {
-		c.sf.after.add(c.loop, p)
+	if sf := c.fileSend(); sf != nil {
+		sf.after.add(c.loop, p)
 		c.loop.queued(c)
 		return len(p), nil
 	}
@@ -193,7 +199,7 @@ func (c *Conn) Write(p []byte) (int, error) {
 // Writev queues the buffers as one gathered write and returns the number of
 // bytes queued.
 func (c *Conn) Writev(bufs ...[]byte) (int, error) {
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		return c.tlsWritev(bufs)
 	}
 	if !c.writable() {
@@ -209,9 +215,9 @@ func (c *Conn) Writev(bufs ...[]byte) (int, error) {
 	if err := c.dropsWrite(n); err != nil {
 		return 0, err
 	}
-	if c.sf != nil {
+	if sf := c.fileSend(); sf != nil {
 		for _, b := range bufs {
-			c.sf.after.add(c.loop, b)
+			sf.after.add(c.loop, b)
 		}
 		c.loop.queued(c)
 		return n, nil
@@ -235,7 +241,7 @@ func (c *Conn) Close() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
 	}
-	if c.tls != nil && c.writable() {
+	if c.tlsState() != nil && c.writable() {
 		c.tlsShut() // close_notify
 	}
 	c.state |= stClosing
@@ -266,7 +272,7 @@ func (c *Conn) CloseLinger() error {
 	if c.state&(stClosing|stClosed) != 0 {
 		return nil
 	}
-	if c.tls != nil && c.writable() {
+	if c.tlsState() != nil && c.writable() {
 		c.tlsShut() // close_notify
 	}
 	c.state |= stClosing | stLinger
@@ -310,7 +316,7 @@ func (c *Conn) CloseWrite() error {
 	if !c.writable() {
 		return nil
 	}
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		c.tlsShut() // close_notify
 	}
 	c.state |= stCloseWriteAsked
@@ -405,14 +411,14 @@ func (c *Conn) ResumeRead() {
 // room is valid until Commit or the next call on c; nothing of it is sent
 // before Commit. It returns nil when c can no longer be written to.
 func (c *Conn) Reserve(n int) []byte {
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		return c.tlsReserve(n)
 	}
 	if !c.writable() || n <= 0 {
 		return nil
 	}
-	if c.sf != nil {
-		return c.sf.after.reserve(c.loop, n)
+	if sf := c.fileSend(); sf != nil {
+		return sf.after.reserve(c.loop, n)
 	}
 	return c.outw().reserve(c.loop, n)
 }
@@ -421,15 +427,15 @@ func (c *Conn) Reserve(n int) []byte {
 // would have sent them; n may be less than was reserved (0 sends nothing),
 // not more.
 func (c *Conn) Commit(n int) error {
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		return c.tlsCommit(n)
 	}
 	if !c.writable() {
 		return c.opError("write", net.ErrClosed)
 	}
-	q := c.out
-	if c.sf != nil {
-		q = &c.sf.after
+	q, sf := c.out, c.fileSend()
+	if sf != nil {
+		q = &sf.after
 	}
 	if reserved := q.room(); n > reserved {
 		return c.opError("write", fmt.Errorf("commit of %d bytes, %d reserved", n, reserved))
@@ -444,7 +450,7 @@ func (c *Conn) Commit(n int) error {
 		c.putOut()
 		return err
 	}
-	if c.sf != nil {
+	if c.fileSend() != nil {
 		q.commit(n)
 		c.loop.queued(c)
 		return nil

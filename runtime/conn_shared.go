@@ -20,7 +20,7 @@ import "net"
 // p is copied as Write copies it. The outbound policy applies as in Write;
 // TryWriteShared refuses instead.
 func (c *Conn) WriteShared(p []byte) (int, error) {
-	if c.tls != nil || c.sf != nil {
+	if c.tlsState() != nil || c.fileSend() != nil {
 		return c.Write(p)
 	}
 	if !c.writable() {

@@ -9,13 +9,16 @@ import (
 
 // connSide is the state of a connection that most connections do not use
 // most of the time: a dial in progress, the addresses once asked for, the
-// idle and lifetime timers, a close's linger, the requests in flight. An
+// idle and lifetime timers, a close's linger, the requests in flight, a
+// file send in progress, a TLS connection's session. An
 // idle WebSocket or an idle keep-alive connection between requests needs
 // none of it, so it lives beside Conn, allocated on first use and dropped
 // again once nothing in it is in use (trimSide), and Conn stays in a
 // smaller size class (docs/decisions/0065-the-idle-websocket-floors.md).
 type connSide struct {
 	dial         *dialState
+	sf           *fileSend // a file send in progress (sendfile.go)
+	tls          *connTLS  // a TLS connection's session (tls.go), for its life
 	laddr, raddr net.Addr
 
 	idleTimeout time.Duration
@@ -67,6 +70,23 @@ func (c *Conn) setDial(d *dialState) {
 		c.side.dial = nil
 		c.trimSide()
 	}
+}
+
+// fileSend returns c's file send in progress (sendfile.go), or nil.
+func (c *Conn) fileSend() *fileSend {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.sf
+}
+
+// tlsState returns a TLS connection's session (tls.go); nil for plain
+// TCP. Set when the connection opens, it keeps c's side state for good.
+func (c *Conn) tlsState() *connTLS {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.tls
 }
 
 // inFlight returns how many requests BeginRequest began and EndRequest

@@ -125,7 +125,7 @@ func (l *Loop) connected(c *Conn, err error) {
 		l.closeConn(c, c.opError("dial", err))
 		return
 	}
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		l.tlsConnected(c) // OnOpen and done once the handshake succeeded
 		return
 	}

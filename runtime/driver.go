@@ -136,7 +136,7 @@ func (l *Loop) slotsInUse() bool { return len(l.free) != len(l.conns) }
 // loop's stop. A driver that learns of a send's end only at its next
 // dispatch (io_uring's skipped sends) must not sleep first when it does.
 func (l *Loop) sendAwaited(c *Conn) bool {
-	return c.sf != nil || l.stopping ||
+	return c.fileSend() != nil || l.stopping ||
 		c.state&(stClosing|stClosed|stCloseWriteAsked|stLinger|stOverCap) != 0
 }
 
@@ -279,7 +279,7 @@ type driver interface {
 	// opcodes), which report through the loop's wake-up. op's memory
 	// stays referenced by op until its result is in.
 	fileStart(op *fileOp) error
-	// sendFile moves the next part of c's file send (c.sf, sendfile.go),
+	// sendFile moves the next part of c's file send (Conn.fileSend, sendfile.go),
 	// reporting progress through loop.fileSent and going on while it
 	// reports more; release cancels what is in flight of it.
 	sendFile(c *Conn)

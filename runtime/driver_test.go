@@ -48,7 +48,7 @@ func (s *standInLoop) record(format string, args ...any) {
 // open puts a connection in slot with descriptor fd, as the loop's
 // accepted does before the driver's start.
 func (s *standInLoop) open(slot uint32, fd int) *Conn {
-	c := &Conn{slot: slot, gen: 1, fd: fd}
+	c := &Conn{slot: slot, gen: 1, fd: int32(fd)}
 	s.conns[slot] = c
 	return c
 }

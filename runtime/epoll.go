@@ -104,15 +104,33 @@ type epollListener struct {
 	registered bool // in the epoll set
 }
 
-// epollConn is the epoll driver's own state of a connection.
+// epollConn is the epoll driver's own state of a connection: 8 bytes, so
+// that Conn, which carries it on either backend, stays in its size class
+// (decision 0075).
 type epollConn struct {
-	events   uint32 // the interest registered in the epoll set; 0: out of it
-	full     bool   // the socket took less than it was given: wait for writability
-	gathered bool   // on the driver's end-of-turn list
-	flushing bool   // flush is running: it sets the interest when it ends
-	unread   bool   // the last read filled the buffer: input may wait in the socket
-	wrote    uint64 // the turn of its last write straight to the socket
+	// wrote is the turn of its last write straight to the socket, the low
+	// 32 bits of the loop's turn count. A stamp that wraps round to the
+	// current turn (a connection that wrote nothing straight for 2^32
+	// turns) queues its first write of that turn for the turn's end: a
+	// write sent a little later in the turn, never one out of order.
+	wrote  uint32
+	events uint16 // the interest registered in the epoll set (poller.In, RDHup, Out); 0: out of it
+	flags  epollFlags
 }
+
+// epollFlags are the epoll driver's flags of a connection.
+type epollFlags uint8
+
+const (
+	efFull     epollFlags = 1 << iota // the socket took less than it was given: wait for writability
+	efGathered                        // on the driver's end-of-turn list
+	efFlushing                        // flush is running: it sets the interest when it ends
+	efUnread                          // the last read filled the buffer: input may wait in the socket
+)
+
+// The interest a connection registers fits epollConn.events (a constant
+// that did not would not compile here).
+const _ = uint16(poller.In | poller.RDHup | poller.Out)
 
 func newEpollDriver(l *Loop, cfg Config) (*epollDriver, error) {
 	if poller.WakeData != epollWakeTag {
@@ -187,19 +205,19 @@ func (d *epollDriver) pauseAccept()  { d.unregister() }
 func (d *epollDriver) resumeAccept() { d.register() }
 
 func (d *epollDriver) pauseRead(c *Conn) {
-	c.ep.unread = false // a paused connection's input stays in the kernel, as on io_uring
+	c.ep.flags &^= efUnread // a paused connection's input stays in the kernel, as on io_uring
 	d.update(c)
 }
 
 func (d *epollDriver) resumeRead(c *Conn) {
-	c.ep.unread = true // what arrived meanwhile
+	c.ep.flags |= efUnread // what arrived meanwhile
 	d.update(c)
 }
 
 func (d *epollDriver) start(c *Conn) error {
 	d.calls++
-	ev := uint32(poller.In | poller.RDHup)
-	if err := d.p.Add(c.fd, ev, connTag(c)); err != nil {
+	ev := uint16(poller.In | poller.RDHup)
+	if err := d.p.Add(int(c.fd), uint32(ev), connTag(c)); err != nil {
 		return err
 	}
 	c.ep.events = ev
@@ -208,12 +226,12 @@ func (d *epollDriver) start(c *Conn) error {
 
 // interest is the epoll interest c's state asks for: input while the loop
 // takes it, writability while the socket is full.
-func (d *epollDriver) interest(c *Conn) uint32 {
-	var ev uint32
+func (d *epollDriver) interest(c *Conn) uint16 {
+	var ev uint16
 	if c.wantsInput() {
 		ev |= poller.In | poller.RDHup
 	}
-	if c.ep.full {
+	if c.ep.flags&efFull != 0 {
 		ev |= poller.Out
 	}
 	return ev
@@ -227,7 +245,7 @@ func (d *epollDriver) interest(c *Conn) uint32 {
 // loop on every wait. Like the io_uring loop, it then hears of the peer
 // at its next write.
 func (d *epollDriver) update(c *Conn) {
-	if c.ep.flushing || c.state&(stClosed|stConnecting) != 0 {
+	if c.ep.flags&efFlushing != 0 || c.state&(stClosed|stConnecting) != 0 {
 		return
 	}
 	ev := d.interest(c)
@@ -237,11 +255,11 @@ func (d *epollDriver) update(c *Conn) {
 	var err error
 	switch {
 	case ev == 0:
-		err = d.p.Delete(c.fd)
+		err = d.p.Delete(int(c.fd))
 	case c.ep.events == 0:
-		err = d.p.Add(c.fd, ev, connTag(c))
+		err = d.p.Add(int(c.fd), uint32(ev), connTag(c))
 	default:
-		err = d.p.Modify(c.fd, ev, connTag(c))
+		err = d.p.Modify(int(c.fd), uint32(ev), connTag(c))
 	}
 	d.calls++
 	if err != nil {
@@ -262,11 +280,11 @@ const (
 
 func (d *epollDriver) release(c *Conn) {
 	if c.fd >= 0 {
-		if c.ep.unread {
+		if c.ep.flags&efUnread != 0 {
 			d.discardInput(c)
 		}
 		d.calls++
-		d.sys.close(c.fd) // also leaves the epoll set: nothing else holds the file
+		d.sys.close(int(c.fd)) // also leaves the epoll set: nothing else holds the file
 		c.fd = -1
 	}
 	d.l.freeSlot(c)
@@ -284,7 +302,7 @@ func (d *epollDriver) discardInput(c *Conn) {
 	}
 	for read := 0; read < closeDiscardMax; {
 		d.calls++
-		n, errno := d.sys.read(c.fd, d.discard)
+		n, errno := d.sys.read(int(c.fd), d.discard)
 		if errno != 0 || n <= 0 {
 			return
 		}
@@ -299,16 +317,16 @@ func (d *epollDriver) descriptor(c *Conn) (int, error) {
 	if c.fd < 0 {
 		return -1, net.ErrClosed
 	}
-	return c.fd, nil
+	return int(c.fd), nil
 }
 
 func (d *epollDriver) connect(c *Conn, ds *dialState) error {
 	d.calls++
-	if errno := poller.Connect(c.fd, unsafe.Pointer(&ds.sa), ds.salen); errno != 0 && errno != unix.EINPROGRESS {
+	if errno := poller.Connect(int(c.fd), unsafe.Pointer(&ds.sa), ds.salen); errno != 0 && errno != unix.EINPROGRESS {
 		return errnoErr("connect", errno)
 	}
 	d.calls++
-	if err := d.p.Add(c.fd, poller.Out, connTag(c)); err != nil {
+	if err := d.p.Add(int(c.fd), poller.Out, connTag(c)); err != nil {
 		return err
 	}
 	c.ep.events = poller.Out
@@ -380,12 +398,12 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 	l := d.l
 	if c.state&stConnecting != 0 {
 		d.calls++
-		if err := sys.ConnectError(c.fd); err != nil {
+		if err := sys.ConnectError(int(c.fd)); err != nil {
 			l.connected(c, os.NewSyscallError("connect", err))
 			return
 		}
 		d.calls++
-		if err := d.p.Delete(c.fd); err != nil {
+		if err := d.p.Delete(int(c.fd)); err != nil {
 			l.connected(c, err)
 			return
 		}
@@ -409,21 +427,25 @@ func (d *epollDriver) ready(c *Conn, events uint32) {
 // instead of the queue waiting for a writability that never comes.
 func readiness(events uint32, c *Conn) (read, write bool) {
 	read = events&(poller.In|poller.RDHup|poller.Hup|poller.Err) != 0 && c.wantsInput()
-	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && c.ep.full
+	write = events&poller.Out != 0 || events&(poller.Hup|poller.Err) != 0 && c.ep.flags&efFull != 0
 	return read, write
 }
 
 func (d *epollDriver) read(c *Conn) {
 	d.calls++
-	n, errno := d.sys.read(c.fd, d.buf)
+	n, errno := d.sys.read(int(c.fd), d.buf)
 	switch {
 	case errno == unix.EAGAIN:
-		c.ep.unread = false
+		c.ep.flags &^= efUnread
 		return
 	case errno != 0:
 		n = -int(errno)
 	}
-	c.ep.unread = n == len(d.buf)
+	if n == len(d.buf) {
+		c.ep.flags |= efUnread
+	} else {
+		c.ep.flags &^= efUnread
+	}
 	d.l.readResult(c, d.buf, n, "read")
 	if n == 0 && !c.closed() {
 		d.update(c) // the stream ended: stop polling for input

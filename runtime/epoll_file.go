@@ -82,17 +82,17 @@ func (d *epollDriver) sendFile(c *Conn) { d.flush(c) }
 // fileReady reports whether c's file send is flush's to move: it runs,
 // by sendfile, and nothing is queued before it.
 func (d *epollDriver) fileReady(c *Conn) bool {
-	sf := c.sf
+	sf := c.fileSend()
 	return sf != nil && sf.running && !sf.fallback && !sf.dead && c.out.buffered() == 0
 }
 
 // sendFilePart makes one sendfile(2) call of c's file send and reports
 // it to the loop; it returns false when the socket is full.
 func (d *epollDriver) sendFilePart(c *Conn) bool {
-	sf := c.sf
+	sf := c.fileSend()
 	off := sf.off
 	d.calls++
-	n, err := d.sys.sendfile(c.fd, sf.f.fd, &off, int(min(sf.left, fileSendChunk)))
+	n, err := d.sys.sendfile(int(c.fd), sf.f.fd, &off, int(min(sf.left, fileSendChunk)))
 	switch {
 	case err == unix.EAGAIN:
 		return false

@@ -264,7 +264,7 @@ func (m *epollModel) openConn() {
 	n := len(m.l.conns)
 	m.l.acceptResult(fd, 0, 0)
 	for _, c := range m.l.conns[:max(n, len(m.l.conns))] {
-		if c != nil && c.fd == fd {
+		if c != nil && int(c.fd) == fd {
 			mc.c = c
 		}
 	}
@@ -313,7 +313,7 @@ func (m *epollModel) act(mc *epollModelConn, depth int) {
 				mc.want = append(mc.want, room[:k]...)
 			}
 		case r < 92:
-			if c.sf != nil {
+			if c.fileSend() != nil {
 				continue
 			}
 			f := m.files[m.rng.IntN(len(m.files))]
@@ -418,7 +418,7 @@ func (m *epollModel) drain() {
 			var b bytes.Buffer
 			for _, mc := range m.open() {
 				fmt.Fprintf(&b, " [fd %d: %d of %d bytes read, %d queued, file %v, full %v, batched %v, events %#x]",
-					mc.fd, mc.sock.read, len(mc.want), mc.c.Buffered(), mc.c.sf != nil, mc.c.ep.full, mc.c.ep.gathered, m.interest[mc.fd])
+					mc.fd, mc.sock.read, len(mc.want), mc.c.Buffered(), mc.c.fileSend() != nil, mc.c.ep.flags&efFull != 0, mc.c.ep.flags&efGathered != 0, m.interest[mc.fd])
 				fmt.Fprintf(&b, " state %#x", mc.c.state)
 			}
 			m.fail("%d connections never finished:%s", len(m.open()), b.String())
@@ -477,27 +477,27 @@ func (m *epollModel) check() {
 			continue
 		}
 		reg, inSet := m.interest[mc.fd]
-		if reg != c.ep.events || inSet != (c.ep.events != 0) {
+		if reg != uint32(c.ep.events) || inSet != (c.ep.events != 0) {
 			m.fail("fd %d: the driver thinks %#x is registered, the epoll set has %#x (in it: %v)", mc.fd, c.ep.events, reg, inSet)
 		}
 		hasOut := c.out.buffered() > 0 || d.fileReady(c)
-		if hasOut && !c.ep.gathered && !(c.ep.full && reg&poller.Out != 0) {
+		if hasOut && c.ep.flags&efGathered == 0 && !(c.ep.flags&efFull != 0 && reg&poller.Out != 0) {
 			m.fail("fd %d: %d bytes queued (file send ready %v), neither on the end-of-turn list nor waiting for writability",
 				mc.fd, c.out.buffered(), d.fileReady(c))
 		}
-		if (reg&poller.Out != 0) != c.ep.full {
-			m.fail("fd %d: registered for writability %v, socket full %v", mc.fd, reg&poller.Out != 0, c.ep.full)
+		if (reg&poller.Out != 0) != (c.ep.flags&efFull != 0) {
+			m.fail("fd %d: registered for writability %v, socket full %v", mc.fd, reg&poller.Out != 0, c.ep.flags&efFull != 0)
 		}
-		if c.ep.full && !hasOut {
+		if c.ep.flags&efFull != 0 && !hasOut {
 			m.fail("fd %d: waits for writability with nothing to send", mc.fd)
 		}
 		if (reg&poller.In != 0) != c.wantsInput() {
 			m.fail("fd %d: registered for input %v, reading %v", mc.fd, reg&poller.In != 0, c.wantsInput())
 		}
-		if c.sf != nil && c.sf.reading && len(m.l.timers.ts) == 0 {
+		if c.fileSend() != nil && c.fileSend().reading && len(m.l.timers.ts) == 0 {
 			m.fail("fd %d: a fallback read in flight, and no timer for its result", mc.fd)
 		}
-		if c.ep.flushing {
+		if c.ep.flags&efFlushing != 0 {
 			m.fail("fd %d: flushing between steps", mc.fd)
 		}
 	}

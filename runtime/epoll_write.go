@@ -20,15 +20,15 @@ import (
 // straight to the socket this turn already (the rest of the turn's writes
 // then go out together, at its end).
 func (d *epollDriver) writeQueues(c *Conn) bool {
-	return c.out.buffered() > 0 || c.ep.full || c.ep.flushing || c.ep.wrote == d.cnt[sTurns]
+	return c.out.buffered() > 0 || c.ep.flags&(efFull|efFlushing) != 0 || c.ep.wrote == uint32(d.cnt[sTurns])
 }
 
 // list puts c on the end-of-turn list, unless the socket is full (its
 // writability flushes it) or flush is running (it sends what is queued
 // before it ends).
 func (d *epollDriver) list(c *Conn) {
-	if !c.ep.full && !c.ep.gathered && !c.ep.flushing {
-		c.ep.gathered = true
+	if c.ep.flags&(efFull|efGathered|efFlushing) == 0 {
+		c.ep.flags |= efGathered
 		d.gathered = append(d.gathered, c)
 	}
 }
@@ -36,7 +36,7 @@ func (d *epollDriver) list(c *Conn) {
 // full records that c's socket took less than it was given: c waits for
 // writability.
 func (d *epollDriver) fullSocket(c *Conn) {
-	c.ep.full = true
+	c.ep.flags |= efFull
 	d.update(c)
 }
 
@@ -48,8 +48,8 @@ func (d *epollDriver) flushGathered() {
 	for i := 0; i < len(d.gathered); i++ {
 		c := d.gathered[i]
 		d.gathered[i] = nil
-		c.ep.gathered = false
-		if !c.closed() && !c.ep.full {
+		c.ep.flags &^= efGathered
+		if !c.closed() && c.ep.flags&efFull == 0 {
 			d.flush(c)
 		}
 	}
@@ -62,9 +62,9 @@ func (d *epollDriver) write(c *Conn, p []byte) {
 		d.list(c)
 		return
 	}
-	c.ep.wrote = d.cnt[sTurns]
+	c.ep.wrote = uint32(d.cnt[sTurns])
 	d.calls++
-	n, errno := d.sys.write(c.fd, p)
+	n, errno := d.sys.write(int(c.fd), p)
 	if errno != 0 && errno != unix.EAGAIN {
 		d.l.fail(c, "write", errnoErr("write", errno))
 		return
@@ -84,7 +84,7 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 		d.list(c)
 		return
 	}
-	c.ep.wrote = d.cnt[sTurns]
+	c.ep.wrote = uint32(d.cnt[sTurns])
 	iov := d.iov[:0]
 	for _, b := range bufs {
 		if len(b) > 0 {
@@ -94,7 +94,7 @@ func (d *epollDriver) writev(c *Conn, bufs [][]byte) {
 		}
 	}
 	d.calls++
-	n, errno := d.sys.writev(c.fd, iov)
+	n, errno := d.sys.writev(int(c.fd), iov)
 	clear(iov)
 	if errno != 0 {
 		if errno != unix.EAGAIN {
@@ -132,19 +132,19 @@ func (d *epollDriver) committed(c *Conn) { d.list(c) }
 // turn; a call while it runs (a file send started from inside it) returns
 // at once: the running pass sends it.
 func (d *epollDriver) flush(c *Conn) {
-	if c.ep.flushing {
+	if c.ep.flags&efFlushing != 0 {
 		return
 	}
 	l := d.l
 	l.beginPass()
-	c.ep.flushing = true
-	c.ep.full = false
+	c.ep.flags |= efFlushing
+	c.ep.flags &^= efFull
 	for !c.closed() {
 		if p := c.out.pending(); len(p) > 0 {
 			d.calls++
-			n, errno := d.sys.write(c.fd, p)
+			n, errno := d.sys.write(int(c.fd), p)
 			if errno == unix.EAGAIN {
-				c.ep.full = true
+				c.ep.flags |= efFull
 				break
 			}
 			if errno != 0 {
@@ -153,24 +153,24 @@ func (d *epollDriver) flush(c *Conn) {
 			}
 			l.sendResult(c, n, nil)
 			if n < len(p) {
-				c.ep.full = true
+				c.ep.flags |= efFull
 				break
 			}
 			continue
 		}
 		if d.fileReady(c) {
 			if !d.sendFilePart(c) {
-				c.ep.full = true
+				c.ep.flags |= efFull
 				break
 			}
 			continue
 		}
 		break
 	}
-	c.ep.flushing = false
+	c.ep.flags &^= efFlushing
 	if !c.closed() {
 		if c.out.buffered() == 0 && !d.fileReady(c) {
-			c.ep.full = false
+			c.ep.flags &^= efFull
 		}
 		d.update(c)
 	}
@@ -179,7 +179,7 @@ func (d *epollDriver) flush(c *Conn) {
 
 func (d *epollDriver) shutdownWrite(c *Conn) {
 	d.calls++
-	if err := d.sys.shutdownWrite(c.fd); err != nil {
+	if err := d.sys.shutdownWrite(int(c.fd)); err != nil {
 		d.l.fail(c, "shutdown", os.NewSyscallError("shutdown", err))
 	}
 }

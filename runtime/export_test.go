@@ -97,10 +97,14 @@ func SetHeapReturnClock(ticks <-chan time.Time, stepped, free func()) (restore f
 	p.stepped, p.free = stepped, free
 	// The settler starts afresh, as in a new process: a test's clock
 	// does not follow the last test's returns.
-	p.s = settler{last: p.retired, returned: p.retired}
+	p.s = settler{last: p.retired, returned: p.retired, lastB: p.retiredB}
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.ticks, p.stepped, p.free = oldTicks, oldStepped, oldFree
 	}
 }
+
+// HoldsSideState reports whether c holds its side state (connSide:
+// decisions 0065, 0075). On the loop's thread.
+func HoldsSideState(c *Conn) bool { return c.side != nil }

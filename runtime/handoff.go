@@ -169,7 +169,7 @@ func (l *Loop) tryHandoff(c *Conn) handoffAnswer {
 	ho := l.ho
 	const never = stClosing | stEOF | stConnecting | stCloseWriteAsked | stWriteClosed | stLinger | stPauseRead | stDeclineHandoff
 	switch {
-	case c.state&stOpen == 0 || c.state&never != 0 || c.ln == nil || c.tls != nil:
+	case c.state&stOpen == 0 || c.state&never != 0 || c.ln == nil || c.tlsState() != nil:
 		// A TLS session's keys and sequence numbers live in this process
 		// (kernel TLS is not used): it cannot cross.
 		return l.declineHandoff(c, sHandoffDeclined)

@@ -17,7 +17,7 @@ import (
 
 // newConn takes a slot for a connection on fd.
 func (l *Loop) newConn(fd int, h Handler) *Conn {
-	c := &Conn{loop: l, fd: fd, h: h}
+	c := &Conn{loop: l, fd: int32(fd), h: h}
 	if n := len(l.free); n > 0 {
 		c.slot = l.free[n-1]
 		l.free = l.free[:n-1]
@@ -176,7 +176,7 @@ func (l *Loop) received(c *Conn, data []byte) {
 		s.lastRead = l.stamp()
 	}
 	c.state |= stSpoke
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		l.tlsReceived(c, data)
 	} else {
 		l.callOnData(c, data)
@@ -192,7 +192,7 @@ func (l *Loop) peerEOF(c *Conn) {
 	if c.state&(stClosed|stEOF) != 0 {
 		return
 	}
-	if c.tls != nil && l.tlsPeerEOF(c) {
+	if c.tlsState() != nil && l.tlsPeerEOF(c) {
 		return
 	}
 	c.state |= stEOF
@@ -299,7 +299,7 @@ func (l *Loop) sendResult(c *Conn, n int, err error) (more bool) {
 	if c.closed() {
 		return false
 	}
-	if c.sf != nil {
+	if c.fileSend() != nil {
 		if l.fileSendHook(c) {
 			return false
 		}
@@ -386,7 +386,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 	if c.closed() {
 		return
 	}
-	if c.tls != nil {
+	if c.tlsState() != nil {
 		err = l.tlsClosing(c, err)
 	}
 	wasOpen := c.state&stOpen != 0
@@ -407,7 +407,7 @@ func (l *Loop) closeConn(c *Conn, err error) {
 		l.cnt[sCloses]++
 	}
 	c.stopTimers()
-	if c.sf != nil {
+	if c.fileSend() != nil {
 		l.abortFileSend(c, err)
 	}
 	l.d.release(c)

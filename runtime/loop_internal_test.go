@@ -44,7 +44,7 @@ func (d *fakeDriver) inputHeld(*Conn) (bool, bool)    { return false, false }
 func (d *fakeDriver) shutdownWrite(*Conn)             { d.log("shutdownWrite") }
 func (d *fakeDriver) release(c *Conn)                 { c.fd = -1; d.l.freeSlot(c) }
 func (d *fakeDriver) connect(*Conn, *dialState) error { return nil }
-func (d *fakeDriver) descriptor(c *Conn) (int, error) { return c.fd, nil }
+func (d *fakeDriver) descriptor(c *Conn) (int, error) { return int(c.fd), nil }
 func (d *fakeDriver) prepare()                        {}
 func (d *fakeDriver) enter(time.Duration) error       { return nil }
 func (d *fakeDriver) dispatch()                       {}

@@ -81,9 +81,9 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 	switch {
 	case !c.writable():
 		return c.opError("sendfile", net.ErrClosed)
-	case c.tls != nil:
+	case c.tlsState() != nil:
 		return c.opError("sendfile", errTLSSendFile)
-	case c.sf != nil:
+	case c.fileSend() != nil:
 		return c.opError("sendfile", errors.New("a file send is already in progress"))
 	case f == nil || f.l != c.loop:
 		return c.opError("sendfile", errors.New("the file belongs to another loop"))
@@ -96,7 +96,7 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 		return c.opError("sendfile", err) // splice takes descriptors: made once for a direct one
 	}
 	sf := &fileSend{f: f, off: off, left: n, done: done}
-	c.sf = sf
+	c.more().sf = sf
 	f.inflight++ // until fileSendGone
 	if c.loop.sendFallback {
 		sf.fallback = true // set by tests (export_test.go)
@@ -113,7 +113,7 @@ func (c *Conn) SendFile(f *File, off, n int64, done func(sent int64, err error))
 
 // runFileSend starts c's transfer: its queue is empty.
 func (l *Loop) runFileSend(c *Conn) {
-	sf := c.sf
+	sf := c.fileSend()
 	sf.running = true
 	switch {
 	case sf.left == 0:
@@ -130,7 +130,7 @@ func (l *Loop) runFileSend(c *Conn) {
 // file, or that the transfer failed with err. It reports whether the
 // driver should move more.
 func (l *Loop) fileSent(c *Conn, n int, err error) (more bool) {
-	sf := c.sf
+	sf := c.fileSend()
 	if sf == nil || sf.dead || c.closed() {
 		return false
 	}
@@ -186,8 +186,9 @@ func (sf *fileSend) moveError(call string, err error) error {
 // done runs once the current callback returns (its own writes follow
 // those), and an error closes c after done.
 func (l *Loop) endFileSend(c *Conn, err error) {
-	sf := c.sf
-	c.sf = nil
+	sf := c.fileSend()
+	c.side.sf = nil
+	c.trimSide()
 	l.fileSendGone(sf)
 	if err != nil {
 		l.putBuf(sf.after.next)
@@ -226,7 +227,7 @@ func (l *Loop) endFileSend(c *Conn, err error) {
 // read) is the driver's to finish, and the file stays open until it has
 // (fileSendGone).
 func (l *Loop) abortFileSend(c *Conn, err error) {
-	sf := c.sf
+	sf := c.fileSend()
 	if err == nil {
 		err = c.opError("sendfile", net.ErrClosed)
 	}
@@ -242,8 +243,9 @@ func (l *Loop) abortFileSend(c *Conn, err error) {
 // deadFileSendDone is called once nothing of an aborted file send is in
 // flight any more: its pipe goes back and its file is let go.
 func (l *Loop) deadFileSendDone(c *Conn) {
-	sf := c.sf
-	c.sf = nil
+	sf := c.fileSend()
+	c.side.sf = nil
+	c.trimSide()
 	l.fileSendGone(sf)
 }
 
@@ -265,7 +267,7 @@ func (l *Loop) fileSendGone(sf *fileSend) {
 // write, and the next read starts once the socket has taken them
 // (sendResult calls fallbackSent).
 func (l *Loop) fallbackRead(c *Conn) {
-	sf := c.sf
+	sf := c.fileSend()
 	sf.reading = true
 	sf.f.ReadAt(sf.off, int(min(sf.left, fileSendChunk)), func(data []byte, err error) {
 		sf.reading = false
@@ -301,7 +303,7 @@ func (sf *fileSend) pendingWrite(c *Conn, data []byte) {
 
 // fallbackSent counts a fallback chunk the socket took and reads the next.
 func (l *Loop) fallbackSent(c *Conn, n int) {
-	c.sf.inPipe = 0
+	c.fileSend().inPipe = 0
 	if l.fileSent(c, n, nil) {
 		l.fallbackRead(c)
 	}
@@ -311,7 +313,7 @@ func (l *Loop) fallbackSent(c *Conn, n int) {
 // waiting for it starts, and a fallback chunk in it is done. It reports
 // whether it took over.
 func (l *Loop) fileSendHook(c *Conn) bool {
-	sf := c.sf
+	sf := c.fileSend()
 	if sf == nil || c.out.buffered() > 0 {
 		return false
 	}
@@ -394,4 +396,7 @@ func (p *pipePool) closeAll() {
 
 // sendingFile reports whether the kernel holds operations of c's file
 // send, for the io_uring release to cancel.
-func (c *Conn) sendingFile() bool { return c.sf != nil && c.sf.ops > 0 }
+func (c *Conn) sendingFile() bool {
+	sf := c.fileSend()
+	return sf != nil && sf.ops > 0
+}

@@ -17,7 +17,9 @@ import (
 
 // fileSender answers each request line "off len\n" with "<", the range of
 // its file, and ">" (written after SendFile: it must follow the file), and
-// reports each transfer's result.
+// reports each transfer's result, and whether the connection still held
+// its side state when done ran (the file send's own is given back by then:
+// decision 0075).
 type fileSender struct {
 	f       *percore.File
 	results chan sendResult
@@ -26,6 +28,7 @@ type fileSender struct {
 type sendResult struct {
 	sent int64
 	err  error
+	side bool
 }
 
 func (h *fileSender) OnData(c *percore.Conn, data []byte) {
@@ -35,8 +38,9 @@ func (h *fileSender) OnData(c *percore.Conn, data []byte) {
 		return
 	}
 	c.Write([]byte("<"))
-	if err := c.SendFile(h.f, off, n, func(sent int64, err error) { h.results <- sendResult{sent, err} }); err != nil {
-		h.results <- sendResult{-1, err}
+	done := func(sent int64, err error) { h.results <- sendResult{sent, err, percore.HoldsSideState(c)} }
+	if err := c.SendFile(h.f, off, n, done); err != nil {
+		h.results <- sendResult{-1, err, false}
 		return
 	}
 	c.Write([]byte(">"))
@@ -91,8 +95,12 @@ func TestSendFile(t *testing.T) {
 					if !bytes.Equal(got, want) {
 						t.Fatalf("range %d+%d: got %d bytes that differ from the file's (first %q)", r.off, r.n, len(got), got[:min(len(got), 8)])
 					}
-					if res := pctest.Recv(t, h.results, "send result"); res.err != nil || res.sent != r.n {
+					res := pctest.Recv(t, h.results, "send result")
+					if res.err != nil || res.sent != r.n {
 						t.Fatalf("range %d+%d: done(%d, %v)", r.off, r.n, res.sent, res.err)
+					}
+					if res.side {
+						t.Fatalf("range %d+%d: the connection still holds a side state once its file send ended", r.off, r.n)
 					}
 				}
 				var total int64

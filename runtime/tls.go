@@ -20,7 +20,7 @@ import (
 
 // TLS under Conn (docs/decisions/0047-tls-under-conn.md). A connection of
 // a tls:// listener, or one Loop.DialTLS opened, carries a tlsconn.Session
-// (c.tls): its handshake runs on the runtime's handshake pool, off the
+// (Conn.tlsState): its handshake runs on the runtime's handshake pool, off the
 // loop, and the loop sends what it wrote when the session's Notify (a
 // posted function) says so. Once the handshake succeeded, OnOpen runs, and
 // from then on the loop decrypts what the peer sent before OnData sees it
@@ -207,10 +207,10 @@ func handshakeAddrs(c *Conn) (local, remote net.Addr) {
 		return local, remote
 	}
 	if local == nil {
-		local, _ = sys.LocalAddr(c.fd, false)
+		local, _ = sys.LocalAddr(int(c.fd), false)
 	}
 	if remote == nil {
-		remote, _ = sys.PeerAddr(c.fd)
+		remote, _ = sys.PeerAddr(int(c.fd))
 	}
 	return local, remote
 }
@@ -218,16 +218,17 @@ func handshakeAddrs(c *Conn) (local, remote net.Addr) {
 // tlsAccepted starts the server handshake of c, accepted from a TLS
 // listener. OnOpen waits for its end.
 func (l *Loop) tlsAccepted(c *Conn) {
-	c.tls = &connTLS{}
+	t := &connTLS{}
+	c.more().tls = t
 	c.opened = l.stamp()
-	c.tls.s = tlsconn.Server(l.cfg.TLS, l.tlsOptions(c))
+	t.s = tlsconn.Server(l.cfg.TLS, l.tlsOptions(c))
 	l.handshakeBegan()
 }
 
 // tlsConnected starts the client handshake of c, a DialTLS that connected.
 // c.dial stays until the handshake ends, so that a failure reaches done.
 func (l *Loop) tlsConnected(c *Conn) {
-	t := c.tls
+	t := c.tlsState()
 	c.opened = l.stamp()
 	t.s = tlsconn.Client(t.cfg, l.tlsOptions(c))
 	t.cfg = nil
@@ -248,7 +249,7 @@ func (l *Loop) handshakeBegan() {
 // handshakeEnded counts the end of c's handshake, once, with err (nil: it
 // succeeded).
 func (l *Loop) handshakeEnded(c *Conn, err error) {
-	t := c.tls
+	t := c.tlsState()
 	if t.ended {
 		return
 	}
@@ -271,7 +272,7 @@ func (l *Loop) handshakeEnded(c *Conn, err error) {
 // tlsNotified is the session's Notify on the loop: it sends what the
 // handshake wrote and looks whether it ended.
 func (l *Loop) tlsNotified(c *Conn) {
-	t := c.tls
+	t := c.tlsState()
 	if c.closed() || t == nil || t.s == nil {
 		return
 	}
@@ -288,7 +289,7 @@ func (l *Loop) tlsNotified(c *Conn) {
 // a dial's done function) and reports true; on failure it sends the alert
 // crypto/tls wrote, closes c and reports false.
 func (l *Loop) tlsEnded(c *Conn, err error) bool {
-	t := c.tls
+	t := c.tlsState()
 	l.handshakeEnded(c, err)
 	if err != nil {
 		alert := ""
@@ -339,7 +340,7 @@ func (l *Loop) tlsRefuse(c *Conn, err error) {
 		alert = 70 // protocol_version
 	}
 	l.d.write(c, []byte{21, 3, 1, 0, 2, 2, alert})
-	c.tls.out.add(c.out.buffered(), 7, 7)
+	c.tlsState().out.add(c.out.buffered(), 7, 7)
 	if c.out.buffered() > 0 {
 		l.queued(c)
 	}
@@ -356,7 +357,7 @@ func addrString(a net.Addr) string {
 // ended: the handshake fails (the pool's goroutine is told by Close). It
 // reports whether it handled the end.
 func (l *Loop) tlsPeerEOF(c *Conn) bool {
-	t := c.tls
+	t := c.tlsState()
 	if t.est {
 		return false
 	}
@@ -368,7 +369,7 @@ func (l *Loop) tlsPeerEOF(c *Conn) bool {
 // never ended, and returns the error to report: err, or the TLS error
 // that made c close.
 func (l *Loop) tlsClosing(c *Conn, err error) error {
-	t := c.tls
+	t := c.tlsState()
 	if !t.ended && t.s != nil {
 		herr := err
 		if herr == nil {
@@ -395,7 +396,7 @@ func (l *Loop) tlsClosing(c *Conn, err error) error {
 // succeeded, from OnOpen on, until it closes; nil for a connection that is
 // not TLS, or closed.
 func (c *Conn) TLS() *tls.ConnectionState {
-	t := c.tls
+	t := c.tlsState()
 	if t == nil || !t.est || c.closed() {
 		return nil
 	}
@@ -437,7 +438,7 @@ func (l *Loop) DialTLS(address string, cfg *tls.Config, h Handler, done func(*Co
 // tlsDialing marks the connection startDial just made as a DialTLS's.
 func (l *Loop) tlsDialing(c *Conn) {
 	if cfg := l.tls.dialCfg; cfg != nil {
-		c.tls = &connTLS{cfg: cfg}
+		c.more().tls = &connTLS{cfg: cfg}
 		l.tls.dialCfg = nil
 	}
 }

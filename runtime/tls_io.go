@@ -16,7 +16,7 @@ import (
 
 // tlsReceived takes ciphertext the peer sent on c.
 func (l *Loop) tlsReceived(c *Conn, data []byte) {
-	t := c.tls
+	t := c.tlsState()
 	if t.est {
 		plain, err := t.s.Decrypt(l.takePlain(), data, 0)
 		l.tlsHandle(c, plain, err)
@@ -50,7 +50,7 @@ func (l *Loop) tlsReceived(c *Conn, data []byte) {
 // tlsDeliver decrypts what c's session holds (what arrived during the
 // handshake) and hands it over.
 func (l *Loop) tlsDeliver(c *Conn, data []byte) {
-	plain, err := c.tls.s.Decrypt(l.takePlain(), data, 0)
+	plain, err := c.tlsState().s.Decrypt(l.takePlain(), data, 0)
 	l.tlsHandle(c, plain, err)
 }
 
@@ -80,7 +80,7 @@ func (l *Loop) tlsHandle(c *Conn, plain []byte, err error) {
 		l.peerEOF(c)
 	default:
 		l.log.Debug("percore: tls error", "loop", l.id, "remote", addrString(c.RemoteAddr()), "err", err)
-		c.tls.err = c.opError("read", err)
+		c.tlsState().err = c.opError("read", err)
 		c.Close() // once the alert is sent
 	}
 }
@@ -88,7 +88,7 @@ func (l *Loop) tlsHandle(c *Conn, plain []byte, err error) {
 // tlsFlush queues what c's session wrote unasked: handshake flights,
 // alerts, a KeyUpdate's answer.
 func (l *Loop) tlsFlush(c *Conn) {
-	t := c.tls
+	t := c.tlsState()
 	if !t.s.Pending() {
 		return
 	}
@@ -110,13 +110,13 @@ func (l *Loop) tlsFlush(c *Conn) {
 // CloseWrite).
 func (c *Conn) tlsShut() {
 	l := c.loop
-	b := c.tls.s.CloseNotify(l.tls.wire[:0])
+	b := c.tlsState().s.CloseNotify(l.tls.wire[:0])
 	if len(b) > 0 {
 		if c.out.buffered() == 0 {
 			c.progress = l.stamp()
 		}
 		l.d.write(c, b)
-		c.tls.out.add(c.out.buffered(), len(b), len(b))
+		c.tlsState().out.add(c.out.buffered(), len(b), len(b))
 		if c.out.buffered() > 0 {
 			l.queued(c)
 		}
@@ -133,7 +133,7 @@ func tlsSealHeadroom(n int) int { return (n/1024+1)*32 + 64 }
 // tlsSeal encrypts p into c's outbound queue. The records go straight
 // into the queue's buffer when they fit the room reserved for them.
 func (c *Conn) tlsSeal(p []byte) error {
-	l, t := c.loop, c.tls
+	l, t := c.loop, c.tlsState()
 	if c.out.buffered() == 0 {
 		c.progress = l.stamp()
 	}
@@ -207,7 +207,7 @@ func (c *Conn) tlsReserve(n int) []byte {
 	if !c.writable() || n <= 0 {
 		return nil
 	}
-	t := c.tls
+	t := c.tlsState()
 	if cap(t.res) < n {
 		c.loop.putBuf(t.res)
 		t.res = c.loop.getBuf(n)
@@ -221,7 +221,7 @@ func (c *Conn) tlsCommit(n int) error {
 	if !c.writable() {
 		return c.opError("write", net.ErrClosed)
 	}
-	t := c.tls
+	t := c.tlsState()
 	if n > t.resN {
 		return c.opError("write", errors.New("commit of more bytes than reserved"))
 	}
@@ -298,4 +298,4 @@ func (o *outPlain) buffered(raw int) int {
 func (o *outPlain) reset() { *o = outPlain{} }
 
 // tlsBuffered is Buffered on a TLS connection.
-func (c *Conn) tlsBuffered() int { return c.tls.out.buffered(c.out.buffered()) }
+func (c *Conn) tlsBuffered() int { return c.tlsState().out.buffered(c.out.buffered()) }

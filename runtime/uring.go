@@ -161,7 +161,7 @@ type uringConn struct {
 	ops int32
 	// fixed is the connection's slot in the fixed file table plus one, 0
 	// for none (uring_fixed.go): the ring names it by that slot. (Beside
-	// ops: the struct packs in 32 bytes, a sixth of Conn; decision 0072.)
+	// ops: the struct packs in 32 bytes, a fifth of Conn; decisions 0072, 0075.)
 	fixed uint32
 	flags uringFlags
 	// skipSeq numbers the skipped send in flight (ufSendSkip), as the

@@ -152,7 +152,7 @@ func (d *uringDriver) resumeAccept() {
 }
 
 func (d *uringDriver) connect(c *Conn, ds *dialState) error {
-	if err := d.r.PrepareConnect(c.fd, unsafe.Pointer(&ds.sa), ds.salen, userData(kindConnect, c.slot, c.gen)); err != nil {
+	if err := d.r.PrepareConnect(int(c.fd), unsafe.Pointer(&ds.sa), ds.salen, userData(kindConnect, c.slot, c.gen)); err != nil {
 		return err
 	}
 	c.ur.ops++

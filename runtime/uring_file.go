@@ -88,7 +88,7 @@ func (d *uringDriver) fileCompleted(kind uint8, slot, gen uint32, res int32) {
 // (docs/decisions/0023-sending-files.md). The ring operations count in
 // c.ur.ops, and release cancels them.
 func (d *uringDriver) sendFile(c *Conn) {
-	sf := c.sf
+	sf := c.fileSend()
 	if !d.splice {
 		d.l.fileSent(c, 0, errSendUnsupported)
 		return
@@ -111,27 +111,27 @@ func (d *uringDriver) sendFile(c *Conn) {
 
 func (d *uringDriver) prepSplice(c *Conn, err error) {
 	if err != nil {
-		d.l.pipes().release(c.sf)
+		d.l.pipes().release(c.fileSend())
 		d.l.fileSent(c, 0, err)
 		return
 	}
-	c.sf.ops++
+	c.fileSend().ops++
 	c.ur.ops++
 }
 
 // spliceOut moves the pipe's bytes into the socket while it takes them.
 func (d *uringDriver) spliceOut(c *Conn) {
-	sf := c.sf
+	sf := c.fileSend()
 	l := d.l
 	for sf.inPipe > 0 {
 		d.fileCalls++
-		n, err := sys.SpliceOut(sf.pipe.r, c.fd, sf.inPipe)
+		n, err := sys.SpliceOut(sf.pipe.r, int(c.fd), sf.inPipe)
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
 			// The socket is full: wait on the ring until it takes more.
-			d.prepSplice(c, d.fr.PreparePollOut(c.fd, userData(kindSplicePoll, c.slot, c.gen)))
+			d.prepSplice(c, d.fr.PreparePollOut(int(c.fd), userData(kindSplicePoll, c.slot, c.gen)))
 			return
 		case err != nil:
 			l.pipes().release(sf)
@@ -152,7 +152,7 @@ func (d *uringDriver) spliceOut(c *Conn) {
 // spliced handles a completion of c's file send: the fill of its pipe, or
 // the poll that waited for the socket to take more.
 func (d *uringDriver) spliced(c *Conn, kind uint8, res int32) {
-	sf := c.sf
+	sf := c.fileSend()
 	if sf == nil {
 		return
 	}

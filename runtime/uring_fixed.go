@@ -171,7 +171,7 @@ func (d *uringDriver) sock(c *Conn) int {
 	if c.ur.fixed != 0 {
 		return int(c.ur.fixed - 1)
 	}
-	return c.fd
+	return int(c.fd)
 }
 
 // onSlot marks the entry just prepared for c as one on its slot, if it

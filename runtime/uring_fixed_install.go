@@ -29,7 +29,7 @@ const installWait = time.Second
 // first time.
 func (d *uringDriver) descriptor(c *Conn) (int, error) {
 	if c.fd >= 0 {
-		return c.fd, nil
+		return int(c.fd), nil
 	}
 	if c.ur.fixed == 0 {
 		return -1, net.ErrClosed
@@ -38,7 +38,7 @@ func (d *uringDriver) descriptor(c *Conn) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	c.fd = fd
+	c.fd = int32(fd)
 	return fd, nil
 }
 

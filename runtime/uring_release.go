@@ -84,7 +84,7 @@ func (d *uringDriver) closeFd(c *Conn) bool {
 	if c.fd < 0 {
 		return true
 	}
-	if d.r.PrepareClose(c.fd, userData(kindClose, c.slot, c.gen)) != nil {
+	if d.r.PrepareClose(int(c.fd), userData(kindClose, c.slot, c.gen)) != nil {
 		return false
 	}
 	c.ur.ops++

@@ -86,7 +86,7 @@ func (d *uringDriver) shutdownWrite(c *Conn) {
 		return
 	}
 	d.fileCalls++ // counted with the other calls made outside the ring (Stats.Syscalls)
-	if err := sys.ShutdownWrite(c.fd); err != nil && err != unix.ENOTCONN {
+	if err := sys.ShutdownWrite(int(c.fd)); err != nil && err != unix.ENOTCONN {
 		d.l.fail(c, "shutdown", os.NewSyscallError("shutdown", err))
 	}
 }
