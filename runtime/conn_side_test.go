@@ -25,6 +25,11 @@ func TestConnSizeClass(t *testing.T) {
 	if n := unsafe.Sizeof(epollConn{}); n > 8 {
 		t.Fatalf("epollConn is %d bytes; want at most 8", n)
 	}
+	// connSide's size is what a TLS connection and one with an idle
+	// timeout pay on top of Conn, and what maxSpares bounds (decision 0075).
+	if n := unsafe.Sizeof(connSide{}); n > 112 {
+		t.Fatalf("connSide is %d bytes; want at most 112", n)
+	}
 }
 
 // TestConnSideDroppedWhenUnused checks that a connection's side state is

@@ -170,7 +170,7 @@ func (l *Loop) spareTimer(t *Timer) {
 	}
 }
 
-// maxSpares bounds a loop's spare side states: 96 KiB at most. (Spare
+// maxSpares bounds a loop's spare side states: 112 KiB at most. (Spare
 // timers and outbound queues follow what the loop's bursts need, trimmed:
 // burstSpares.)
 const maxSpares = 1024
