@@ -204,6 +204,37 @@ func (l *Loop) trimBufs() {
 	}
 }
 
+// shedSpares gives up at once what the loop keeps of a burst: the write
+// timers of connections whose queues have drained (checkWrite would let
+// them go within a second), every pooled buffer, and the spare outbound
+// queues and timers above what a trim leaves (keepSpares), as the next two
+// trims would (trimBufs). The return after a storm asks it of every loop
+// before it collects (heapreturn.go), so that what the storm left is
+// garbage the collection frees and returns, not the collection's survivor
+// that a second later turns into garbage nothing returns. It looks at
+// every connection of the loop: once per return, a few milliseconds at a
+// hundred thousand connections.
+func (l *Loop) shedSpares() {
+	for _, c := range l.conns {
+		if c != nil && c.writeTimer != nil && c.idleOut() {
+			l.spareTimer(c.writeTimer)
+			c.writeTimer = nil
+		}
+	}
+	l.bufs.low = [numBufClasses]int{}
+	for class := range l.bufs.free {
+		l.bufs.low[class] = len(l.bufs.free[class])
+	}
+	l.bufs.trim()
+	l.spareOut.low = len(l.spareOut.free)
+	l.spareOut.trim()
+	l.spare.low = len(l.spare.free)
+	l.spare.trim()
+	l.spareOut.free = shrunk(l.spareOut.free)
+	l.spare.free = shrunk(l.spare.free)
+	l.timers.ts = shrunk(l.timers.ts) // a storm's write timers grew it
+}
+
 // lastClosed is called when the loop's last connection closes: the next
 // trim looks at the receive buffers too.
 func (l *Loop) lastClosed() {

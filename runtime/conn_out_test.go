@@ -179,3 +179,72 @@ func TestWriteTimerSparesFollowBursts(t *testing.T) {
 		t.Fatalf("%d spare timers two trims after the last publish; want %d", n, keepSpares)
 	}
 }
+
+// TestShedSpares checks what a loop gives up when the return after a
+// storm asks (Loop.shedSpares): the write timers of drained queues before
+// their next check, the spare timers and queues above keepSpares, every
+// pooled buffer, and the arrays the storm grew; a connection with bytes
+// still queued keeps its timer.
+func TestShedSpares(t *testing.T) {
+	const conns = 3000
+	l, d, _ := newTestLoop(t, Config{WriteTimeout: 5 * time.Second}, &lingerHandler{closed: new([]error)})
+	for i := range conns {
+		l.acceptResult(fakeFd+i, 0, 0)
+	}
+	d.take = 0
+	for _, c := range l.conns {
+		if c != nil {
+			c.WriteShared([]byte("event"))
+		}
+	}
+	d.take = -1
+	var held *Conn
+	for _, c := range l.conns {
+		if c == nil {
+			continue
+		}
+		if held == nil {
+			held = c // its queue is not sent: it keeps its timer
+			continue
+		}
+		d.flush(c)
+	}
+	timers := 0
+	for _, c := range l.conns {
+		if c != nil && c.writeTimer != nil {
+			timers++
+		}
+	}
+	if timers != conns {
+		t.Fatalf("%d write timers armed after a publish to %d; want one each", timers, conns)
+	}
+	peak := cap(l.timers.ts)
+	l.shedSpares()
+	for _, c := range l.conns {
+		if c != nil && c != held && c.writeTimer != nil {
+			t.Fatalf("a drained connection kept its write timer after shedSpares")
+		}
+	}
+	if held.writeTimer == nil || held.writeTimer.index < 0 {
+		t.Fatalf("a connection with bytes queued lost its write timer to shedSpares")
+	}
+	if n := len(l.spare.free); n != keepSpares {
+		t.Fatalf("%d spare timers after shedSpares; want %d", n, keepSpares)
+	}
+	if n := len(l.spareOut.free); n > keepSpares {
+		t.Fatalf("%d spare queues after shedSpares; want at most %d", n, keepSpares)
+	}
+	if c := cap(l.spare.free); c > 4*keepSpares {
+		t.Fatalf("the spare timers' array holds %d after shedSpares; want it shrunk", c)
+	}
+	if c := cap(l.timers.ts); c >= peak || c > 4*max(len(l.timers.ts), keepSpares) {
+		t.Fatalf("the timer heap's array holds %d (%d at the storm's peak, %d timers)", c, peak, len(l.timers.ts))
+	}
+	if l.bufs.pooledBytes != 0 {
+		t.Fatalf("%d bytes of buffers pooled after shedSpares; want none", l.bufs.pooledBytes)
+	}
+	// The timer left keeps its place in the shrunk heap.
+	if l.timers.ts[held.writeTimer.index] != held.writeTimer {
+		t.Fatalf("the timer heap lost its order in the shrink")
+	}
+}

@@ -216,6 +216,19 @@ func (s *burstSpares[T]) trim() bool {
 	return len(s.free) > keepSpares
 }
 
+// shrunk returns s, or a copy of it in a smaller array once its array is
+// more than four times what it holds (and more than keepSpares): a list
+// that a burst grew to thousands keeps its array otherwise, its pointers
+// cleared, for good. Only for a calm loop (shedSpares): a trim between
+// two bursts that shrank the arrays would have the next burst grow them
+// again, allocating.
+func shrunk[T any](s []*T) []*T {
+	if cap(s) <= 4*max(len(s), keepSpares) {
+		return s
+	}
+	return append(make([]*T, 0, 2*max(len(s), keepSpares)), s...)
+}
+
 // popSpare takes the last of *spares, or returns nil when there is none.
 // The loop's spare lists (timers, side states, outbound queues, deferred
 // receives) all give back this way.

@@ -121,6 +121,43 @@ func (s *settler) tick(n, bytes uint64, now time.Time) bool {
 	return false
 }
 
+// shedWait bounds how long a return waits for the loops to shed their
+// spares: a loop busy past it is not waited for (its lists are trimmed by
+// its own timer a second or two later).
+const shedWait = 500 * time.Millisecond
+
+// shed asks every loop of the open runtimes to give up what its free
+// lists keep for the next burst (Loop.shedSpares), and waits until they
+// have, or shedWait has passed. The storm has settled, so the loops are
+// calm: what the lists hold is the storm's, and the collection that
+// follows frees it with the rest.
+func (p *heapReturn) shed(stop chan struct{}) {
+	p.mu.Lock()
+	var loops []*Loop
+	if p.stop == stop {
+		for _, rt := range p.rts {
+			loops = append(loops, rt.Loops()...)
+		}
+	}
+	p.mu.Unlock()
+	done := make(chan struct{}, len(loops))
+	posted := 0
+	for _, l := range loops {
+		if l.Post(func() { l.shedSpares(); done <- struct{}{} }) == nil {
+			posted++
+		}
+	}
+	wait := time.NewTimer(shedWait)
+	defer wait.Stop()
+	for range posted {
+		select {
+		case <-done:
+		case <-wait.C:
+			return
+		}
+	}
+}
+
 // HeapReturnStats count the process's returns of the heap's free pages
 // after storms of connections (Config.ReturnAfterStorm).
 type HeapReturnStats struct {
@@ -265,6 +302,7 @@ func (p *heapReturn) step(now time.Time, stop chan struct{}) {
 	if free == nil {
 		free = debug.FreeOSMemory
 	}
+	p.shed(stop)
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/released:bytes"}}
 	metrics.Read(sample)
 	before := sample[0].Value.Uint64()
