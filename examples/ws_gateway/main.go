@@ -23,10 +23,12 @@
 // (-recv-buffers; the runtime's default is 512, sized for throughput), and
 // once a storm of upgrades settles the gateway returns the heap's free
 // pages to the kernel (-return-after, settle.go: the runtime's
-// Config.ReturnAfterStorm). With both and an 80-byte client (its ws.Conn
-// keeps a decoder's progress only mid-message, decision 0074), an idle
-// subscribed client costs about 530 B of RSS at 18,000 on one loop
-// (docs/performance.md, "WebSocket gateway, floors, part 5").
+// Config.ReturnAfterStorm, which has the loops shed what they kept of the
+// storm first). With both, an 80-byte client (its ws.Conn keeps a
+// decoder's progress only mid-message, decision 0074) and the runtime's
+// 160-byte Conn (0075), an idle subscribed client costs about 490 B of RSS
+// at 18,000 on one loop (docs/performance.md, "WebSocket gateway, floors,
+// part 6").
 //
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
 //	kill -HUP <pid>      # a new process takes over; the old one exits
