@@ -276,6 +276,9 @@ func TestConnSize(t *testing.T) {
 	} else {
 		t.Logf("ws.Conn: %d bytes", s)
 	}
+	if ws.SideSize > 56 { // what maxSpareSides' "64 of 56 bytes" counts on
+		t.Fatalf("a Conn's side state is %d bytes, more than 56", ws.SideSize)
+	}
 }
 
 // TestMask: the word-at-a-time masking equals the byte-wise definition at

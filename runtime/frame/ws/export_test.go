@@ -1,5 +1,7 @@
 package ws
 
+import "unsafe"
+
 // Mask exposes mask to the tests.
 func Mask(key [4]byte, phase int, b []byte) int { return mask(key, phase, b) }
 
@@ -9,3 +11,7 @@ func (pm *Prepared) DeflatedFrame() []byte { return pm.deflated }
 // HoldsSide reports whether c holds a side state (its decoder's progress
 // within a message, a failure, or a buffer).
 func (c *Conn) HoldsSide() bool { return c.side != nil }
+
+// SideSize is the size of a Conn's side state: what a Conn pays while it
+// is mid-message, and what maxSpareSides bounds (decision 0074).
+const SideSize = unsafe.Sizeof(side{})
