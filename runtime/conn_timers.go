@@ -4,6 +4,8 @@ package runtime
 
 import (
 	"time"
+
+	"github.com/percore/percore/internal/spare"
 )
 
 // A connection's timers: the write timeout, the idle timeout and the
@@ -231,15 +233,6 @@ func shrunk[T any](s []*T) []*T {
 
 // popSpare takes the last of *spares, or returns nil when there is none.
 // The loop's spare lists (timers, side states, outbound queues, deferred
-// receives) all give back this way.
-func popSpare[T any](spares *[]*T) *T {
-	s := *spares
-	n := len(s)
-	if n == 0 {
-		return nil
-	}
-	v := s[n-1]
-	s[n-1] = nil
-	*spares = s[:n-1]
-	return v
-}
+// receives) all give back this way (internal/spare, as httpd's and the
+// WebSocket Pool's).
+func popSpare[T any](spares *[]*T) *T { return spare.Pop(spares) }

@@ -2,7 +2,10 @@
 
 package httpd
 
-import percore "github.com/percore/percore/runtime"
+import (
+	"github.com/percore/percore/internal/spare"
+	percore "github.com/percore/percore/runtime"
+)
 
 // An upgraded connection keeps nothing of the server's: once the request
 // that upgraded it has ended, its Value becomes the UpgradeHandler itself
@@ -33,10 +36,7 @@ func (cn *conn) handOff() UpgradeHandler {
 
 // newConn returns a state for a new connection: a spare, or a new one.
 func (ls *loopState) newConn() *conn {
-	if n := len(ls.spare); n > 0 {
-		cn := ls.spare[n-1]
-		ls.spare[n-1] = nil
-		ls.spare = ls.spare[:n-1]
+	if cn := spare.Pop(&ls.spare); cn != nil {
 		return cn
 	}
 	return new(conn)

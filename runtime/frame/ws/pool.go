@@ -2,6 +2,8 @@ package ws
 
 import (
 	"math/bits"
+
+	"github.com/percore/percore/internal/spare"
 )
 
 // Config is what the connections of a server (or of a client) share: the
@@ -127,10 +129,7 @@ const maxSpareSides = 64
 
 // side returns a side state for a Conn whose message is partly received.
 func (p *Pool) side() *side {
-	if n := len(p.sides); n > 0 {
-		s := p.sides[n-1]
-		p.sides[n-1] = nil
-		p.sides = p.sides[:n-1]
+	if s := spare.Pop(&p.sides); s != nil {
 		return s
 	}
 	return new(side)
