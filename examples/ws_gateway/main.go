@@ -99,7 +99,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.maxConns, "max-conns", 0, "open connections per loop past which accepting waits (the kernel's backlog holds the rest); 0: no cap")
 	fs.IntVar(&o.recvBuffers, "recv-buffers", defaultRecvBuffers, "receive buffers of 16 KiB each io_uring loop provides the kernel (Config.BufferCount, a power of two): few, as a mostly idle gateway needs (64 took about 100 B a connection off the idle RSS at 18,000 and lost no echo or fan-out; docs/performance.md); 0: the runtime's default (512, sized for throughput)")
 	fs.IntVar(&o.spareStates, "spare-states", defaultSpareStates, "states of upgraded connections (7.7 KB each) httpd keeps on each loop for the next upgrades (httpd.Config.SpareStates); 0: httpd's default (64, this flag's too); negative: none")
-	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades (new connections: Config.ReturnAfterStorm), once a second sees at most a tenth of its busiest second's (at most once a minute), collect and return the heap's free pages to the kernel (settle.go); 0: never")
+	fs.Uint64Var(&o.returnAfter, "return-after", 1000, "after a storm of at least this many upgrades (new connections: Config.ReturnAfterStorm), once a second sees at most a tenth of its busiest second's connections and bytes (at most once a minute), have the loops shed the storm's spares, collect and return the heap's free pages to the kernel (settle.go); 0: never")
 }
 
 func main() {

@@ -11,7 +11,11 @@ package main
 // runtime/heapreturn.go, docs/decisions/0076); the gateway sets its size
 // from -return-after. A gateway's client connects once and upgrades once,
 // so its connections are its upgrades (a refused upgrade's connection
-// counts too: its garbage is the same). It is not free for the loops: the
+// counts too: its garbage is the same). A second is calm when it counts at
+// most a tenth of the busiest second's connections and bytes, so a gateway
+// busy after its storm keeps its heap until its traffic falls; before it
+// collects, every loop sheds what it kept of the storm (Loop.shedSpares).
+// It is not free for the loops: the
 // forced collection stops every goroutine twice (short pauses), marks on a
 // quarter of the Ps and scavenges on one; once per storm, at most once a
 // minute. Decision 0072 and docs/performance.md "WebSocket gateway,
