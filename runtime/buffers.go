@@ -221,17 +221,12 @@ func (l *Loop) shedSpares() {
 			c.writeTimer = nil
 		}
 	}
-	l.bufs.low = [numBufClasses]int{}
 	for class := range l.bufs.free {
 		l.bufs.low[class] = len(l.bufs.free[class])
 	}
 	l.bufs.trim()
-	l.spareOut.low = len(l.spareOut.free)
-	l.spareOut.trim()
-	l.spare.low = len(l.spare.free)
-	l.spare.trim()
-	l.spareOut.free = shrunk(l.spareOut.free)
-	l.spare.free = shrunk(l.spare.free)
+	l.spareOut.shed()
+	l.spare.shed()
 	l.timers.ts = shrunk(l.timers.ts) // a storm's write timers grew it
 }
 

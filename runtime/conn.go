@@ -450,7 +450,7 @@ func (c *Conn) Commit(n int) error {
 		c.putOut()
 		return err
 	}
-	if c.fileSend() != nil {
+	if sf != nil {
 		q.commit(n)
 		c.loop.queued(c)
 		return nil

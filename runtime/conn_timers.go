@@ -218,6 +218,14 @@ func (s *burstSpares[T]) trim() bool {
 	return len(s.free) > keepSpares
 }
 
+// shed drops at once what the next two trims would, down to keepSpares,
+// and shrinks the list's array (shrunk): for a calm loop (shedSpares).
+func (s *burstSpares[T]) shed() {
+	s.low = len(s.free)
+	s.trim()
+	s.free = shrunk(s.free)
+}
+
 // shrunk returns s, or a copy of it in a smaller array once its array is
 // more than four times what it holds (and more than keepSpares): a list
 // that a burst grew to thousands keeps its array otherwise, its pointers
