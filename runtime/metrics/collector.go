@@ -43,7 +43,13 @@ type Collector struct {
 	loops []loopSeries
 	descs []*prometheus.Desc // statMetrics' descriptors, in their order
 	info  *prometheus.Desc
+	// returns, returned and returnTook are the process's returns after
+	// storms (runtime.HeapReturns): one series each, without loop labels.
+	returns, returned, returnTook *prometheus.Desc
 }
+
+// heapReturns reads the process's returns after storms; tests replace it.
+var heapReturns = runtime.HeapReturns
 
 // loopSeries is one loop and its label values.
 type loopSeries struct {
@@ -74,6 +80,12 @@ func newCollector(loops []loopSeries) *Collector {
 	c.info = prometheus.NewDesc(namespace+"_loop_info",
 		"A loop of the runtime, always 1; the backend label names the loop's backend (io_uring or epoll).",
 		append(loopLabels[:len(loopLabels):len(loopLabels)], "backend"), nil)
+	c.returns = prometheus.NewDesc(namespace+"_heap_returns_total",
+		"The process's returns after storms (Config.ReturnAfterStorm): a collection and the heap's free pages given back, once a storm of new connections settled.", nil, nil)
+	c.returned = prometheus.NewDesc(namespace+"_heap_returned_bytes_total",
+		"The bytes the process's returns after storms gave back to the kernel.", nil, nil)
+	c.returnTook = prometheus.NewDesc(namespace+"_heap_return_seconds_total",
+		"The time the process's returns after storms took (the collection and the scavenge), summed.", nil, nil)
 	return c
 }
 
@@ -83,11 +95,18 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.info
+	ch <- c.returns
+	ch <- c.returned
+	ch <- c.returnTook
 }
 
 // Collect reads every loop's Stats and sends one sample per loop and
-// metric.
+// metric, and the process's returns after storms.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	r := heapReturns()
+	ch <- prometheus.MustNewConstMetric(c.returns, counter, float64(r.Returns))
+	ch <- prometheus.MustNewConstMetric(c.returned, counter, float64(r.Bytes))
+	ch <- prometheus.MustNewConstMetric(c.returnTook, counter, r.Took.Seconds())
 	for _, l := range c.loops {
 		s := l.stats()
 		for i, m := range statMetrics {

@@ -89,14 +89,32 @@ var loopMetrics = map[string]dto.MetricType{
 	"percore_recv_bundle_buffers_total":    dto.MetricType_COUNTER,
 }
 
+// processMetrics are the process-wide metrics: one series each, without
+// the loop's labels (the returns after storms are the process's).
+var processMetrics = map[string]dto.MetricType{
+	"percore_heap_returns_total":        dto.MetricType_COUNTER,
+	"percore_heap_returned_bytes_total": dto.MetricType_COUNTER,
+	"percore_heap_return_seconds_total": dto.MetricType_COUNTER,
+}
+
 func TestCollector(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		rt := start(t, b)
 		c := metrics.New(rt)
 
 		mfs := gather(t, c)
-		if len(mfs) != len(loopMetrics) {
-			t.Errorf("%d metric families, want %d", len(mfs), len(loopMetrics))
+		if len(mfs) != len(loopMetrics)+len(processMetrics) {
+			t.Errorf("%d metric families, want %d", len(mfs), len(loopMetrics)+len(processMetrics))
+		}
+		for name, typ := range processMetrics {
+			mf, ok := mfs[name]
+			if !ok {
+				t.Errorf("no %s", name)
+				continue
+			}
+			if mf.GetType() != typ || mf.GetHelp() == "" || len(mf.GetMetric()) != 1 || len(mf.GetMetric()[0].GetLabel()) != 0 {
+				t.Errorf("%s: %v with help %q and %d series, want one unlabelled %v with help", name, mf.GetType(), mf.GetHelp(), len(mf.GetMetric()), typ)
+			}
 		}
 		for name, typ := range loopMetrics {
 			mf, ok := mfs[name]

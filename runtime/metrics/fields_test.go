@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/percore/percore/runtime"
 	"github.com/percore/percore/runtime/pool"
 )
@@ -156,7 +158,8 @@ func TestLagInSeconds(t *testing.T) {
 // rename in the counters' table cannot leave a panel or a runbook line
 // behind.
 func TestDocumentedMetricsExist(t *testing.T) {
-	exported := map[string]bool{namespace + "_loop_info": true}
+	exported := map[string]bool{namespace + "_loop_info": true, namespace + "_heap_returns_total": true,
+		namespace + "_heap_returned_bytes_total": true, namespace + "_heap_return_seconds_total": true}
 	for _, m := range statMetrics {
 		exported[namespace+"_"+m.name] = true
 	}
@@ -193,5 +196,30 @@ func TestDocumentedMetricsExist(t *testing.T) {
 	}
 	if found < 40 {
 		t.Fatalf("found only %d metric names in the docs: the test reads the wrong files", found)
+	}
+}
+
+// TestHeapReturnMetrics: the process's returns after storms are exported
+// as they are counted, in bytes and seconds.
+func TestHeapReturnMetrics(t *testing.T) {
+	defer func(f func() runtime.HeapReturnStats) { heapReturns = f }(heapReturns)
+	heapReturns = func() runtime.HeapReturnStats {
+		return runtime.HeapReturnStats{Returns: 3, Bytes: 5 << 20, Took: 1500 * time.Millisecond}
+	}
+	want := `
+# HELP percore_heap_return_seconds_total The time the process's returns after storms took (the collection and the scavenge), summed.
+# TYPE percore_heap_return_seconds_total counter
+percore_heap_return_seconds_total 1.5
+# HELP percore_heap_returned_bytes_total The bytes the process's returns after storms gave back to the kernel.
+# TYPE percore_heap_returned_bytes_total counter
+percore_heap_returned_bytes_total 5.24288e+06
+# HELP percore_heap_returns_total The process's returns after storms (Config.ReturnAfterStorm): a collection and the heap's free pages given back, once a storm of new connections settled.
+# TYPE percore_heap_returns_total counter
+percore_heap_returns_total 3
+`
+	err := testutil.CollectAndCompare(newCollector(nil), strings.NewReader(want),
+		"percore_heap_returns_total", "percore_heap_returned_bytes_total", "percore_heap_return_seconds_total")
+	if err != nil {
+		t.Error(err)
 	}
 }
