@@ -119,7 +119,7 @@ type Loop struct {
 
 	onStop []func()
 	// onShed are what code on the loop registered to let go of its own
-	// spares when the loop sheds its own (OnShed, buffers.go).
+	// spares when the loop sheds its own (shed.go).
 	onShed []func()
 	// stopErr is what went wrong while the loop stopped (closing its
 	// listener or its backend), for Runtime.Close; written by the loop
@@ -140,20 +140,6 @@ func newLoop(cfg Config, id, cpu int, h Handler, clock func() time.Time) *Loop {
 // its connections are closed and before its thread exits (a per-loop
 // registry removes its entry here). It must be called on the loop's thread.
 func (l *Loop) OnStop(f func()) { l.onStop = append(l.onStop, f) }
-
-// OnShed registers f to run on the loop's thread each time the loop gives
-// up what it keeps for the next burst: when the return after a storm
-// (Config.ReturnAfterStorm) asks every loop to, before it collects
-// (docs/decisions/0080-shed-hooks.md). f lets go of what code on the loop
-// keeps of a storm beyond what it holds for its connections (a protocol's
-// spare states, its free buffers), so that the collection frees it and
-// its pages go back; what is needed afterwards is made again. It runs
-// after the loop has shed its own spares, as a posted function does (a
-// panic is logged and counted, and the others still run). Register once
-// per loop and per thing to shed, on the loop's thread (in
-// Config.LoopSetup, or where a per-loop value is made): f is kept while
-// the loop runs.
-func (l *Loop) OnShed(f func()) { l.onShed = append(l.onShed, f) }
 
 // ID returns the loop's index, from 0.
 func (l *Loop) ID() int { return l.id }

@@ -74,3 +74,32 @@ func TestHeapReturnRunsShedHooks(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopShed: Loop.Shed, from another goroutine, runs the loop's shed
+// hooks on its thread, in order with what is posted around it.
+func TestLoopShed(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		var setup, on, sheds int // written on the loop
+		rt := start(t, percore.Config{Backend: b, LoopSetup: func(l *percore.Loop) error {
+			setup = unix.Gettid()
+			l.OnShed(func() { on, sheds = unix.Gettid(), sheds+1 })
+			return nil
+		}}, echoHandler{})
+		l := rt.Loops()[0]
+		pctest.OnLoop(t, l, func() {
+			if sheds != 0 {
+				t.Errorf("%d sheds before any; want none", sheds)
+			}
+		})
+		for range 2 {
+			if err := l.Shed(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pctest.OnLoop(t, l, func() {
+			if sheds != 2 || on != setup {
+				t.Errorf("after two Sheds: the hook ran %d times, on thread %d; want twice, on the loop's thread %d", sheds, on, setup)
+			}
+		})
+	})
+}
