@@ -265,11 +265,24 @@ func (ls *loopState) common(s *Server, now time.Time) []byte {
 	return ls.head
 }
 
+// loopOf returns l's state, made at the loop's first connection; the
+// loop sheds its spares when the runtime asks (Loop.OnShed).
 func (s *Server) loopOf(l *percore.Loop) *loopState {
 	if ls := s.loops.Get(l); ls != nil {
 		return ls
 	}
-	return s.loops.Set(l, loopState{})
+	ls := s.loops.Set(l, loopState{})
+	l.OnShed(ls.shed)
+	return ls
+}
+
+// shed lets go of what the loop keeps for the next burst (Loop.OnShed,
+// when the runtime returns the heap after a storm): the spare states of
+// upgraded connections (up to SpareStates of 7.7 KB), the free buffers
+// (up to 64, of up to 1 MiB) and the scratch of a Response's moved room.
+// None is held by a connection: each is made again when next needed.
+func (ls *loopState) shed() {
+	ls.spare, ls.free, ls.scratch = nil, nil, nil
 }
 
 // getBuf returns an empty buffer of the loop's, to give back with putBuf.
