@@ -15,11 +15,3 @@ func (c *Conn) HoldsSide() bool { return c.side != nil }
 // SideSize is the size of a Conn's side state: what a Conn pays while it
 // is mid-message, and what maxSpareSides bounds (decision 0074).
 const SideSize = unsafe.Sizeof(side{})
-
-// Spares returns how many spare message buffers and side states p keeps.
-func (p *Pool) Spares() (bufs, sides int) {
-	for _, l := range p.free {
-		bufs += len(l)
-	}
-	return bufs, len(p.sides)
-}

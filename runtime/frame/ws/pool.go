@@ -156,6 +156,15 @@ func (p *Pool) Shed() {
 	p.sides, p.scratch = nil, nil
 }
 
+// Spares returns how many spare message buffers and side states the pool
+// keeps for its Conns (for a metric, or a test of Shed).
+func (p *Pool) Spares() (buffers, sides int) {
+	for _, l := range p.free {
+		buffers += len(l)
+	}
+	return buffers, len(p.sides)
+}
+
 // compressor returns the shared compressor of a window of 2^bits bytes
 // (8 to 15).
 func (p *Pool) compressor(bits uint8) *compressor {
