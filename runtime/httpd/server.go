@@ -91,9 +91,11 @@ type Config struct {
 	// SpareStates is how many states of upgraded connections (about
 	// 7.7 KB each) a loop keeps for its next new connections, so that a
 	// storm of upgrades allocates a few states, not one per connection
-	// (upgraded.go). They stay with the loop for good: a gateway of many
-	// idle connections on few loops may want fewer. Zero means
-	// DefaultSpareStates; negative means none are kept.
+	// (upgraded.go). They stay with the loop until it sheds its spares
+	// (Loop.OnShed: the runtime's return after a storm,
+	// Config.ReturnAfterStorm), which lets go of them and the loop's
+	// free buffers. Zero means DefaultSpareStates; negative means none are
+	// kept.
 	SpareStates int
 }
 
