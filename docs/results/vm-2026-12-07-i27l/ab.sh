@@ -15,6 +15,8 @@
 #        (cd /tmp/i27l/ws/src-N && go build -o ../N/ws_gateway ./examples/ws_gateway/);
 #        (cd /tmp/i27l/ws/src-HEAD/examples/bench && go build -o /tmp/i27l/ws/wsload ./wsload/ && go build -o /tmp/i27l/ws/wsnbio ./baseline/wsnbio/)
 # Writes OUT/runs.jsonl and a log per run; changes nothing else.
+# 2026-12-07 (i27l): this copy, with /tmp/lead/ws as /tmp/i27l/ws, ran part 7's window: servers main (1bc3e82)
+# and i27l (6d04c7a), SERVERS_IDLE="main i27l mainepoll i27lepoll", 3 repeats, the idle row.
 set -euo pipefail
 out=$1 reps=${2:-3} rows=${3:-idle echo fanout1}
 mkdir -p "$out"; touch "$out/runs.jsonl"
