@@ -24,7 +24,7 @@
 // once a storm of upgrades settles the gateway returns the heap's free
 // pages to the kernel (-return-after, settle.go: the runtime's
 // Config.ReturnAfterStorm, which has the loops shed what they kept of the
-// storm first). With both, an 80-byte client (its ws.Conn keeps a
+// storm first, httpd's spare states and the ws Pool's spares included). With both, an 80-byte client (its ws.Conn keeps a
 // decoder's progress only mid-message, decision 0074) and the runtime's
 // 160-byte Conn (0075), an idle subscribed client costs about 490 B of RSS
 // at 18,000 on one loop (docs/performance.md, "WebSocket gateway, floors,
@@ -65,7 +65,8 @@ const defaultRecvBuffers = 64
 // Fewer spares save half a megabyte a loop by arithmetic, but the RSS at
 // 18,000 idle clients on one loop did not show it (8, 64 and none within
 // the run-to-run spread: docs/performance.md, "WebSocket gateway, floors,
-// part 4" and "part 5"), and with 8 a storm of upgrades drops most of the
+// part 4" and "part 5"; since decision 0080 the loops let go of them at
+// the return after a storm anyway), and with 8 a storm of upgrades drops most of the
 // states it takes (part 5's exact profile: 78 MB allocated for 18,000
 // upgrades and 26 collections, against 0.5 MB and 5 with 64): collections
 // the storm's live clients pay for.
