@@ -214,7 +214,7 @@ func (l *Loop) trimBufs() {
 // that a second later turns into garbage nothing returns. It looks at
 // every connection of the loop: once per return, a few milliseconds at a
 // hundred thousand connections. Last, what code on the loop registered
-// with OnShed lets go of its own spares.
+// with OnShedSpares lets go of its own spares.
 func (l *Loop) shedSpares() {
 	for _, c := range l.conns {
 		if c != nil && c.writeTimer != nil && c.idleOut() {
@@ -229,8 +229,13 @@ func (l *Loop) shedSpares() {
 	l.spareOut.shed()
 	l.spare.shed()
 	l.timers.ts = shrunk(l.timers.ts) // a storm's write timers grew it
+	if l.calls.exiting {
+		return // past OnStop: what the functions shed may be gone
+	}
+	l.shedding.Store(true)
+	defer l.shedding.Store(false)
 	for _, f := range l.onShed {
-		l.safely("OnShed function", f)
+		l.safely("OnShedSpares function", f)
 	}
 }
 

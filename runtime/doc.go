@@ -45,9 +45,9 @@
 // PerLoop keeps a loop's own state, set up in Config.LoopSetup on each
 // loop's thread before it serves. What such state keeps for the next
 // burst (spare states, free buffers) it lets go of in a function
-// registered with Loop.OnShed, which runs when the loop sheds its own
+// registered with Loop.OnShedSpares, which runs when the loop sheds its own
 // spares: before the return of the heap after a storm
-// (Config.ReturnAfterStorm), and at Loop.Shed.
+// (Config.ReturnAfterStorm), and at Loop.ShedSpares.
 //
 // # Caveats
 //

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // TestHeapReturnRunsShedHooks: the return after a storm runs what each
-// loop registered with Loop.OnShed, once per loop and on the loop's own
+// loop registered with Loop.OnShedSpares, once per loop and on the loop's own
 // thread (the thread its LoopSetup ran on), as part of the loops' shed
 // that precedes the collection.
 func TestHeapReturnRunsShedHooks(t *testing.T) {
@@ -31,7 +32,7 @@ func TestHeapReturnRunsShedHooks(t *testing.T) {
 		cores = cores[:min(2, len(cores))]
 		rt := start(t, percore.Config{Backend: b, Cores: cores, ReturnAfterStorm: n, LoopSetup: func(l *percore.Loop) error {
 			th := per.Set(l, threads{setup: unix.Gettid()})
-			l.OnShed(func() {
+			l.OnShedSpares(func() {
 				th.shed = unix.Gettid()
 				th.sheds++
 				shed.Add(1)
@@ -75,14 +76,14 @@ func TestHeapReturnRunsShedHooks(t *testing.T) {
 	})
 }
 
-// TestLoopShed: Loop.Shed, from another goroutine, runs the loop's shed
+// TestLoopShed: Loop.ShedSpares, from another goroutine, runs the loop's shed
 // hooks on its thread, in order with what is posted around it.
 func TestLoopShed(t *testing.T) {
 	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
 		var setup, on, sheds int // written on the loop
 		rt := start(t, percore.Config{Backend: b, LoopSetup: func(l *percore.Loop) error {
 			setup = unix.Gettid()
-			l.OnShed(func() { on, sheds = unix.Gettid(), sheds+1 })
+			l.OnShedSpares(func() { on, sheds = unix.Gettid(), sheds+1 })
 			return nil
 		}}, echoHandler{})
 		l := rt.Loops()[0]
@@ -92,7 +93,7 @@ func TestLoopShed(t *testing.T) {
 			}
 		})
 		for range 2 {
-			if err := l.Shed(); err != nil {
+			if err := l.ShedSpares(); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -101,5 +102,50 @@ func TestLoopShed(t *testing.T) {
 				t.Errorf("after two Sheds: the hook ran %d times, on thread %d; want twice, on the loop's thread %d", sheds, on, setup)
 			}
 		})
+	})
+}
+
+// TestShedSparesBounded: a shed function that asks for another shed does
+// not make the loop shed every turn (the second ask does nothing), and an
+// OnStop function that asks for one does not run the shed functions after
+// the loop's OnStop functions (review of decision 0080).
+func TestShedSparesBounded(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		var sheds int // written on the loop
+		var log []string
+		first := make(chan struct{})
+		rt := start(t, percore.Config{Backend: b, LoopSetup: func(l *percore.Loop) error {
+			l.OnShedSpares(func() {
+				sheds++
+				log = append(log, "shed")
+				if sheds == 1 {
+					if err := l.ShedSpares(); err != nil {
+						t.Errorf("ShedSpares from a shed function: %v", err)
+					}
+					close(first)
+				}
+			})
+			l.OnStop(func() {
+				log = append(log, "stop")
+				_ = l.ShedSpares()
+			})
+			return nil
+		}}, echoHandler{})
+		l := rt.Loops()[0]
+		if err := l.ShedSpares(); err != nil {
+			t.Fatal(err)
+		}
+		<-first
+		pctest.OnLoop(t, l, func() { // posted after whatever the shed function posted
+			if sheds != 1 {
+				t.Errorf("the shed functions ran %d times after one ShedSpares whose function asked again; want 1", sheds)
+			}
+		})
+		if err := rt.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{"shed", "stop"}; !slices.Equal(log, want) {
+			t.Fatalf("order %q; want %q (no shed function after OnStop)", log, want)
+		}
 	})
 }

@@ -81,7 +81,7 @@ func newGateway(secret string, pingInterval time.Duration) *gateway {
 func (g *gateway) setup(l *percore.Loop) error {
 	ls := g.loops.Set(l, loopState{g: g, pool: ws.NewPool(g.wsCfg), topics: newTopicIndex(),
 		mac: hmac.New(sha256.New, g.secret), reply: make([]byte, 0, 9+maxTopic)})
-	l.OnShed(ls.pool.Shed)
+	l.OnShedSpares(ls.pool.Shed)
 	if g.upstream != nil {
 		ls.up = newUpLink(g.upstream, l)
 	}

@@ -54,7 +54,7 @@ func TestShedLetsGoOfThePoolsSpares(t *testing.T) {
 		if bufs, sides := spares(); bufs == 0 || sides == 0 {
 			t.Fatalf("after a fragmented message the pool keeps %d buffers and %d side states; want some of each", bufs, sides)
 		}
-		if err := l.Shed(); err != nil {
+		if err := l.ShedSpares(); err != nil {
 			t.Fatal(err)
 		}
 		if bufs, sides := spares(); bufs != 0 || sides != 0 {

@@ -92,7 +92,7 @@ type Config struct {
 	// 7.7 KB each) a loop keeps for its next new connections, so that a
 	// storm of upgrades allocates a few states, not one per connection
 	// (upgraded.go). They stay with the loop until it sheds its spares
-	// (Loop.OnShed: the runtime's return after a storm,
+	// (Loop.OnShedSpares: the runtime's return after a storm,
 	// Config.ReturnAfterStorm), which lets go of them and the loop's
 	// free buffers. Zero means DefaultSpareStates; negative means none are
 	// kept.
@@ -268,17 +268,17 @@ func (ls *loopState) common(s *Server, now time.Time) []byte {
 }
 
 // loopOf returns l's state, made at the loop's first connection; the
-// loop sheds its spares when the runtime asks (Loop.OnShed).
+// loop sheds its spares when the runtime asks (Loop.OnShedSpares).
 func (s *Server) loopOf(l *percore.Loop) *loopState {
 	if ls := s.loops.Get(l); ls != nil {
 		return ls
 	}
 	ls := s.loops.Set(l, loopState{})
-	l.OnShed(ls.shed)
+	l.OnShedSpares(ls.shed)
 	return ls
 }
 
-// shed lets go of what the loop keeps for the next burst (Loop.OnShed,
+// shed lets go of what the loop keeps for the next burst (Loop.OnShedSpares,
 // when the runtime returns the heap after a storm): the spare states of
 // upgraded connections (up to SpareStates of 7.7 KB), the free buffers
 // (up to 64, of up to 1 MiB) and the scratch of a Response's moved room.

@@ -65,7 +65,7 @@ func TestSpareStates(t *testing.T) {
 	}
 }
 
-// TestShedSpareStates: when the loop sheds (Loop.Shed, as the return after
+// TestShedSpareStates: when the loop sheds (Loop.ShedSpares, as the return after
 // a storm asks before it collects), the server lets go of its spare states
 // and free buffers; the next upgrade gets a new state and the next answer
 // given later new buffers.
@@ -92,7 +92,7 @@ func TestShedSpareStates(t *testing.T) {
 		}
 		later("before the shed")
 		keeps("after an answer given later and an upgrade", 1, true)
-		if err := l.Shed(); err != nil {
+		if err := l.ShedSpares(); err != nil {
 			t.Fatal(err)
 		}
 		keeps("after the loop shed", 0, false)

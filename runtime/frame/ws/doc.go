@@ -35,7 +35,7 @@
 // (or inflated) in a buffer of the Pool, held only while the message is
 // partial and until the next call. The Pool keeps some of these buffers
 // for the next messages; Pool.Shed lets go of them (on a percore loop,
-// register it with Loop.OnShed, so that the runtime's return after a
+// register it with Loop.OnShedSpares, so that the runtime's return after a
 // storm frees them). Decoder is the frame-level parser under
 // Conn, for callers that want the pieces of a message as they arrive.
 //

@@ -149,7 +149,7 @@ func (p *Pool) putSide(s *side) {
 // them. Buffers and side states that Conns hold stay theirs and come back
 // to the pool as usual. The compressors and the decompressor stay (one
 // each, shared by every Conn). On a percore loop, register it with
-// Loop.OnShed where the loop's Pool is made: the runtime sheds its loops
+// Loop.OnShedSpares where the loop's Pool is made: the runtime sheds its loops
 // when it returns the heap after a storm of connections.
 func (p *Pool) Shed() {
 	p.free = [numClasses][][]byte{}
