@@ -10,7 +10,8 @@ import (
 // connSide is the state of a connection that most connections do not use
 // most of the time: a dial in progress, the addresses once asked for, the
 // idle and lifetime timers, a close's linger, the requests in flight, a
-// file send in progress, a TLS connection's session. An
+// file send in progress, a TLS connection's session, a protocol adapter's
+// value while it holds input across reads (SetAdapterValue). An
 // idle WebSocket or an idle keep-alive connection between requests needs
 // none of it, so it lives beside Conn, allocated on first use and dropped
 // again once nothing in it is in use (trimSide), and Conn stays in a
@@ -28,6 +29,8 @@ type connSide struct {
 	lingerTimer *Timer
 	requests    int // in flight, as BeginRequest/EndRequest count them
 	discarded   int // input dropped by a lingering close (CloseLinger)
+
+	adapter any // the protocol adapter's (SetAdapterValue)
 }
 
 // more returns c's side state, taking it on first use from the loop's

@@ -162,11 +162,12 @@ func TestSideCyclesAllocateNothing(t *testing.T) {
 }
 
 // TestReleaseMidMessage: a Conn gone mid-message (a fragmented message
-// partly received, a frame cut in its payload) or after a protocol error
-// holds a side state and a buffer of its Pool; Release gives both back,
-// so that the next Conn of the Pool takes them instead of allocating. A
-// Conn between messages releases nothing, and releasing twice gives
-// nothing back twice.
+// partly received, a frame cut in its payload) holds a side state and a
+// buffer of its Pool, one failed by a protocol error its side state (the
+// buffer went back at the failure); Release gives them back, so that the
+// next Conn of the Pool takes them instead of allocating, and the
+// released Conn decodes nothing more. A Conn between messages releases
+// nothing, and releasing twice gives nothing back twice.
 func TestReleaseMidMessage(t *testing.T) {
 	msg := jsonMessage(3000)
 	cases := []struct {
@@ -188,15 +189,24 @@ func TestReleaseMidMessage(t *testing.T) {
 		if !ss[0].HoldsSide() {
 			t.Fatalf("%s: holds no side state mid-message", tc.name)
 		}
+		if tc.fail && sp.FreeBuffers() != bufs+1 {
+			t.Fatalf("%s: the failure kept the message's buffer", tc.name)
+		}
 		ss[0].Release()
 		ss[0].Release()
 		if ss[0].HoldsSide() {
 			t.Fatalf("%s: holds a side state after Release", tc.name)
 		}
-		wantBufs := bufs + 1 // the message's buffer
+		wantBufs := bufs + 1 // the message's buffer, given back by Release or by the failure
 		if sp.SpareSides() != sides+1 || sp.FreeBuffers() != wantBufs {
 			t.Fatalf("%s: after Release, %d spare sides (from %d), %d free buffers (from %d); want one side back and %d buffers",
 				tc.name, sp.SpareSides(), sides, sp.FreeBuffers(), bufs, wantBufs)
+		}
+		// The released Conn reads nothing more: a whole message is not
+		// decoded (it would be parsed from the middle of the last frame).
+		whole := raw(0x81, true, []byte("hi"))
+		if n, ev, _, err := ss[0].Next(whole); n != len(whole) || ev != ws.NeedMore || err != nil {
+			t.Fatalf("%s: Next after Release: %d, %v, %v; want the input discarded", tc.name, n, ev, err)
 		}
 		// The next Conn of the Pool takes the side state, and decodes
 		// correctly.
