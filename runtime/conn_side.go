@@ -34,10 +34,14 @@ type connSide struct {
 }
 
 // more returns c's side state, taking it on first use from the loop's
-// spare ones (or allocating it).
+// spare ones (or allocating it: also for a Conn of no loop, which a
+// protocol adapter's tests drive alone through SetAdapterValue).
 func (c *Conn) more() *connSide {
 	if c.side == nil {
-		if c.side = popSpare(&c.loop.spareSides); c.side == nil {
+		if c.loop != nil {
+			c.side = popSpare(&c.loop.spareSides)
+		}
+		if c.side == nil {
 			c.side = new(connSide)
 		}
 	}
@@ -51,7 +55,7 @@ func (c *Conn) more() *connSide {
 func (c *Conn) trimSide() {
 	if s := c.side; s != nil && *s == (connSide{}) {
 		c.side = nil
-		if l := c.loop; len(l.spareSides) < maxSpares {
+		if l := c.loop; l != nil && len(l.spareSides) < maxSpares {
 			l.spareSides = append(l.spareSides, s)
 		}
 	}
