@@ -21,6 +21,4 @@ func EffectiveSched(Sched) (Sched, error) { return SchedNormal, nil }
 
 func (w *worker) onOwnThread() bool { return false }
 
-func (w *worker) enter(*threadPlan) {}
-
-func (w *worker) leave() {}
+func (w *worker) lower(*threadPlan) {}
