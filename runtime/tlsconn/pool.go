@@ -89,13 +89,11 @@ type PoolStats struct {
 	Rejected  uint64 // refused: the pool was full or closed
 }
 
-// Pool runs handshakes off the loops, on at most MaxHandshakes worker
-// goroutines at once, so that a handshake's CPU (about a millisecond for a
-// full one) never runs on a loop. A worker is started for a handshake when
-// no idle one is there, holds a thread of its own for its life, lowered
-// once (Sched), and stays until Close: one that finishes takes the next
-// queued session, or waits idle for the next one handed to it. One pool
-// may serve every loop of a process.
+// Pool runs handshakes off the loops, on at most MaxHandshakes goroutines
+// at once, so that a handshake's CPU (about a millisecond for a full one)
+// never runs on a loop. The goroutines exist only while there is work: one
+// that finishes takes the next queued session, or exits. One pool may serve
+// every loop of a process.
 //
 // A Pool is safe for concurrent use.
 type Pool struct {
@@ -109,8 +107,6 @@ type Pool struct {
 	running list
 	stats   PoolStats
 	closed  bool
-	idle    int           // workers waiting on hand
-	hand    chan *Session // to an idle worker; closed by Close
 	wg      sync.WaitGroup
 }
 
@@ -141,31 +137,36 @@ func NewPool(cfg PoolConfig) *Pool {
 		cfg.MaxCPU = max(1, goruntime.GOMAXPROCS(0)/2)
 	}
 	cfg.CPUs = slices.Clone(cfg.CPUs)
-	return &Pool{
-		cfg:    cfg,
-		cpu:    make(chan struct{}, cfg.MaxCPU),
-		thread: newThreadPlan(cfg),
-		hand:   make(chan *Session, cfg.MaxHandshakes),
-	}
+	return &Pool{cfg: cfg, cpu: make(chan struct{}, cfg.MaxCPU), thread: newThreadPlan(cfg)}
 }
 
-// acquire takes a CPU place for a handshake about to compute on a
-// worker.
-func (p *Pool) acquire(*worker) { p.cpu <- struct{}{} }
+// acquire takes a CPU place for a handshake about to compute on w's
+// goroutine, and applies the thread plan.
+func (p *Pool) acquire(w *worker) {
+	p.cpu <- struct{}{}
+	w.enter(&p.thread)
+}
 
-// release gives the place back, and then calls s's Notify if the stretch
-// of work that ends asked for it.
+// release gives the place back and the thread as it was, and then calls
+// s's Notify if the stretch of work that ends asked for it.
 func (p *Pool) release(s *Session, w *worker) {
-	<-p.cpu
+	p.leave(w)
 	notifyDue(s, w)
 }
 
+// leave gives the thread back as it was and the CPU place.
+func (p *Pool) leave(w *worker) {
+	w.leave()
+	<-p.cpu
+}
+
 // notifyDue calls s's Notify if the stretch of work that ended on w asked
-// for it. On a worker's own (lowered) thread Notify runs on a goroutine of
-// its own, which Go never runs on that locked thread: Notify wakes the
-// loop, which preempts a lowered thread at once, and one preempted inside
-// the loop's post would hold the lock the loop takes next
-// (docs/decisions/0064-tls-storm-scheduling.md).
+// for it. It runs after w.leave, on a thread back at its own scheduling:
+// Notify wakes the loop, which preempts a lowered thread at once, and one
+// preempted inside the loop's post would hold the lock the loop takes
+// next (docs/decisions/0064-tls-storm-scheduling.md). Where the kernel did
+// not let the thread back (the goroutine keeps it, locked), Notify runs on
+// a goroutine of its own, which Go never runs on that locked thread.
 func notifyDue(s *Session, w *worker) {
 	if !w.notify {
 		return
@@ -204,13 +205,8 @@ func (p *Pool) submit(s *Session) error {
 		return ErrPoolClosed
 	case p.running.n < p.cfg.MaxHandshakes:
 		p.runLocked(s)
-		if p.idle > 0 {
-			p.idle--
-			p.hand <- s // never blocks: fewer idle workers than MaxHandshakes
-			return nil
-		}
 		p.wg.Add(1)
-		go p.work(s)
+		go p.run(s)
 		return nil
 	case p.queue.n < p.cfg.MaxQueued:
 		s.pstate = psQueued
@@ -228,19 +224,15 @@ func (p *Pool) runLocked(s *Session) {
 	p.stats.Started++
 }
 
-// work is a worker: it lowers its thread once, runs s's handshake and
-// then the queued ones, waits idle for the next one handed to it, and
-// returns at Close, locked: Go ends its thread with it, so that no thread
-// goes back to the scheduler lowered.
-func (p *Pool) work(s *Session) {
+// run is a pool goroutine: it runs handshakes until the queue is empty.
+func (p *Pool) run(s *Session) {
 	defer p.wg.Done()
 	var w worker
-	w.lower(&p.thread)
 	for s != nil {
 		s.w = &w
 		p.acquire(&w)
 		err := s.handshake()
-		<-p.cpu
+		p.leave(&w)
 		// Counted before the session says it ended: a loop that has
 		// seen the end finds it in Stats.
 		p.mu.Lock()
@@ -251,17 +243,10 @@ func (p *Pool) work(s *Session) {
 		next := p.queue.pop()
 		if next != nil {
 			p.runLocked(next)
-		} else if !p.closed {
-			p.idle++
 		}
 		p.mu.Unlock()
 		notifyDue(s, &w)
-		switch {
-		case next != nil:
-			s = next
-		default:
-			s = <-p.hand // nil once Close closed it, and nothing left in it
-		}
+		s = next
 	}
 }
 
@@ -311,6 +296,7 @@ func (p *Pool) cancel(s *Session) {
 // It is idempotent.
 func (p *Pool) Close() error {
 	p.mu.Lock()
+	p.closed = true
 	var queued, running []*Session
 	for s := p.queue.pop(); s != nil; s = p.queue.pop() {
 		s.pstate = psDone
@@ -320,10 +306,6 @@ func (p *Pool) Close() error {
 	for s := p.running.head; s != nil; s = s.next {
 		running = append(running, s)
 	}
-	if !p.closed {
-		close(p.hand) // the idle workers return
-	}
-	p.closed = true
 	p.mu.Unlock()
 	for _, s := range queued {
 		s.finish(ErrPoolClosed, true)

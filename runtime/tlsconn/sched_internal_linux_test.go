@@ -15,44 +15,50 @@ import (
 	"github.com/percore/percore/internal/sys"
 )
 
-// TestWorkerLoweredForLife: a worker locks its goroutine to its thread
-// and lowers it once (either Sched), and the thread ends with the
-// goroutine, which returns locked: it is never handed back to the
-// scheduler lowered.
-func TestWorkerLoweredForLife(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		sched  Sched
-		policy uint32
-		nice   int32
-	}{
-		{"nice", SchedNice, unix.SCHED_NORMAL, 19},
-		{"idle", SchedIdle, unix.SCHED_IDLE, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			type result struct {
-				locked bool
-				a      unix.SchedAttr
-				tid    int
-			}
-			got := make(chan result)
-			go func() {
-				var w worker
-				pl := threadPlan{sched: tc.sched}
-				w.lower(&pl)
-				a, err := sys.ThreadSched()
-				if err != nil {
-					t.Error(err)
-				}
-				got <- result{w.onOwnThread(), a, unix.Gettid()}
-				// Returns locked: Go ends the thread.
-			}()
-			r := <-got
-			if !r.locked || r.a.Policy != tc.policy || r.a.Nice != tc.nice {
-				t.Fatalf("after lower: locked %v, policy %d, nice %d; want locked, %d, %d", r.locked, r.a.Policy, r.a.Nice, tc.policy, tc.nice)
-			}
-			waitThreadGone(t, r.tid)
-		})
+// TestWorkerStuck: when the kernel does not let a thread back (an
+// unprivileged process leaving nice 19: EPERM), the worker keeps its
+// goroutine locked to the lowered thread, later stretches change nothing,
+// and the thread ends with the goroutine.
+func TestWorkerStuck(t *testing.T) {
+	prev := restoreSched
+	restoreSched = func(unix.SchedAttr) error { return unix.EPERM }
+	defer func() { restoreSched = prev }()
+	type result struct {
+		locked, stuck bool
+		nice          int32
+		tid           int
+	}
+	got := make(chan result)
+	go func() {
+		var w worker
+		pl := threadPlan{sched: SchedNice}
+		for range 2 { // a second stretch finds the thread stuck
+			w.enter(&pl)
+			w.leave()
+		}
+		a, err := sys.ThreadSched()
+		if err != nil {
+			t.Error(err)
+		}
+		got <- result{w.locked, w.stuck, a.Nice, unix.Gettid()}
+		// Returns locked: Go ends the thread.
+	}()
+	r := <-got
+	if !r.locked || !r.stuck || r.nice != 19 {
+		t.Fatalf("after a refused restore: locked %v, stuck %v, nice %d; want locked, stuck, 19", r.locked, r.stuck, r.nice)
+	}
+	if r.tid == os.Getpid() {
+		return // the main thread: Go wedges it rather than end it, and runs nothing on it again
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat("/proc/self/task/" + strconv.Itoa(r.tid)); os.IsNotExist(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the lowered thread outlived its goroutine")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -176,10 +182,13 @@ func waitThreadGone(t *testing.T, tid int) {
 	}
 }
 
-// TestLoweredWorkerNotifies: a worker on its lowered thread calls the
-// session's Notify from another goroutine, which Go never runs on the
-// worker's (locked, lowered) thread.
-func TestLoweredWorkerNotifies(t *testing.T) {
+// TestStuckWorkerNotifies: a worker whose thread the kernel did not let
+// back calls the session's Notify from another goroutine, which Go never
+// runs on the stuck (locked, lowered) thread.
+func TestStuckWorkerNotifies(t *testing.T) {
+	prev := restoreSched
+	restoreSched = func(unix.SchedAttr) error { return unix.EPERM }
+	defer func() { restoreSched = prev }()
 	type seen struct {
 		tid  int
 		nice int32
@@ -192,20 +201,24 @@ func TestLoweredWorkerNotifies(t *testing.T) {
 		}
 		notified <- seen{unix.Gettid(), a.Nice}
 	}}
-	lowered := make(chan int, 1)
+	stuck := make(chan int, 1)
 	go func() {
 		var w worker
 		pl := threadPlan{sched: SchedNice}
-		w.lower(&pl)
-		lowered <- unix.Gettid()
+		w.enter(&pl)
+		w.leave()
+		if !w.stuck {
+			t.Error("the worker is not stuck after a refused restore")
+		}
+		stuck <- unix.Gettid()
 		w.notify = true
 		notifyDue(s, &w)
 		// Returns locked: Go ends the thread.
 	}()
-	tid := <-lowered
+	tid := <-stuck
 	got := <-notified
 	if got.tid == tid || got.nice != 0 {
-		t.Fatalf("Notify ran on thread %d at nice %d; the worker's thread is %d", got.tid, got.nice, tid)
+		t.Fatalf("Notify ran on thread %d at nice %d; the stuck thread is %d", got.tid, got.nice, tid)
 	}
 	waitThreadGone(t, tid)
 }

@@ -11,23 +11,25 @@ import (
 	"github.com/percore/percore/internal/sys"
 )
 
-// worker is a pool goroutine's hold on its thread (Sched): lower locks
-// the goroutine to its thread for the rest of its life and applies the
-// plan once; the thread is never put back, so it is never handed back to
-// the Go scheduler lowered: a goroutine that returns locked takes its
-// thread with it (docs/decisions/0081-handshake-threads-lowered-for-life.md).
-// Only its own goroutine uses it.
+// worker is a pool goroutine's hold on its thread while a handshake
+// computes (Sched): enter after the CPU place is taken, leave before it
+// is given back. Only its own goroutine uses it.
 type worker struct {
 	notify bool // the session's Notify is due at release
-	locked bool // LockOSThread is in force, for the goroutine's life
+	locked bool // LockOSThread is in force
+	set    bool // the policy was changed: saved puts it back
+	masked bool // the affinity was changed: mask puts it back
+	stuck  bool // putting the thread back failed: it stays this goroutine's until it exits
+	saved  unix.SchedAttr
+	mask   unix.CPUSetDynamic
 }
 
 // restoreSched puts a thread's scheduling back: sys.SetThreadSched, a
 // variable so that a test can make it fail as an unprivileged process's
-// would (the probe, sched_probe_linux.go).
+// would (export_test.go).
 var restoreSched = sys.SetThreadSched
 
-// threadPlan is what a pool does to its workers' threads.
+// threadPlan is what a pool does to a computing handshake's thread.
 type threadPlan struct {
 	sched Sched              // SchedIdle, SchedNice or SchedNormal: the one in effect (EffectiveSched)
 	cpus  unix.CPUSetDynamic // nil: the thread's CPUs stay as they are
@@ -53,27 +55,58 @@ func (pl *threadPlan) effective() Sched { return pl.sched }
 // active reports whether the plan changes anything.
 func (pl *threadPlan) active() bool { return pl.sched != SchedNormal || pl.cpus != nil }
 
-// lower locks the goroutine to its thread for good and applies the plan,
-// once, at the worker's start: a thread woken for a handshake is lowered
-// already, so it never keeps the CPU it was woken on at normal priority.
-// What the kernel refuses is left as it is: the handshakes compute either
-// way.
-func (w *worker) lower(pl *threadPlan) {
-	if !pl.active() {
-		return
+// enter locks the goroutine to its thread and applies the plan. What the
+// kernel refuses is left as it is: the handshake computes either way.
+func (w *worker) enter(pl *threadPlan) {
+	if w.stuck || !pl.active() {
+		return // a stuck thread keeps the plan it has
 	}
 	goruntime.LockOSThread()
 	w.locked = true
 	if pl.sched != SchedNormal {
 		if a, err := sys.ThreadSched(); err == nil {
-			_ = sys.SetThreadSched(lowered(a, pl.sched))
+			if sys.SetThreadSched(lowered(a, pl.sched)) == nil {
+				w.saved, w.set = a, true
+			}
 		}
 	}
 	if pl.cpus != nil {
-		_ = sys.SetThreadAffinity(pl.cpus)
+		if w.mask == nil {
+			w.mask = unix.NewCPUSet(len(pl.cpus) * 64)
+		}
+		if sys.ThreadAffinity(w.mask) == nil && sys.SetThreadAffinity(pl.cpus) == nil {
+			w.masked = true
+		}
 	}
 }
 
+// leave puts the thread back as enter found it and unlocks it. A thread
+// the kernel does not let back (an unprivileged process may not leave
+// SCHED_IDLE or lower its nice value again, unless RLIMIT_NICE allows it)
+// stays locked to this goroutine, so that no other goroutine of the
+// process runs on it, and ends with it (a goroutine that exits locked
+// takes its thread with it).
+func (w *worker) leave() {
+	if !w.locked || w.stuck {
+		return
+	}
+	ok := true
+	if w.set {
+		ok = restoreSched(w.saved) == nil
+		w.set = false
+	}
+	if w.masked {
+		ok = sys.SetThreadAffinity(w.mask) == nil && ok
+		w.masked = false
+	}
+	if !ok {
+		w.stuck = true
+		return
+	}
+	w.locked = false
+	goruntime.UnlockOSThread()
+}
+
 // onOwnThread reports whether the goroutine runs on a thread of its own
-// (locked, lowered): what it calls runs there.
-func (w *worker) onOwnThread() bool { return w.locked }
+// that the kernel did not let back (stuck): what it calls runs there.
+func (w *worker) onOwnThread() bool { return w.stuck }

@@ -5,7 +5,6 @@ package tlsconn_test
 import (
 	"crypto/tls"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,14 +98,7 @@ func TestPoolThreadSched(t *testing.T) {
 					t.Errorf("computing thread %+v, want policy %d nice %d cpus %s", st, tc.policy, tc.nice, wantCPUs)
 				}
 			}
-			var now string
-			waitFor(t, "every thread put back", func() bool {
-				now = processThreads(t)
-				if now != before {
-					t.Logf("threads now: %s; before: %s", now, before)
-				}
-				return now == before
-			})
+			waitFor(t, "every thread put back", func() bool { return processThreads(t) == before })
 		})
 	}
 }
@@ -194,103 +186,4 @@ func TestNotifyOnRestoredThread(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestPoolWorkersLoweredForLife: a pool's workers lower their threads once
-// and keep them (docs/decisions/0081-handshake-threads-lowered-for-life.md):
-// once the handshakes are over, the threads the callbacks ran on are still
-// lowered, and no other thread of the process is; once the pool is closed
-// none is (they ended with their workers).
-func TestPoolWorkersLoweredForLife(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		sched  tlsconn.Sched
-		policy uint32
-		nice   int32
-	}{
-		{"nice", tlsconn.SchedNice, unix.SCHED_NORMAL, 19},
-		{"idle", tlsconn.SchedIdle, unix.SCHED_IDLE, 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if low := loweredThreads(t); len(low) > 0 {
-				t.Fatalf("threads lowered before the pool: %v", low)
-			}
-			pool := tlsconn.NewPool(tlsconn.PoolConfig{Sched: tc.sched})
-			if st := pool.Stats(); st.Sched != tc.sched {
-				pool.Close()
-				t.Skipf("the pool's threads are not lowered here (Stats().Sched %v)", st.Sched)
-			}
-			var mu sync.Mutex
-			workers := map[int]bool{}
-			record := func() {
-				a, err := unix.SchedGetAttr(0, 0)
-				if err != nil {
-					t.Error(err)
-				}
-				if a.Policy != tc.policy || a.Nice != tc.nice {
-					t.Errorf("a handshake computed at policy %d nice %d, want %d %d", a.Policy, a.Nice, tc.policy, tc.nice)
-				}
-				mu.Lock()
-				workers[unix.Gettid()] = true
-				mu.Unlock()
-			}
-			scfg := serverConfig(t).Clone()
-			certs := scfg.Certificates
-			scfg.Certificates = nil
-			scfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-				record()
-				return &certs[0], nil
-			}
-			ccfg := clientConfig(t).Clone()
-			ccfg.VerifyConnection = func(tls.ConnectionState) error { record(); return nil }
-			for range 5 {
-				srv, cli := handshakePair(t, pool, scfg, ccfg)
-				srv.Close()
-				cli.Close()
-			}
-			mu.Lock()
-			seen := maps.Clone(workers)
-			mu.Unlock()
-			low := loweredThreads(t)
-			if len(low) == 0 {
-				t.Fatal("no thread lowered once the handshakes are over: the workers put theirs back")
-			}
-			for tid := range low {
-				if !seen[tid] && tid != os.Getpid() {
-					t.Errorf("thread %d is lowered (%s) and ran no handshake", tid, low[tid])
-				}
-			}
-			pool.Close()
-			waitFor(t, "no lowered thread after Close", func() bool { return len(loweredThreads(t)) == 0 })
-		})
-	}
-}
-
-// loweredThreads returns the process's threads at a policy or nice value
-// other than SCHED_NORMAL at nice 0, by thread ID, with what they are. The
-// main thread is left out: a worker that exits locked to it does not end
-// it (Go wedges it, and never runs anything on it again).
-func loweredThreads(t testing.TB) map[int]string {
-	dirs, err := filepath.Glob("/proc/self/task/*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	low := map[int]string{}
-	for _, dir := range dirs {
-		tid, err := strconv.Atoi(filepath.Base(dir))
-		if err != nil || tid == os.Getpid() {
-			continue
-		}
-		stat, err := os.ReadFile(dir + "/stat")
-		if err != nil {
-			continue // the thread ended
-		}
-		// The fields after the command's closing parenthesis: nice is
-		// the 19th field of stat, policy the 41st.
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
-		if policy, nice := f[41-3], f[19-3]; policy != "0" || nice != "0" {
-			low[tid] = "policy " + policy + " nice " + nice
-		}
-	}
-	return low
 }

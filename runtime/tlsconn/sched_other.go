@@ -21,4 +21,6 @@ func EffectiveSched(Sched) (Sched, error) { return SchedNormal, nil }
 
 func (w *worker) onOwnThread() bool { return false }
 
-func (w *worker) lower(*threadPlan) {}
+func (w *worker) enter(*threadPlan) {}
+
+func (w *worker) leave() {}
