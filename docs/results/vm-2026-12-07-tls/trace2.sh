@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# i26j's bench call 4: trace1.sh again, and at GOGC=off. One storm of
-# 10,000 handshakes each for main and life (bench1.sh's binaries), at the default GOGC and one at GOGC=off, under a
+# i26j's bench call 4: trace1.sh again, and at GOGC=off. One storm of 10,000 handshakes each for
+# main and life (bench1.sh's binaries) at the default GOGC and one each at GOGC=off, under a
 # Go execution trace (-test.trace); yieldwaits.py (../vm-2026-12-04b-tls/) then lists the loop
 # goroutine's waits off its P over 0.5 ms: why, and what its P ran meanwhile.
 # Changes nothing on the machine; the traces stay in /tmp/i26j.
