@@ -1,0 +1,99 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// TestClientSizeClass holds a client, what a WebSocket costs the gateway
+// above the runtime, in the 64-byte size class (decision 0079: the user's
+// name in the loop's names and the heartbeat's count in the seat; 80
+// until then, decision 0074; 128 and 160 before, decision 0065).
+func TestClientSizeClass(t *testing.T) {
+	if n := unsafe.Sizeof(client{}); n > 64 {
+		t.Fatalf("client is %d bytes; want at most 64", n)
+	}
+}
+
+// TestNamesModel drives a loop's list of clients and their names with
+// random arrivals and departures (bursts of each, as a reconnection storm
+// makes them) against a map from client to name, checking after every
+// step that each live client's name is the model's and its seat its
+// place, and that the names array stays within twice the live names plus
+// namesSlack. Names run from empty to longer than a one-byte length.
+func TestNamesModel(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 79))
+		ls := &loopState{}
+		model := map[*client]string{}
+		compactions, maxLen := 0, 0
+		for step := range 6000 {
+			at := fmt.Sprintf("seed %d step %d", seed, step)
+			// Phases of growth, churn and departures, a thousand
+			// steps each.
+			arrive := rng.IntN(100) < [3]int{75, 50, 30}[(step/1000)%3]
+			if arrive || len(ls.clients) == 0 {
+				n := rng.IntN(40)
+				if rng.IntN(20) == 0 {
+					n = 100 + rng.IntN(300) // a uvarint length of two bytes
+				}
+				name := strings.Repeat(string(rune('a'+step%26)), n) + fmt.Sprint(step)
+				cl := &client{}
+				if !ls.enter(cl, []byte(name)) {
+					t.Fatalf("%s: enter refused", at)
+				}
+				model[cl] = name
+			} else {
+				cl := ls.clients[rng.IntN(len(ls.clients))]
+				ls.exit(cl)
+				if !cl.seat.gone() {
+					t.Fatalf("%s: a client that left is not gone", at)
+				}
+				delete(model, cl)
+				if len(model) > 0 && ls.names.dead == 0 { // a free always adds to dead but for a compaction
+					compactions++
+				}
+			}
+			checkNames(t, at, ls, model)
+			maxLen = max(maxLen, len(ls.names.b))
+		}
+		if compactions == 0 {
+			t.Fatalf("seed %d: no compaction in 6000 steps (longest array %d B)", seed, maxLen)
+		}
+	}
+}
+
+func checkNames(t *testing.T, at string, ls *loopState, model map[*client]string) {
+	t.Helper()
+	if len(ls.clients) != len(model) {
+		t.Fatalf("%s: %d clients in the list, %d in the model", at, len(ls.clients), len(model))
+	}
+	live := 0
+	for i, cl := range ls.clients {
+		want, ok := model[cl]
+		if !ok {
+			t.Fatalf("%s: client at %d left, still in the list", at, i)
+		}
+		if cl.seat.index() != i || cl.seat.gone() {
+			t.Fatalf("%s: client at %d has seat %d (gone %v)", at, i, cl.seat.index(), cl.seat.gone())
+		}
+		if got := string(ls.user(cl)); got != want {
+			t.Fatalf("%s: client at %d is %q, want %q", at, i, got, want)
+		}
+		live += ls.names.size(cl.user)
+	}
+	if got := len(ls.names.b) - ls.names.dead; got != live {
+		t.Fatalf("%s: %d B of names counted live, the clients' add up to %d", at, got, live)
+	}
+	if len(ls.names.b) > 2*live+namesSlack {
+		t.Fatalf("%s: names array %d B for %d B live: past twice plus %d", at, len(ls.names.b), live, namesSlack)
+	}
+	if len(model) == 0 && ls.names.b != nil {
+		t.Fatalf("%s: no client, the names array kept (%d B)", at, cap(ls.names.b))
+	}
+}
