@@ -23,9 +23,10 @@ func TestClientSizeClass(t *testing.T) {
 // TestNamesModel drives a loop's list of clients and their names with
 // random arrivals and departures (bursts of each, as a reconnection storm
 // makes them) against a map from client to name, checking after every
-// step that each live client's name is the model's and its seat its
-// place, and that the names array stays within twice the live names plus
-// namesSlack. Names run from empty to longer than a one-byte length.
+// compaction and every eighth step that each live client's name is the
+// model's and its seat its place, and that the names array stays within
+// twice the live names plus namesSlack. Names run from empty to longer
+// than a one-byte length takes.
 func TestNamesModel(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 79))
@@ -57,9 +58,12 @@ func TestNamesModel(t *testing.T) {
 				delete(model, cl)
 				if len(model) > 0 && ls.names.dead == 0 { // a free always adds to dead but for a compaction
 					compactions++
+					checkNames(t, at+" (compacted)", ls, model)
 				}
 			}
-			checkNames(t, at, ls, model)
+			if step%8 == 0 || len(model) < 8 {
+				checkNames(t, at, ls, model)
+			}
 			maxLen = max(maxLen, len(ls.names.b))
 		}
 		if compactions == 0 {
@@ -95,5 +99,23 @@ func checkNames(t *testing.T, at string, ls *loopState, model map[*client]string
 	}
 	if len(model) == 0 && ls.names.b != nil {
 		t.Fatalf("%s: no client, the names array kept (%d B)", at, cap(ls.names.b))
+	}
+}
+
+// TestNamesAllocateNothingPerClient: a client entering and leaving a loop
+// with a thousand others allocates nothing for its name (main's client
+// made a string of it at each upgrade); the array's growth and its
+// compactions, once per thousand or so, are amortised below one a client.
+func TestNamesAllocateNothingPerClient(t *testing.T) {
+	ls := &loopState{}
+	for i := range 1000 {
+		ls.enter(&client{}, fmt.Appendf(nil, "u%d", i))
+	}
+	cl, user := &client{}, []byte("u1000")
+	if n := testing.AllocsPerRun(1000, func() {
+		ls.enter(cl, user)
+		ls.exit(cl)
+	}); n != 0 {
+		t.Fatalf("a client's entry and exit allocate %v times", n)
 	}
 }
