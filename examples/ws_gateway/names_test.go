@@ -26,18 +26,31 @@ func TestClientSizeClass(t *testing.T) {
 // compaction and every eighth step that each live client's name is the
 // model's and its seat its place, and that the names array stays within
 // twice the live names plus namesSlack. Names run from empty to longer
-// than a one-byte length takes.
+// than a one-byte length takes. Sweeps missed and messages heard between
+// the steps check that the heartbeat's count in the seat survives the
+// client's moves in the list.
 func TestNamesModel(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 79))
 		ls := &loopState{}
 		model := map[*client]string{}
+		silent := map[*client]int{} // the heartbeat's count, saturating
 		compactions, maxLen := 0, 0
 		for step := range 6000 {
 			at := fmt.Sprintf("seed %d step %d", seed, step)
 			// Phases of growth, churn and departures, a thousand
 			// steps each.
 			arrive := rng.IntN(100) < [3]int{75, 50, 30}[(step/1000)%3]
+			if len(ls.clients) > 0 && rng.IntN(4) == 0 { // a sweep missed one, or it spoke
+				cl := ls.clients[rng.IntN(len(ls.clients))]
+				if rng.IntN(3) == 0 {
+					cl.seat.heard()
+					silent[cl] = 0
+				} else {
+					cl.seat.missed()
+					silent[cl] = min(silent[cl]+1, silentMax)
+				}
+			}
 			if arrive || len(ls.clients) == 0 {
 				n := rng.IntN(40)
 				if rng.IntN(20) == 0 {
@@ -56,6 +69,7 @@ func TestNamesModel(t *testing.T) {
 					t.Fatalf("%s: a client that left is not gone", at)
 				}
 				delete(model, cl)
+				delete(silent, cl)
 				if len(model) > 0 && ls.names.dead == 0 { // a free always adds to dead but for a compaction
 					compactions++
 					checkNames(t, at+" (compacted)", ls, model)
@@ -63,6 +77,11 @@ func TestNamesModel(t *testing.T) {
 			}
 			if step%8 == 0 || len(model) < 8 {
 				checkNames(t, at, ls, model)
+			}
+			for _, cl := range ls.clients {
+				if got := cl.seat.silent(); got != silent[cl] {
+					t.Fatalf("%s: client at %d has missed %d sweeps, want %d", at, cl.seat.index(), got, silent[cl])
+				}
 			}
 			maxLen = max(maxLen, len(ls.names.b))
 		}
