@@ -213,7 +213,8 @@ func (l *Loop) trimBufs() {
 // garbage the collection frees and returns, not the collection's survivor
 // that a second later turns into garbage nothing returns. It looks at
 // every connection of the loop: once per return, a few milliseconds at a
-// hundred thousand connections.
+// hundred thousand connections. Last, what code on the loop registered
+// with OnShedSpares lets go of its own spares.
 func (l *Loop) shedSpares() {
 	for _, c := range l.conns {
 		if c != nil && c.writeTimer != nil && c.idleOut() {
@@ -228,6 +229,14 @@ func (l *Loop) shedSpares() {
 	l.spareOut.shed()
 	l.spare.shed()
 	l.timers.ts = shrunk(l.timers.ts) // a storm's write timers grew it
+	if l.calls.exiting {
+		return // past OnStop: what the functions shed may be gone
+	}
+	l.shedding.Store(true)
+	defer l.shedding.Store(false)
+	for _, f := range l.onShed {
+		l.safely("OnShedSpares function", f)
+	}
 }
 
 // lastClosed is called when the loop's last connection closes: the next

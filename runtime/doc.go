@@ -43,7 +43,11 @@
 // such calls without allocating, and an ordered.Queue of runtime/frame
 // puts their replies back in the order of a connection's requests);
 // PerLoop keeps a loop's own state, set up in Config.LoopSetup on each
-// loop's thread before it serves.
+// loop's thread before it serves. What such state keeps for the next
+// burst (spare states, free buffers) it lets go of in a function
+// registered with Loop.OnShedSpares, which runs when the loop sheds its own
+// spares: before the return of the heap after a storm
+// (Config.ReturnAfterStorm), and at Loop.ShedSpares.
 //
 // # Caveats
 //

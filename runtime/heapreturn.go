@@ -127,7 +127,8 @@ func (s *settler) tick(n, bytes uint64, now time.Time) bool {
 const shedWait = 500 * time.Millisecond
 
 // shed asks every loop of the open runtimes to give up what its free
-// lists keep for the next burst (Loop.shedSpares), and waits until they
+// lists keep for the next burst (Loop.shedSpares, which runs what code on
+// the loop registered with OnShedSpares too), and waits until they
 // have, or shedWait has passed. The storm has settled, so the loops are
 // calm: what the lists hold is the storm's, and the collection that
 // follows frees it with the rest.

@@ -118,6 +118,10 @@ type Loop struct {
 	ho *loopHandoff
 
 	onStop []func()
+	// onShed are what code on the loop registered to let go of its own
+	// spares when the loop sheds its own (shed.go).
+	onShed   []func()
+	shedding atomic.Bool // while onShed runs: ShedSpares from one of them does nothing
 	// stopErr is what went wrong while the loop stopped (closing its
 	// listener or its backend), for Runtime.Close; written by the loop
 	// before done is closed.

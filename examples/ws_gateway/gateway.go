@@ -76,10 +76,13 @@ func newGateway(secret string, pingInterval time.Duration) *gateway {
 	return &gateway{secret: []byte(secret), pingInterval: pingInterval, counters: map[int]*loopCounters{}}
 }
 
-// setup builds l's state (Config.LoopSetup) and starts its heartbeat.
+// setup builds l's state (Config.LoopSetup) and starts its heartbeat. The
+// loop's codec pool lets go of its spares when the loop sheds (the
+// runtime's return after a storm: settle.go).
 func (g *gateway) setup(l *percore.Loop) error {
 	ls := g.loops.Set(l, loopState{g: g, pool: ws.NewPool(g.wsCfg), topics: newTopicIndex(),
 		mac: hmac.New(sha256.New, g.secret), reply: make([]byte, 0, 9+maxTopic)})
+	l.OnShedSpares(ls.pool.Shed)
 	if g.upstream != nil {
 		ls.up = newUpLink(g.upstream, l)
 	}

@@ -24,11 +24,12 @@
 // once a storm of upgrades settles the gateway returns the heap's free
 // pages to the kernel (-return-after, settle.go: the runtime's
 // Config.ReturnAfterStorm, which has the loops shed what they kept of the
-// storm first). With both, a 64-byte client (its ws.Conn keeps a
-// decoder's progress only mid-message, decision 0074; its user's name is
-// in its loop's array of names, 0079) and the runtime's 160-byte Conn
-// (0075), an idle subscribed client costs about 410 B of RSS at 18,000 on
-// one loop (docs/performance.md, "WebSocket gateway, floors, part 7").
+// storm first, httpd's spare states and the ws Pool's spares included).
+// With both, a 64-byte client (its ws.Conn keeps a decoder's progress
+// only mid-message, decision 0074; its user's name is in its loop's array
+// of names, 0079) and the runtime's 160-byte Conn (0075), an idle
+// subscribed client costs about 410 B of RSS at 18,000 on one loop
+// (docs/performance.md, "WebSocket gateway, floors, part 8").
 //
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
 //	kill -HUP <pid>      # a new process takes over; the old one exits
@@ -65,7 +66,8 @@ const defaultRecvBuffers = 64
 // Fewer spares save half a megabyte a loop by arithmetic, but the RSS at
 // 18,000 idle clients on one loop did not show it (8, 64 and none within
 // the run-to-run spread: docs/performance.md, "WebSocket gateway, floors,
-// part 4" and "part 5"), and with 8 a storm of upgrades drops most of the
+// part 4" and "part 5"; since decision 0080 the loops let go of them at
+// the return after a storm anyway), and with 8 a storm of upgrades drops most of the
 // states it takes (part 5's exact profile: 78 MB allocated for 18,000
 // upgrades and 26 collections, against 0.5 MB and 5 with 64): collections
 // the storm's live clients pay for.

@@ -2,7 +2,13 @@
 
 package main
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+
+	"github.com/percore/percore/internal/pctest"
+	percore "github.com/percore/percore/runtime"
+)
 
 // TestReturnAfterStorm: -return-after keeps its meaning in the runtime's
 // terms: 0 is never (negative there), and a count is the storm's size.
@@ -20,4 +26,40 @@ func TestReturnAfterStorm(t *testing.T) {
 			t.Errorf("returnAfterStorm(%d) = %d; want %d", tt.flag, got, tt.want)
 		}
 	}
+}
+
+// TestShedLetsGoOfThePoolsSpares: when a loop sheds (as the return after
+// a storm has it do before it collects), the loop's codec pool lets go of
+// the buffer and side state a fragmented message left it, and the next
+// fragmented message is echoed whole.
+func TestShedLetsGoOfThePoolsSpares(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r := startGateway(t, b, nil)
+		l := r.rt.Loops()[0]
+		c, br := wsDial(t, r, "alice")
+		msg := bytes.Repeat([]byte("fragment"), 64)
+		echo := func(what string) {
+			t.Helper()
+			c.Write(append(frame(0x02, msg[:200], false), frame(0x80, msg[200:], false)...))
+			op, p, err := readFrame(br)
+			if err != nil || op != 0x2 || !bytes.Equal(p, msg) {
+				t.Fatalf("%s: the echo of a fragmented message: op %#x, %d bytes, %v", what, op, len(p), err)
+			}
+		}
+		spares := func() (bufs, sides int) {
+			pctest.OnLoop(t, l, func() { bufs, sides = r.g.loops.Get(l).pool.Spares() })
+			return bufs, sides
+		}
+		echo("before the shed")
+		if bufs, sides := spares(); bufs == 0 || sides == 0 {
+			t.Fatalf("after a fragmented message the pool keeps %d buffers and %d side states; want some of each", bufs, sides)
+		}
+		if err := l.ShedSpares(); err != nil {
+			t.Fatal(err)
+		}
+		if bufs, sides := spares(); bufs != 0 || sides != 0 {
+			t.Fatalf("after the loop shed the pool keeps %d buffers and %d side states; want none", bufs, sides)
+		}
+		echo("after the shed")
+	})
 }

@@ -28,3 +28,13 @@ func (s *Server) SpareCount(l *percore.Loop) int {
 	}
 	return <-ch
 }
+
+// FreeBufs returns, read on l's thread, how many buffers for heads and
+// bodies that span reads l keeps.
+func (s *Server) FreeBufs(l *percore.Loop) int {
+	ch := make(chan int, 1)
+	if err := l.Post(func() { ch <- len(s.loopOf(l).free) }); err != nil {
+		panic(err)
+	}
+	return <-ch
+}

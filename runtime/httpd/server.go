@@ -91,9 +91,11 @@ type Config struct {
 	// SpareStates is how many states of upgraded connections (about
 	// 7.7 KB each) a loop keeps for its next new connections, so that a
 	// storm of upgrades allocates a few states, not one per connection
-	// (upgraded.go). They stay with the loop for good: a gateway of many
-	// idle connections on few loops may want fewer. Zero means
-	// DefaultSpareStates; negative means none are kept.
+	// (upgraded.go). They stay with the loop until it sheds its spares
+	// (Loop.OnShedSpares: the runtime's return after a storm,
+	// Config.ReturnAfterStorm), which lets go of them and the loop's
+	// free buffers. Zero means DefaultSpareStates; negative means none are
+	// kept.
 	SpareStates int
 }
 
@@ -265,11 +267,24 @@ func (ls *loopState) common(s *Server, now time.Time) []byte {
 	return ls.head
 }
 
+// loopOf returns l's state, made at the loop's first connection; the
+// loop sheds its spares when the runtime asks (Loop.OnShedSpares).
 func (s *Server) loopOf(l *percore.Loop) *loopState {
 	if ls := s.loops.Get(l); ls != nil {
 		return ls
 	}
-	return s.loops.Set(l, loopState{})
+	ls := s.loops.Set(l, loopState{})
+	l.OnShedSpares(ls.shed)
+	return ls
+}
+
+// shed lets go of what the loop keeps for the next burst (Loop.OnShedSpares,
+// when the runtime returns the heap after a storm): the spare states of
+// upgraded connections (up to SpareStates of 7.7 KB), the free buffers
+// (up to 64, of up to 1 MiB) and the scratch of a Response's moved room.
+// None is held by a connection: each is made again when next needed.
+func (ls *loopState) shed() {
+	ls.spare, ls.free, ls.scratch = nil, nil, nil
 }
 
 // getBuf returns an empty buffer of the loop's, to give back with putBuf.

@@ -64,3 +64,39 @@ func TestSpareStates(t *testing.T) {
 		})
 	}
 }
+
+// TestShedSpareStates: when the loop sheds (Loop.ShedSpares, as the return after
+// a storm asks before it collects), the server lets go of its spare states
+// and free buffers; the next upgrade gets a new state and the next answer
+// given later new buffers.
+func TestShedSpareStates(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		ts := start(t, b, httpd.Config{})
+		l := ts.rt.Loops()[0]
+		keeps := func(what string, states int, bufs bool) {
+			t.Helper()
+			got, gotBufs := ts.srv.SpareCount(l), ts.srv.FreeBufs(l)
+			if got != states || (gotBufs > 0) != bufs {
+				t.Fatalf("%s: the loop keeps %d states and %d buffers; want %d states, buffers %v", what, got, gotBufs, states, bufs)
+			}
+		}
+		// An answer given after its handler returned is built in a
+		// buffer of the loop's, given back once sent; an upgraded
+		// connection's state goes to the spares.
+		later := func(what string) {
+			t.Helper()
+			if got := pctest.HTTPGet(t, "http://"+ts.addr+"/timer"); got != "timer" {
+				t.Fatalf("GET /timer %s: %q", what, got)
+			}
+			upgradeOnce(t, ts)
+		}
+		later("before the shed")
+		keeps("after an answer given later and an upgrade", 1, true)
+		if err := l.ShedSpares(); err != nil {
+			t.Fatal(err)
+		}
+		keeps("after the loop shed", 0, false)
+		later("after the shed")
+		keeps("after the shed, an answer given later and an upgrade", 1, true)
+	})
+}

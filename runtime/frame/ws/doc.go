@@ -33,7 +33,10 @@
 // linear in its size. A message that arrived whole in one frame is handed
 // over in place, without a copy; a fragmented or compressed one is joined
 // (or inflated) in a buffer of the Pool, held only while the message is
-// partial and until the next call. Decoder is the frame-level parser under
+// partial and until the next call. The Pool keeps some of these buffers
+// for the next messages; Pool.Shed lets go of them (on a percore loop,
+// register it with Loop.OnShedSpares, so that the runtime's return after a
+// storm frees them). Decoder is the frame-level parser under
 // Conn, for callers that want the pieces of a message as they arrive.
 //
 // # Strictness

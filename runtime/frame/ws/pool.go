@@ -143,6 +143,28 @@ func (p *Pool) putSide(s *side) {
 	}
 }
 
+// Shed lets go of what the pool keeps for the next burst: its spare
+// message buffers, its spare side states and Prepare's scratch, so that
+// the collector takes them; the pool makes new ones as its Conns need
+// them. Buffers and side states that Conns hold stay theirs and come back
+// to the pool as usual. The compressors and the decompressor stay (one
+// each, shared by every Conn). On a percore loop, register it with
+// Loop.OnShedSpares where the loop's Pool is made: the runtime sheds its loops
+// when it returns the heap after a storm of connections.
+func (p *Pool) Shed() {
+	p.free = [numClasses][][]byte{}
+	p.sides, p.scratch = nil, nil
+}
+
+// Spares returns how many spare message buffers and side states the pool
+// keeps for its Conns (for a metric, or a test of Shed).
+func (p *Pool) Spares() (buffers, sides int) {
+	for _, l := range p.free {
+		buffers += len(l)
+	}
+	return buffers, len(p.sides)
+}
+
 // compressor returns the shared compressor of a window of 2^bits bytes
 // (8 to 15).
 func (p *Pool) compressor(bits uint8) *compressor {
