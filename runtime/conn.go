@@ -23,9 +23,10 @@ type Conn struct {
 	loop *Loop
 	h    Handler
 
-	// value is the handler's (Value); adapter is the protocol adapter's
-	// between the runtime and the handler (AdapterValue).
-	value, adapter any
+	// value is the handler's (Value). The protocol adapter's
+	// (AdapterValue) is in side: an adapter keeps one only while it holds
+	// input across reads (decision 0078).
+	value any
 
 	// slot and gen name the connection in the loop's table (and in the
 	// kernel's user data); fd is its descriptor, -1 once released (or
@@ -135,14 +136,29 @@ func (c *Conn) Value() any { return c.value }
 func (c *Conn) SetValue(v any) { c.value = v }
 
 // AdapterValue returns the value stored with SetAdapterValue.
-func (c *Conn) AdapterValue() any { return c.adapter }
+func (c *Conn) AdapterValue() any {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.adapter
+}
 
 // SetAdapterValue stores a per-connection value for a protocol adapter: a
 // percore.Handler that serves the connection on behalf of the handler the
 // user wrote (frame.Split keeps its partial token and its Writer here), so
 // that Value and SetValue stay the user's. One adapter serves a
-// connection; a handler that no adapter serves has no use for it.
-func (c *Conn) SetAdapterValue(v any) { c.adapter = v }
+// connection; a handler that no adapter serves has no use for it. The
+// value is kept beside the connection (its side state, taken on first
+// use): an adapter that stores one only while it holds input across
+// reads, and nil otherwise, keeps an idle connection at its smallest.
+func (c *Conn) SetAdapterValue(v any) {
+	if v != nil {
+		c.more().adapter = v
+	} else if s := c.side; s != nil {
+		s.adapter = nil
+		c.trimSide()
+	}
+}
 
 // Closed reports whether c is closed or closing.
 func (c *Conn) Closed() bool { return c.state&(stClosing|stClosed) != 0 }

@@ -10,7 +10,8 @@ import (
 // connSide is the state of a connection that most connections do not use
 // most of the time: a dial in progress, the addresses once asked for, the
 // idle and lifetime timers, a close's linger, the requests in flight, a
-// file send in progress, a TLS connection's session. An
+// file send in progress, a TLS connection's session, a protocol adapter's
+// value while it holds input across reads (SetAdapterValue). An
 // idle WebSocket or an idle keep-alive connection between requests needs
 // none of it, so it lives beside Conn, allocated on first use and dropped
 // again once nothing in it is in use (trimSide), and Conn stays in a
@@ -28,13 +29,19 @@ type connSide struct {
 	lingerTimer *Timer
 	requests    int // in flight, as BeginRequest/EndRequest count them
 	discarded   int // input dropped by a lingering close (CloseLinger)
+
+	adapter any // the protocol adapter's (SetAdapterValue)
 }
 
 // more returns c's side state, taking it on first use from the loop's
-// spare ones (or allocating it).
+// spare ones (or allocating it: also for a Conn of no loop, which a
+// protocol adapter's tests drive alone through SetAdapterValue).
 func (c *Conn) more() *connSide {
 	if c.side == nil {
-		if c.side = popSpare(&c.loop.spareSides); c.side == nil {
+		if c.loop != nil {
+			c.side = popSpare(&c.loop.spareSides)
+		}
+		if c.side == nil {
 			c.side = new(connSide)
 		}
 	}
@@ -48,7 +55,7 @@ func (c *Conn) more() *connSide {
 func (c *Conn) trimSide() {
 	if s := c.side; s != nil && *s == (connSide{}) {
 		c.side = nil
-		if l := c.loop; len(l.spareSides) < maxSpares {
+		if l := c.loop; l != nil && len(l.spareSides) < maxSpares {
 			l.spareSides = append(l.spareSides, s)
 		}
 	}

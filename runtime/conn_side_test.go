@@ -10,14 +10,14 @@ import (
 	"unsafe"
 )
 
-// TestConnSizeClass holds Conn in the 160-byte size class: what every
-// open connection costs the runtime (decisions 0065, 0072, 0075). A field
-// added to Conn that most connections do not use belongs in connSide, or
-// behind a pointer taken on use as the outbound queue is. Each driver's
-// own state is held to its size too: Conn carries both.
+// TestConnSizeClass holds Conn in the 144-byte size class: what every
+// open connection costs the runtime (decisions 0065, 0072, 0075, 0078). A
+// field added to Conn that most connections do not use belongs in
+// connSide, or behind a pointer taken on use as the outbound queue is.
+// Each driver's own state is held to its size too: Conn carries both.
 func TestConnSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(Conn{}); n > 160 {
-		t.Fatalf("Conn is %d bytes; want at most 160 (the 160-byte size class): move rarely used state to connSide", n)
+	if n := unsafe.Sizeof(Conn{}); n > 144 {
+		t.Fatalf("Conn is %d bytes; want at most 144 (the 144-byte size class): move rarely used state to connSide", n)
 	}
 	if n := unsafe.Sizeof(uringConn{}); n > 32 {
 		t.Fatalf("uringConn is %d bytes; want at most 32", n)
@@ -26,9 +26,10 @@ func TestConnSizeClass(t *testing.T) {
 		t.Fatalf("epollConn is %d bytes; want at most 8", n)
 	}
 	// connSide's size is what a TLS connection and one with an idle
-	// timeout pay on top of Conn, and what maxSpares bounds (decision 0075).
-	if n := unsafe.Sizeof(connSide{}); n > 112 {
-		t.Fatalf("connSide is %d bytes; want at most 112", n)
+	// timeout pay on top of Conn, and what maxSpares bounds (decisions
+	// 0075, 0078).
+	if n := unsafe.Sizeof(connSide{}); n > 128 {
+		t.Fatalf("connSide is %d bytes; want at most 128", n)
 	}
 }
 
@@ -58,6 +59,26 @@ func TestConnSideDroppedWhenUnused(t *testing.T) {
 	l.safely("test", func() { c.SetMaxLifetime(time.Hour); c.SetMaxLifetime(0) })
 	if c.side != nil {
 		t.Fatalf("side state %+v kept after the lifetime limit was removed", *c.side)
+	}
+	// A protocol adapter's value is kept in the side state while it is
+	// set (decision 0078), and reads back through a side state shared
+	// with other uses.
+	partial := &struct{ kept []byte }{}
+	l.safely("test", func() { c.SetAdapterValue(partial) })
+	if c.side == nil || c.AdapterValue() != partial {
+		t.Fatalf("side %v, adapter value %v; want the adapter's value kept beside the connection", c.side, c.AdapterValue())
+	}
+	l.safely("test", func() { c.BeginRequest(); c.SetAdapterValue(nil) })
+	if c.side == nil || c.AdapterValue() != nil {
+		t.Fatalf("side %v, adapter value %v; want the request kept and no adapter value", c.side, c.AdapterValue())
+	}
+	l.safely("test", func() { c.SetAdapterValue(partial); c.EndRequest() })
+	if c.side == nil || c.AdapterValue() != partial {
+		t.Fatal("the end of a request dropped the side state that holds the adapter's value")
+	}
+	l.safely("test", func() { c.SetAdapterValue(nil) })
+	if c.side != nil {
+		t.Fatalf("side state %+v kept after the adapter's value was cleared", *c.side)
 	}
 
 	// The idle timeout counts from the last read, with the read's time

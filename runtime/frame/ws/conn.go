@@ -301,6 +301,26 @@ func (c *Conn) settle() {
 	c.pool.putSide(s)
 }
 
+// Release gives back to c's Pool what c holds, whatever its decoder's
+// state: the buffer of a message partly received or last returned, and
+// its side state (a connection gone mid-message keeps both otherwise, and
+// a failed one its side state, for the collector), and lets its context
+// takeover go. Call it once the connection is gone (its OnClose): a
+// payload Next returned is invalid after it, and Next reads nothing more
+// (it discards its input, as after a Close) until Init.
+func (c *Conn) Release() {
+	if s := c.side; s != nil {
+		if s.buf != nil {
+			c.pool.put(s.buf)
+		}
+		c.side = nil
+		c.pool.putSide(s)
+	}
+	c.ctx = nil
+	c.st &^= stGiveBack
+	c.dflags |= dDone
+}
+
 // drop gives back what a failed or closed connection holds.
 func (c *Conn) drop() {
 	c.giveBack()

@@ -33,10 +33,12 @@
 // linear in its size. A message that arrived whole in one frame is handed
 // over in place, without a copy; a fragmented or compressed one is joined
 // (or inflated) in a buffer of the Pool, held only while the message is
-// partial and until the next call. The Pool keeps some of these buffers
-// for the next messages; Pool.Shed lets go of them (on a percore loop,
-// register it with Loop.OnShedSpares, so that the runtime's return after a
-// storm frees them). Decoder is the frame-level parser under
+// partial and until the next call; Conn.Release gives it back, with the
+// Conn's side state, when the connection goes away mid-message or failed.
+// The Pool keeps some of these buffers for the next messages; Pool.Shed
+// lets go of them (on a percore loop, register it with
+// Loop.OnShedSpares, so that the runtime's return after a storm frees
+// them). Decoder is the frame-level parser under
 // Conn, for callers that want the pieces of a message as they arrive.
 //
 // # Strictness

@@ -160,3 +160,71 @@ func TestSideCyclesAllocateNothing(t *testing.T) {
 		t.Errorf("%v allocations per message cut in two", n)
 	}
 }
+
+// TestReleaseMidMessage: a Conn gone mid-message (a fragmented message
+// partly received, a frame cut in its payload) holds a side state and a
+// buffer of its Pool, one failed by a protocol error its side state (the
+// buffer went back at the failure); Release gives them back, so that the
+// next Conn of the Pool takes them instead of allocating, and the
+// released Conn decodes nothing more. A Conn between messages releases
+// nothing, and releasing twice gives nothing back twice.
+func TestReleaseMidMessage(t *testing.T) {
+	msg := jsonMessage(3000)
+	cases := []struct {
+		name string
+		wire []byte
+		fail bool
+	}{
+		{"fragmented, first part in", raw(0x01, true, msg[:1500]), false},
+		{"a frame cut in its payload", raw(0x81, true, msg)[:2000], false},
+		{"failed: a reserved bit", append(raw(0x01, true, msg[:1500]), raw(0xc0, true, msg[1500:])...), true},
+	}
+	for _, tc := range cases {
+		ss, _, sp := pairsOnPools(t, 3, ws.Config{}, ws.Config{})
+		sides, bufs := sp.SpareSides(), sp.FreeBuffers()
+		_, _, _, err := ss[0].Next(tc.wire)
+		if (err != nil) != tc.fail {
+			t.Fatalf("%s: Next: %v", tc.name, err)
+		}
+		if !ss[0].HoldsSide() {
+			t.Fatalf("%s: holds no side state mid-message", tc.name)
+		}
+		if tc.fail && sp.FreeBuffers() != bufs+1 {
+			t.Fatalf("%s: the failure kept the message's buffer", tc.name)
+		}
+		ss[0].Release()
+		ss[0].Release()
+		if ss[0].HoldsSide() {
+			t.Fatalf("%s: holds a side state after Release", tc.name)
+		}
+		wantBufs := bufs + 1 // the message's buffer, given back by Release or by the failure
+		if sp.SpareSides() != sides+1 || sp.FreeBuffers() != wantBufs {
+			t.Fatalf("%s: after Release, %d spare sides (from %d), %d free buffers (from %d); want one side back and %d buffers",
+				tc.name, sp.SpareSides(), sides, sp.FreeBuffers(), bufs, wantBufs)
+		}
+		// The released Conn reads nothing more: a whole message is not
+		// decoded (it would be parsed from the middle of the last frame).
+		whole := raw(0x81, true, []byte("hi"))
+		if n, ev, _, err := ss[0].Next(whole); n != len(whole) || ev != ws.NeedMore || err != nil {
+			t.Fatalf("%s: Next after Release: %d, %v, %v; want the input discarded", tc.name, n, ev, err)
+		}
+		// The next Conn of the Pool takes the side state, and decodes
+		// correctly.
+		first, rest := raw(0x01, true, msg[:1000]), raw(0x80, true, msg[1000:])
+		if n, ev, _, err := ss[1].Next(first); n != len(first) || ev != ws.NeedMore || err != nil {
+			t.Fatalf("%s: the next Conn's first fragment: %d, %v, %v", tc.name, n, ev, err)
+		}
+		if sp.SpareSides() != sides {
+			t.Fatalf("%s: the next Conn did not take the side state given back (%d spare, %d before)", tc.name, sp.SpareSides(), sides)
+		}
+		if events, msgs := feed(t, ss[1], rest, 700); len(events) != 1 || msgs[0] != string(msg) {
+			t.Fatalf("%s: the next Conn got %v", tc.name, events)
+		}
+		// Between messages a Conn holds nothing: Release gives nothing.
+		before := sp.SpareSides()
+		ss[2].Release()
+		if sp.SpareSides() != before {
+			t.Fatalf("%s: a Conn between messages gave back a side state", tc.name)
+		}
+	}
+}
