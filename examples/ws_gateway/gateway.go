@@ -46,8 +46,9 @@ type loopState struct {
 	g       *gateway
 	pool    *ws.Pool
 	topics  topicIndex
-	clients []*client
-	up      *upLink // nil without -upstream
+	clients []*client // the heartbeat's list (clients.go)
+	names   names     // their users' names (names.go)
+	up      *upLink   // nil without -upstream
 	n       loopCounters
 
 	// mac is the secret's HMAC, reset for each upgrade, and sum its
@@ -59,16 +60,16 @@ type loopState struct {
 }
 
 // client is one upgraded connection: it is the httpd.UpgradeHandler that
-// gets the connection's input. It is all a WebSocket connection costs
-// above the runtime's and httpd's per-connection state.
+// gets the connection's input. With its user's name in the loop's names
+// it is all a WebSocket connection costs above the runtime's and httpd's
+// per-connection state: 64 bytes (decision 0079).
 type client struct {
-	c      *percore.Conn
-	ls     *loopState
-	wc     ws.Conn
-	user   string     // its authenticated user (it crosses a restart with the topics)
-	topic  membership // its first topic; the loop's index keeps the rest (topics.go)
-	idx    int32      // in ls.clients; -1 once gone
-	silent uint8      // heartbeat sweeps since it last sent anything
+	c     *percore.Conn
+	ls    *loopState
+	wc    ws.Conn
+	topic membership // its first topic; the loop's index keeps the rest (topics.go)
+	seat  seat       // its place in ls.clients and its silent sweeps (clients.go)
+	user  uint32     // where its authenticated user's name is in ls.names (it crosses a restart with the topics)
 }
 
 func newGateway(secret string, pingInterval time.Duration) *gateway {
@@ -167,9 +168,13 @@ func (g *gateway) upgrade(w *httpd.Response, r *httpd.Request) {
 	c := r.Conn()
 	ls := g.loops.Get(c.Loop())
 	user, _ := r.Query("user")
-	cl := &client{c: c, ls: ls, idx: int32(len(ls.clients)), user: string(user)}
+	cl := &client{c: c, ls: ls}
+	if !ls.enter(cl, user) {
+		w.CloseAfter()
+		refuse(w, 503, "the loop holds all the clients it can")
+		return
+	}
 	cl.wc.Init(ls.pool, ws.Server, &hs)
-	ls.clients = append(ls.clients, cl)
 	ls.n.upgrades.Add(1)
 	g.ho.clients.Add(1)
 	w.WriteHeader(101)
@@ -185,7 +190,7 @@ func (cl *client) OnView(c *percore.Conn, in []byte) (int, error) {
 	if c.Closed() || cl.wc.CloseSent() {
 		return len(in), nil // what follows our Close is not read
 	}
-	cl.silent = 0
+	cl.seat.heard()
 	off := 0
 	for {
 		n, ev, p, err := cl.wc.Next(in[off:])
@@ -298,17 +303,12 @@ func (cl *client) closeWith(code ws.CloseCode, reason string) {
 // OnClose leaves the client's topics and the heartbeat's list
 // (percore.CloseHandler, forwarded by httpd).
 func (cl *client) OnClose(c *percore.Conn, err error) {
-	if cl.idx < 0 {
+	if cl.seat.gone() {
 		return
 	}
-	cl.ls.topics.leaveAll(cl)
 	ls := cl.ls
-	last := ls.clients[len(ls.clients)-1]
-	last.idx = cl.idx
-	ls.clients[cl.idx] = last
-	ls.clients[len(ls.clients)-1] = nil
-	ls.clients = ls.clients[:len(ls.clients)-1]
-	cl.idx = -1
+	ls.topics.leaveAll(cl)
+	ls.exit(cl)
 	ls.n.closes.Add(1)
 	if ls.up != nil {
 		ls.up.gone(cl)
@@ -340,19 +340,17 @@ func (g *gateway) sweep(ls *loopState) {
 	for i := 0; i < len(ls.clients); i++ {
 		cl := ls.clients[i]
 		backlog += cl.c.Buffered()
-		if cl.silent < 255 {
-			cl.silent++
-		}
-		switch {
-		case cl.silent > 4:
+		cl.seat.missed()
+		switch s := cl.seat.silent(); {
+		case s > 4:
 			ls.n.heartbeatCloses.Add(1)
 			cl.closeWith(ws.CloseGoingAway, "no pong")
 			// closed at once if nothing is queued: OnClose moved
 			// another client into slot i.
-			if cl.idx < 0 {
+			if cl.seat.gone() {
 				i--
 			}
-		case cl.silent >= 2 && !cl.wc.CloseSent():
+		case s >= 2 && !cl.wc.CloseSent():
 			ls.n.pings.Add(1)
 			cl.control(ws.OpPing, nil)
 		}

@@ -210,7 +210,7 @@ func (cl *client) OnHandover(c *percore.Conn) ([]byte, error) {
 	case err != nil:
 		return nil, percore.ErrHandoverDeclined
 	}
-	st = appendString(st, cl.user)
+	st = appendString(st, cl.ls.user(cl))
 	topics := cl.ls.topics.topics(cl)
 	st = binary.AppendUvarint(st, uint64(len(topics)))
 	for _, t := range topics {
@@ -223,20 +223,23 @@ func (cl *client) OnHandover(c *percore.Conn) ([]byte, error) {
 	return st, nil
 }
 
-func appendString(b []byte, s string) []byte {
+func appendString[S string | []byte](b []byte, s S) []byte {
 	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // errState is an adopted client's state that this gateway cannot read.
 var errState = errors.New("ws_gateway: adopted client: bad state")
 
-// readString reads what appendString wrote.
-func readString(b []byte) (string, []byte, error) {
+// errFull is an adopted client its loop has no room for.
+var errFull = errors.New("ws_gateway: adopted client: the loop holds all the clients it can")
+
+// readString reads what appendString wrote: a view of b.
+func readString(b []byte) ([]byte, []byte, error) {
 	n, k := binary.Uvarint(b)
 	if k <= 0 || n > uint64(len(b)-k) {
-		return "", b, errState
+		return nil, b, errState
 	}
-	return string(b[k : k+int(n)]), b[k+int(n):], nil
+	return b[k : k+int(n)], b[k+int(n):], nil
 }
 
 // adopt makes the client the old process handed over (httpd's
@@ -248,7 +251,8 @@ func (g *gateway) adopt(c *percore.Conn, state []byte) (httpd.UpgradeHandler, er
 	if err != nil {
 		return nil, err
 	}
-	if cl.user, rest, err = readString(rest); err != nil {
+	user, rest, err := readString(rest)
+	if err != nil {
 		return nil, err
 	}
 	n, k := binary.Uvarint(rest)
@@ -256,13 +260,13 @@ func (g *gateway) adopt(c *percore.Conn, state []byte) (httpd.UpgradeHandler, er
 		return nil, errState
 	}
 	rest = rest[k:]
-	topics := make([]string, 0, n)
+	topics := make([][]byte, 0, n)
 	for range n {
-		var t string
+		var t []byte
 		if t, rest, err = readString(rest); err != nil {
 			return nil, err
 		}
-		if !validTopic([]byte(t)) {
+		if !validTopic(t) {
 			return nil, errState
 		}
 		topics = append(topics, t)
@@ -270,11 +274,12 @@ func (g *gateway) adopt(c *percore.Conn, state []byte) (httpd.UpgradeHandler, er
 	if len(rest) != 0 {
 		return nil, errState
 	}
-	for _, t := range topics {
-		ls.topics.join(cl, []byte(t))
+	if !ls.enter(cl, user) {
+		return nil, errFull
 	}
-	cl.idx = int32(len(ls.clients))
-	ls.clients = append(ls.clients, cl)
+	for _, t := range topics {
+		ls.topics.join(cl, t)
+	}
 	ls.n.adopted.Add(1)
 	g.ho.clients.Add(1)
 	c.SetIdleTimeout(0) // the heartbeat's

