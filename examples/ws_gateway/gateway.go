@@ -307,6 +307,7 @@ func (cl *client) OnClose(c *percore.Conn, err error) {
 		return
 	}
 	ls := cl.ls
+	cl.wc.Release() // a message partly received: its buffer and side state back to the loop's pool
 	ls.topics.leaveAll(cl)
 	ls.exit(cl)
 	ls.n.closes.Add(1)

@@ -63,3 +63,32 @@ func TestShedLetsGoOfThePoolsSpares(t *testing.T) {
 		echo("after the shed")
 	})
 }
+
+// TestClientGoneMidMessageGivesBack: a client that goes away with a
+// fragmented message partly sent leaves the loop's codec pool the side
+// state and buffer its connection held (OnClose releases its ws.Conn),
+// instead of leaving them to the collector.
+func TestClientGoneMidMessageGivesBack(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r := startGateway(t, b, nil)
+		l := r.rt.Loops()[0]
+		spares := func() (bufs, sides int) {
+			pctest.OnLoop(t, l, func() { bufs, sides = r.g.loops.Get(l).pool.Spares() })
+			return bufs, sides
+		}
+		c, br := wsDial(t, r, "alice")
+		bufs0, sides0 := spares()
+		msg := bytes.Repeat([]byte("fragment"), 64)
+		// The first fragment, then a ping: its pong says the fragment was read.
+		c.Write(append(frame(0x02, msg[:200], false), frame(0x89, []byte("p"), false)...))
+		if op, p, err := readFrame(br); err != nil || op != 0xa || string(p) != "p" {
+			t.Fatalf("the pong between fragments: op %#x, %q, %v", op, p, err)
+		}
+		c.Close()
+		pctest.WaitFor(t, "the client's close", func() bool { return r.rt.Stats().Open == 0 })
+		if bufs, sides := spares(); sides != sides0+1 || bufs != bufs0+1 {
+			t.Fatalf("after the client left mid-message the pool keeps %d buffers (%d before) and %d side states (%d before); want its buffer and side state back",
+				bufs, bufs0, sides, sides0)
+		}
+	})
+}
