@@ -16,10 +16,10 @@ package main
 // busy after its storm keeps its heap until its traffic falls; before it
 // collects, every loop sheds what it kept of the storm: the runtime's
 // spares, httpd's spare states and free buffers, and the loop's ws Pool's
-// spares (setup registers Pool.Shed with Loop.OnShedSpares: decision 0080). It
-// is not free for the loops: the forced collection stops every goroutine twice (short pauses), marks on a
-// quarter of the Ps and scavenges on one; once per storm, at most once a
-// minute. Decision 0072 and docs/performance.md "WebSocket gateway,
+// spares (setup registers Pool.Shed with Loop.OnShedSpares: decision
+// 0080). It is not free for the loops: the forced collection stops every
+// goroutine twice (short pauses), marks on a quarter of the Ps and
+// scavenges on one; once per storm, at most once a minute. Decision 0072 and docs/performance.md "WebSocket gateway,
 // floors, part 3" have what it saves.
 
 // returnAfterStorm is Config.ReturnAfterStorm for -return-after: its
