@@ -252,3 +252,56 @@ func TestRestartKeepsSubscribers(t *testing.T) {
 		}
 	})
 }
+
+// TestHandoverStateKeepsUser: the state a client hands over carries its
+// user's name and its topics, and the client adopted from it (here on
+// another connection of the same process, standing in for the new one)
+// has the same name and topics, whatever the names array did between
+// (the review of decision 0079: no restart test reads the name).
+func TestHandoverStateKeepsUser(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		r := startGateway(t, b, nil)
+		l := r.rt.Loops()[0]
+		a, abr := wsDial(t, r, "alice-of-the-first-hour")
+		for _, topic := range []string{"news", "sport"} {
+			a.Write(frame(0x81, []byte("SUB "+topic), false))
+			if _, p, err := readFrame(abr); err != nil || string(p) != "OK SUB "+topic {
+				t.Fatalf("SUB %s: %q, %v", topic, p, err)
+			}
+		}
+		wsDial(t, r, "bob")
+		wsDial(t, r, "carol") // enters after alice: her name is not the array's last
+		pctest.OnLoop(t, l, func() {
+			ls := r.g.loops.Get(l)
+			var alice, bob *client
+			for _, cl := range ls.clients {
+				switch string(ls.user(cl)) {
+				case "alice-of-the-first-hour":
+					alice = cl
+				case "bob":
+					bob = cl
+				}
+			}
+			if alice == nil || bob == nil {
+				t.Fatal("alice or bob not in the loop's list")
+			}
+			st, err := alice.OnHandover(alice.c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			up, err := r.g.adopt(bob.c, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl := up.(*client)
+			if got := string(ls.user(cl)); got != "alice-of-the-first-hour" {
+				t.Errorf("the adopted client's user is %q; want alice's", got)
+			}
+			if got := ls.topics.topics(cl); len(got) != 2 || got[0] != "news" || got[1] != "sport" {
+				t.Errorf("the adopted client's topics are %q; want alice's", got)
+			}
+			ls.topics.leaveAll(cl)
+			ls.exit(cl)
+		})
+	})
+}

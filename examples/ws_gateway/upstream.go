@@ -110,8 +110,7 @@ func (u *upLink) forward(cl *client, p []byte) {
 	}
 	r, ok := u.sent[cl]
 	if !ok {
-		u.next++
-		r.id = u.next
+		r.id = u.newID()
 		u.routes[u.loopID<<32|uint64(r.id)] = cl
 	}
 	r.inflight++
@@ -122,6 +121,19 @@ func (u *upLink) forward(cl *client, p []byte) {
 	binary.BigEndian.PutUint64(h[4:], id)
 	if _, err := u.lease.Conn().Raw().Writev(h[:], p); err != nil {
 		u.broken()
+	}
+}
+
+// newID returns the next client id's low half that no client of the link
+// holds: past 2^32 clients that sent upstream the count wraps, and a
+// client that has held its id since must keep its replies. The ids in
+// use are at most the loop's clients, so the skip is short.
+func (u *upLink) newID() uint32 {
+	for {
+		u.next++
+		if _, used := u.routes[u.loopID<<32|uint64(u.next)]; !used {
+			return u.next
+		}
 	}
 }
 

@@ -153,3 +153,54 @@ func reverse(s string) string {
 	}
 	return string(b)
 }
+
+// TestUpstreamIDWrap: once the link's client ids wrap round (2^32 clients
+// that sent upstream on one loop), a new client does not take the id of
+// one that still holds it: each gets its own replies.
+func TestUpstreamIDWrap(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		up := startUpstream(t, "127.0.0.1:0")
+		r := startGateway(t, b, func(o *options) { o.upstream = up.addr })
+		l := r.rt.Loops()[0]
+		link := func() (u *upLink) {
+			pctest.OnLoop(t, l, func() { u = r.g.loops.Get(l).up })
+			return u
+		}
+		pctest.WaitFor(t, "the link up", func() (up bool) {
+			pctest.OnLoop(t, l, func() { up = r.g.loops.Get(l).up.up })
+			return up
+		})
+		u := link()
+		a, abr := wsDial(t, r, "alice")
+		if op, got := binaryRoundTrip(t, a, abr, "from alice"); op != 0x2 || got != reverse("from alice") {
+			t.Fatalf("alice's first reply: op %#x, %q", op, got)
+		}
+		var aliceID uint32
+		pctest.OnLoop(t, l, func() {
+			for _, route := range u.sent {
+				aliceID = route.id
+			}
+			u.next = aliceID - 2 // the next two ids: one free, then alice's
+		})
+		bob, bbr := wsDial(t, r, "bob")
+		carol, cbr := wsDial(t, r, "carol")
+		if op, got := binaryRoundTrip(t, bob, bbr, "from bob"); op != 0x2 || got != reverse("from bob") {
+			t.Fatalf("bob's reply: op %#x, %q", op, got)
+		}
+		if op, got := binaryRoundTrip(t, carol, cbr, "from carol"); op != 0x2 || got != reverse("from carol") {
+			t.Fatalf("carol's reply, her id past alice's: op %#x, %q", op, got)
+		}
+		if op, got := binaryRoundTrip(t, a, abr, "alice again"); op != 0x2 || got != reverse("alice again") {
+			t.Fatalf("alice's reply after the ids came round to hers: op %#x, %q", op, got)
+		}
+		pctest.OnLoop(t, l, func() {
+			ids := map[uint32]bool{}
+			for _, route := range u.sent {
+				if ids[route.id] {
+					t.Errorf("two clients hold id %d", route.id)
+				}
+				ids[route.id] = true
+			}
+		})
+	})
+}
