@@ -51,11 +51,12 @@ func (c *Conn) more() *connSide {
 // trimSide drops c's side state once none of it is in use, keeping it
 // for the next connection that needs one: every connection under an idle
 // timeout takes one when it opens, and a WebSocket gives it back at its
-// upgrade; reused, it is not garbage that the heap goal grows by.
+// upgrade; reused, it is not garbage that the heap goal grows by. A Conn
+// of no loop (an adapter's tests) has no spares to give it to: it keeps it.
 func (c *Conn) trimSide() {
-	if s := c.side; s != nil && *s == (connSide{}) {
+	if s := c.side; s != nil && c.loop != nil && *s == (connSide{}) {
 		c.side = nil
-		if l := c.loop; l != nil && len(l.spareSides) < maxSpares {
+		if l := c.loop; len(l.spareSides) < maxSpares {
 			l.spareSides = append(l.spareSides, s)
 		}
 	}
