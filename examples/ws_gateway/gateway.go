@@ -175,14 +175,19 @@ func (g *gateway) upgrade(w *httpd.Response, r *httpd.Request) {
 		return
 	}
 	cl.wc.Init(ls.pool, ws.Server, &hs)
-	ls.n.upgrades.Add(1)
-	g.ho.clients.Add(1)
 	w.WriteHeader(101)
 	w.AddHeader("Upgrade", "websocket")
 	w.AddHeader("Connection", "Upgrade")
 	w.AddHeaderBytes("Sec-WebSocket-Accept", hs.Accept[:])
+	if !w.Upgrade(cl) {
+		// A request with a body, or a client gone: cl gets no OnClose.
+		ls.exit(cl)
+		w.CloseAfter()
+		return
+	}
+	ls.n.upgrades.Add(1)
+	g.ho.clients.Add(1)
 	c.SetIdleTimeout(0) // the heartbeat's, from now on
-	w.Upgrade(cl)
 }
 
 // OnView takes the client's frames (httpd.UpgradeHandler).

@@ -356,3 +356,45 @@ func TestHTTP10UntilClose(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeReports: Upgrade reports whether the connection became the
+// handler's, so that a caller can undo what it set up for a handler that
+// will get no callbacks: true for an upgrade, false for a request with a
+// body (answered 400, not with the 101 the handler had written, which the
+// connection would not switch after) and for a second Upgrade of the same
+// response.
+func TestUpgradeReports(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		got := make(chan [2]bool, 1)
+		m := httpd.NewMux()
+		m.HandleFunc("/up", func(w *httpd.Response, r *httpd.Request) {
+			w.WriteHeader(101)
+			w.AddHeader("Upgrade", "echo")
+			w.AddHeader("Connection", "Upgrade")
+			first := w.Upgrade(rawEcho{})
+			got <- [2]bool{first, w.Upgrade(rawEcho{})}
+		})
+		srv := httpd.New(httpd.Config{}, m)
+		t.Cleanup(srv.Close)
+		rt := pctest.Start(t, percore.Config{Backend: b}, srv.Handler())
+		for _, tc := range []struct {
+			req  string
+			want [2]bool
+		}{
+			{"GET /up HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n", [2]bool{true, false}},
+			{"POST /up HTTP/1.1\r\nHost: x\r\nUpgrade: echo\r\nConnection: Upgrade\r\nContent-Length: 5\r\n\r\nhello", [2]bool{false, false}},
+		} {
+			c := pctest.Dial(t, rt.Addr().String())
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			c.Write([]byte(tc.req))
+			if r := <-got; r != tc.want {
+				t.Errorf("%q: Upgrade reported %v; want %v", tc.req[:8], r, tc.want)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil || (resp.StatusCode == 101) != tc.want[0] {
+				t.Errorf("%q: answered %v, %v; want 101 only for the upgrade", tc.req[:8], resp, err)
+			}
+			c.Close()
+		}
+	})
+}

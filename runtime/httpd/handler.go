@@ -53,17 +53,30 @@ type UpgradeHandler interface {
 // Upgrade hands the connection to h once the head written so far (say a
 // 101 Switching Protocols with its Upgrade and Connection fields) is sent:
 // no body follows, and the server reads no more requests from the
-// connection. The request must have no body.
-func (w *Response) Upgrade(h UpgradeHandler) {
+// connection. The request must have no body: one with a body is
+// answered 400 instead, whatever head was written, and the connection
+// closes. It reports whether the connection is h's: false when the
+// response had ended, h is nil, the request has a body, or the client has
+// gone (then h gets no callbacks, not even OnClose, and the caller undoes
+// what it set up for h).
+func (w *Response) Upgrade(h UpgradeHandler) bool {
 	cn := w.cn
-	if w.ended || h == nil || cn.req.hr.HasBody() || !w.startHead() {
-		return
+	if w.ended || h == nil {
+		return false
+	}
+	if cn.req.hr.HasBody() {
+		cn.fail(400, "an upgrade request with a body") // not a 101 the connection does not switch after
+		return false
+	}
+	if !w.startHead() {
+		return false
 	}
 	w.frame()
 	w.ended = true
 	w.send()
 	cn.up = h
 	cn.stopHeadTimer()
+	return true
 }
 
 // refuser marks the handlers that refuse a request (404, 405, a
