@@ -62,6 +62,31 @@ func (c *Conn) trimSide() {
 	}
 }
 
+// AdapterValue returns the value stored with SetAdapterValue.
+func (c *Conn) AdapterValue() any {
+	if c.side == nil {
+		return nil
+	}
+	return c.side.adapter
+}
+
+// SetAdapterValue stores a per-connection value for a protocol adapter: a
+// percore.Handler that serves the connection on behalf of the handler the
+// user wrote (frame.Split keeps its partial token and its Writer here), so
+// that Value and SetValue stay the user's. One adapter serves a
+// connection; a handler that no adapter serves has no use for it. The
+// value is kept beside the connection (its side state, taken on first
+// use): an adapter that stores one only while it holds input across
+// reads, and nil otherwise, keeps an idle connection at its smallest.
+func (c *Conn) SetAdapterValue(v any) {
+	if v != nil {
+		c.more().adapter = v
+	} else if s := c.side; s != nil {
+		s.adapter = nil
+		c.trimSide()
+	}
+}
+
 // dialing returns c's dial in progress, or nil.
 func (c *Conn) dialing() *dialState {
 	if c.side == nil {
