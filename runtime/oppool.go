@@ -104,9 +104,21 @@ func (p *OpPool[T]) Call(to *Loop, o *Op[T]) {
 	p.loop.Call(to, o.runFn, o.doneFn)
 }
 
-// Made returns how many Ops the pool has made: once warm, as many as were
-// out (got and not yet done) at once, and no more as calls go on.
+// Made returns how many Ops the pool holds (made and not shed): once
+// warm, as many as were out (got and not yet done) at once, and no more
+// as calls go on.
 func (p *OpPool[T]) Made() int { return p.made }
+
+// Shed lets go of the Ops the pool keeps for the next calls (not those in
+// flight, which come back to it as usual): register it with
+// Loop.OnShedSpares where the pool is made, so that the return after a
+// storm frees what a burst of calls made; the calls after it make Ops
+// again as they need them.
+func (p *OpPool[T]) Shed() {
+	p.made -= len(p.free)
+	clear(p.free)
+	p.free = nil
+}
 
 func (o *Op[T]) runOn() { o.pool.run(o.to, &o.V) }
 

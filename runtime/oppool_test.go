@@ -347,3 +347,42 @@ func TestOpPoolSeededReuse(t *testing.T) {
 		}
 	})
 }
+
+// TestOpPoolShed: Shed lets go of the Ops the pool keeps (Made counts
+// what is left), not of one in flight, which comes back to the pool when
+// its call is done; the calls after a shed make Ops again and work.
+func TestOpPoolShed(t *testing.T) {
+	pctest.EachBackend(t, func(t *testing.T, b percore.Backend) {
+		rt := twoLoops(t, percore.Config{Backend: b}, nil)
+		a, z := rt.Loops()[0], rt.Loops()[1]
+		const per = 50
+		r := newOpRound(t, a, z, per)
+		r.run()
+		// A shed while the round is in flight lets none of it go.
+		if err := a.Post(func() { r.round(); r.pool.Shed() }); err != nil {
+			t.Fatal(err)
+		}
+		<-r.done
+		if r.bad != nil {
+			t.Fatal(r.bad)
+		}
+		pctest.OnLoop(t, a, func() {
+			if n := r.pool.Made(); n != per {
+				t.Fatalf("made %d after a round of %d shed in flight; want %d back in the pool", n, per, per)
+			}
+			r.pool.Shed()
+			if n := r.pool.Made(); n != 0 {
+				t.Fatalf("made %d after a shed with nothing in flight; want 0", n)
+			}
+		})
+		r.run() // makes them again
+		if r.bad != nil {
+			t.Fatal(r.bad)
+		}
+		var made int
+		pctest.OnLoop(t, a, func() { made = r.pool.Made() })
+		if made != per {
+			t.Fatalf("made %d after a round following the shed; want %d", made, per)
+		}
+	})
+}

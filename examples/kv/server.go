@@ -52,6 +52,7 @@ func (s *server) setup(l *percore.Loop) error {
 	}
 	sh := s.shards.Set(l, newShard(limit, s.evict))
 	sh.ops = percore.NewOpPool(l, s.runOp, opDone)
+	l.OnShedSpares(sh.ops.Shed) // what a burst of cross-loop calls made, at the return after a storm
 	var tick func()
 	tick = func() {
 		sh.sweep(l.Now().UnixMilli())
