@@ -21,8 +21,8 @@ package runtime
 // callback, and as a posted function does: a panic is logged and counted,
 // and the other functions still run. It runs inside a loop turn, which
 // the return waits for (at most half a second a loop): it should only drop
-// references. A loop that has stopped (its OnStop functions have run)
-// sheds nothing.
+// references. Once the loop has run its OnStop functions, f no longer
+// runs (a shed asked then gives up only the loop's own spares).
 //
 // Register once per loop and per thing to shed, on the loop's thread (in
 // Config.LoopSetup, or where a per-loop value is first made): f is kept
