@@ -309,15 +309,12 @@ func (c *Conn) settle() {
 // payload Next returned is invalid after it, and Next reads nothing more
 // (it discards its input, as after a Close) until Init.
 func (c *Conn) Release() {
+	c.giveBack() // the buffer, and the side state if it is between messages
 	if s := c.side; s != nil {
-		if s.buf != nil {
-			c.pool.put(s.buf)
-		}
-		c.side = nil
+		c.side = nil // mid-message or failed: given back all the same
 		c.pool.putSide(s)
 	}
 	c.ctx = nil
-	c.st &^= stGiveBack
 	c.dflags |= dDone
 }
 
